@@ -1,0 +1,593 @@
+//! Strict document parsing into `serde_json::Value` with exact numbers.
+//!
+//! Why a parser of our own for JSON: serde_json silently keeps the last of duplicate keys and,
+//! without `arbitrary_precision`, rounds big numbers through f64, which makes canonicalization
+//! non-idempotent (notes/reliability.md P8/P9). This parser rejects duplicate keys, enforces a
+//! nesting limit, and stores every number as its canonical exact decimal (see [`canonical_number`]).
+//! YAML goes through serde-saphyr with budgets against alias bombs, then through the same
+//! number canonicalization.
+
+use serde_json::{Map, Number, Value};
+use std::fmt;
+
+/// Deepest nesting of arrays/objects accepted in any document.
+pub const MAX_DEPTH: usize = 128;
+
+/// Integers with up to this many digits are written in plain notation.
+pub const MAX_PLAIN_INTEGER_DIGITS: i64 = 100;
+
+/// Why a document could not be parsed. Messages name the problem and the byte offset,
+/// never the document's content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("invalid JSON at byte {offset}: {reason}")]
+    Syntax { offset: usize, reason: &'static str },
+    #[error("duplicate object key at byte {offset}")]
+    DuplicateKey { offset: usize },
+    #[error("nesting deeper than {MAX_DEPTH} levels at byte {offset}")]
+    TooDeep { offset: usize },
+    #[error("document is not valid UTF-8")]
+    NotUtf8,
+    #[error("invalid YAML: {0}")]
+    Yaml(String),
+    #[error("number {0} is not finite")]
+    NonFinite(String),
+}
+
+/// Parses a document that is JSON or YAML. A leading UTF-8 BOM is stripped on purpose.
+/// JSON is detected by its first non-blank byte (`{` or `[`); everything else is YAML.
+pub fn parse_document(bytes: &[u8]) -> Result<Value, ParseError> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).map_err(|_| ParseError::NotUtf8)?;
+    match text.trim_start().as_bytes().first() {
+        Some(b'{') | Some(b'[') => parse_json(text),
+        _ => parse_yaml(text),
+    }
+}
+
+/// Parses strict RFC 8259 JSON.
+pub fn parse_json(text: &str) -> Result<Value, ParseError> {
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
+    parser.skip_ws();
+    let value = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != parser.bytes.len() {
+        return Err(parser.err("trailing characters after the document"));
+    }
+    Ok(value)
+}
+
+/// Parses YAML 1.2 with budgets (nodes, events, aliases, depth), duplicate keys rejected,
+/// and strict booleans (`yes` stays a string).
+pub fn parse_yaml(text: &str) -> Result<Value, ParseError> {
+    let options = serde_saphyr::options! {
+        budget: serde_saphyr::budget! {
+            max_nodes: 20_000_000,
+            max_events: 40_000_000,
+            max_depth: MAX_DEPTH,
+            max_documents: 1,
+        },
+        duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
+        strict_booleans: true,
+    };
+    let value: Value = serde_saphyr::from_str_with_options(text, options)
+        .map_err(|e| ParseError::Yaml(first_line(&e.to_string())))?;
+    canonicalize_numbers(value)
+}
+
+fn first_line(message: &str) -> String {
+    message
+        .lines()
+        .next()
+        .unwrap_or("")
+        .chars()
+        .take(300)
+        .collect()
+}
+
+/// Rewrites every number in a value to its canonical exact decimal.
+pub fn canonicalize_numbers(value: Value) -> Result<Value, ParseError> {
+    Ok(match value {
+        Value::Number(n) => Value::Number(canonical_number(&n.to_string())?),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(canonicalize_numbers)
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                out.insert(k, canonicalize_numbers(v)?);
+            }
+            Value::Object(out)
+        }
+        other => other,
+    })
+}
+
+/// Canonical form of a JSON number lexeme by exact decimal value: `1`, `1.0`, `1e0` and
+/// `10e-1` are all `1`; `-0` is `0`; digits are never rounded. The layout follows
+/// ECMAScript's Number-to-string rules (as RFC 8785 does), applied to the exact digits:
+/// plain notation when the decimal point sits within 21 digits, otherwise `d.ddde±N`; one
+/// departure: integers up to [`MAX_PLAIN_INTEGER_DIGITS`] digits are written out in full, so a
+/// big integer id reads as the integer it is.
+pub fn canonical_number(lexeme: &str) -> Result<Number, ParseError> {
+    let text = canonical_number_text(lexeme)?;
+    text.parse::<Number>()
+        .map_err(|_| ParseError::NonFinite(lexeme.chars().take(40).collect()))
+}
+
+fn canonical_number_text(lexeme: &str) -> Result<String, ParseError> {
+    let bad = || ParseError::NonFinite(lexeme.chars().take(40).collect());
+    let (negative, rest) = match lexeme.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, lexeme.strip_prefix('+').unwrap_or(lexeme)),
+    };
+    let (mantissa, exponent) = match rest.find(['e', 'E']) {
+        Some(i) => (&rest[..i], &rest[i + 1..]),
+        None => (rest, ""),
+    };
+    let mut exp: i64 = if exponent.is_empty() {
+        0
+    } else {
+        exponent.parse::<i64>().map_err(|_| bad())?
+    };
+    let (int_part, frac_part) = match mantissa.find('.') {
+        Some(i) => (&mantissa[..i], &mantissa[i + 1..]),
+        None => (mantissa, ""),
+    };
+    if int_part.is_empty() && frac_part.is_empty()
+        || !int_part.bytes().all(|b| b.is_ascii_digit())
+        || !frac_part.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(bad());
+    }
+    let mut digits: String = format!("{int_part}{frac_part}");
+    exp = exp.checked_sub(frac_part.len() as i64).ok_or_else(bad)?;
+    let trimmed_start = digits.trim_start_matches('0').len();
+    digits.drain(..digits.len() - trimmed_start);
+    if digits.is_empty() {
+        return Ok("0".to_string());
+    }
+    let without_trailing = digits.trim_end_matches('0').len();
+    exp = exp
+        .checked_add((digits.len() - without_trailing) as i64)
+        .ok_or_else(bad)?;
+    digits.truncate(without_trailing);
+    // value = digits × 10^exp; `point` is where the decimal point falls after the first digit run.
+    let n = digits.len() as i64;
+    let point = n.checked_add(exp).ok_or_else(bad)?;
+    let mut out = String::new();
+    if negative {
+        out.push('-');
+    }
+    if n <= point && point <= MAX_PLAIN_INTEGER_DIGITS {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n('0', (point - n) as usize));
+    } else if 0 < point && point <= 21 {
+        out.push_str(&digits[..point as usize]);
+        out.push('.');
+        out.push_str(&digits[point as usize..]);
+    } else if -6 < point && point <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', (-point) as usize));
+        out.push_str(&digits);
+    } else {
+        out.push_str(&digits[..1]);
+        if n > 1 {
+            out.push('.');
+            out.push_str(&digits[1..]);
+        }
+        let e = point - 1;
+        out.push('e');
+        out.push(if e < 0 { '-' } else { '+' });
+        out.push_str(&e.unsigned_abs().to_string());
+    }
+    Ok(out)
+}
+
+struct Parser<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Parser<'_> {
+    fn err(&self, reason: &'static str) -> ParseError {
+        ParseError::Syntax {
+            offset: self.pos,
+            reason,
+        }
+    }
+
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, ParseError> {
+        match self.bytes.get(self.pos) {
+            None => Err(self.err("unexpected end of input")),
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b't') => self.literal(b"true", Value::Bool(true)),
+            Some(b'f') => self.literal(b"false", Value::Bool(false)),
+            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.err("unexpected character")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], value: Value) -> Result<Value, ParseError> {
+        if self.bytes[self.pos..].starts_with(word) {
+            self.pos += word.len();
+            Ok(value)
+        } else {
+            Err(self.err("invalid literal"))
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep { offset: self.pos });
+        }
+        self.pos += 1;
+        let mut map = Map::new();
+        self.skip_ws();
+        if self.bytes.get(self.pos) == Some(&b'}') {
+            self.pos += 1;
+            return Ok(Value::Object(map));
+        }
+        loop {
+            self.skip_ws();
+            if self.bytes.get(self.pos) != Some(&b'"') {
+                return Err(self.err("expected a string key"));
+            }
+            let key_offset = self.pos;
+            let key = self.string()?;
+            self.skip_ws();
+            if self.bytes.get(self.pos) != Some(&b':') {
+                return Err(self.err("expected ':'"));
+            }
+            self.pos += 1;
+            self.skip_ws();
+            let value = self.value(depth)?;
+            if map.insert(key, value).is_some() {
+                return Err(ParseError::DuplicateKey { offset: key_offset });
+            }
+            self.skip_ws();
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(Value::Object(map));
+                }
+                _ => return Err(self.err("expected ',' or '}'")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+        if depth > MAX_DEPTH {
+            return Err(ParseError::TooDeep { offset: self.pos });
+        }
+        self.pos += 1;
+        let mut items = Vec::new();
+        self.skip_ws();
+        if self.bytes.get(self.pos) == Some(&b']') {
+            self.pos += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            match self.bytes.get(self.pos) {
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(self.err("expected ',' or ']'")),
+            }
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, ParseError> {
+        let start = self.pos;
+        let digits = |p: &mut Self| {
+            let s = p.pos;
+            while p.bytes.get(p.pos).is_some_and(u8::is_ascii_digit) {
+                p.pos += 1;
+            }
+            p.pos - s
+        };
+        if self.bytes.get(self.pos) == Some(&b'-') {
+            self.pos += 1;
+        }
+        match self.bytes.get(self.pos) {
+            Some(b'0') => self.pos += 1,
+            Some(b'1'..=b'9') => {
+                digits(self);
+            }
+            _ => return Err(self.err("invalid number")),
+        }
+        if self.bytes.get(self.pos) == Some(&b'.') {
+            self.pos += 1;
+            if digits(self) == 0 {
+                return Err(self.err("invalid number fraction"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.pos) {
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.pos) {
+                self.pos += 1;
+            }
+            if digits(self) == 0 {
+                return Err(self.err("invalid number exponent"));
+            }
+        }
+        // The slice is ASCII digits and signs checked above, so it is valid UTF-8.
+        let lexeme = std::str::from_utf8(&self.bytes[start..self.pos])
+            .map_err(|_| self.err("invalid number"))?;
+        Ok(Value::Number(canonical_number(lexeme)?))
+    }
+
+    fn hex4(&mut self) -> Result<u16, ParseError> {
+        let chunk = self
+            .bytes
+            .get(self.pos..self.pos + 4)
+            .ok_or_else(|| self.err("truncated \\u escape"))?;
+        let mut v: u16 = 0;
+        for &b in chunk {
+            let d = (b as char)
+                .to_digit(16)
+                .ok_or_else(|| self.err("invalid \\u escape"))?;
+            v = v * 16 + d as u16;
+        }
+        self.pos += 4;
+        Ok(v)
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        self.pos += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            let run_start = self.pos;
+            while let Some(&b) = self.bytes.get(self.pos) {
+                if b == b'"' || b == b'\\' || b < 0x20 {
+                    break;
+                }
+                self.pos += 1;
+            }
+            // Input is a &str and we stopped at an ASCII byte, so the run is whole UTF-8.
+            out.push_str(
+                std::str::from_utf8(&self.bytes[run_start..self.pos])
+                    .map_err(|_| ParseError::NotUtf8)?,
+            );
+            match self.bytes.get(self.pos) {
+                None => return Err(self.err("unterminated string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => {
+                    self.pos += 1;
+                    let escape = *self
+                        .bytes
+                        .get(self.pos)
+                        .ok_or_else(|| self.err("unterminated escape"))?;
+                    self.pos += 1;
+                    match escape {
+                        b'"' => out.push('"'),
+                        b'\\' => out.push('\\'),
+                        b'/' => out.push('/'),
+                        b'b' => out.push('\u{8}'),
+                        b'f' => out.push('\u{c}'),
+                        b'n' => out.push('\n'),
+                        b'r' => out.push('\r'),
+                        b't' => out.push('\t'),
+                        b'u' => {
+                            let unit = self.hex4()?;
+                            let c = if (0xD800..0xDC00).contains(&unit) {
+                                if self.bytes.get(self.pos..self.pos + 2) != Some(b"\\u") {
+                                    return Err(self.err("lone surrogate"));
+                                }
+                                self.pos += 2;
+                                let low = self.hex4()?;
+                                if !(0xDC00..0xE000).contains(&low) {
+                                    return Err(self.err("lone surrogate"));
+                                }
+                                let code = 0x10000
+                                    + (((unit as u32) - 0xD800) << 10)
+                                    + (low as u32 - 0xDC00);
+                                char::from_u32(code).ok_or_else(|| self.err("invalid escape"))?
+                            } else if (0xDC00..0xE000).contains(&unit) {
+                                return Err(self.err("lone surrogate"));
+                            } else {
+                                char::from_u32(unit as u32)
+                                    .ok_or_else(|| self.err("invalid escape"))?
+                            };
+                            out.push(c);
+                        }
+                        _ => return Err(self.err("invalid escape")),
+                    }
+                }
+                Some(_) => return Err(self.err("control character in string")),
+            }
+        }
+    }
+}
+
+/// Writes `value` as canonical JSON (RFC 8785 layout): object keys sorted by UTF-16 code
+/// units, no insignificant whitespace, numbers as already canonicalized by the parser.
+pub fn to_canonical_string(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => write_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            // BTreeMap order is UTF-8 byte order; RFC 8785 wants UTF-16 code-unit order.
+            // They differ only when a key holds characters above U+FFFF.
+            if keys.iter().any(|k| k.chars().any(|c| c as u32 > 0xFFFF)) {
+                keys.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+            }
+            out.push('{');
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_string(key, out);
+                out.push(':');
+                write_canonical(&map[key], out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                use fmt::Write;
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(text: &str) -> String {
+        to_canonical_string(&parse_json(text).unwrap())
+    }
+
+    #[test]
+    fn numbers_are_canonical_by_exact_value() {
+        assert_eq!(
+            canon("[1, 1.0, 1e0, 10e-1, -0, 0.0, 100, 1E2]"),
+            "[1,1,1,1,0,0,100,100]"
+        );
+        assert_eq!(canon("12345678901234567890123"), "12345678901234567890123");
+        assert_eq!(
+            canon("0.1000000000000000055511"),
+            "0.1000000000000000055511"
+        );
+        assert_eq!(
+            canon("[1e21, 1e-7, 0.000001, 1e400, -2.50e-3]"),
+            "[1000000000000000000000,1e-7,0.000001,1e+400,-0.0025]"
+        );
+        assert_eq!(canon("123456789012345678901.5"), "123456789012345678901.5");
+        assert_eq!(
+            canon("1234567890123456789012.5"),
+            "1.2345678901234567890125e+21"
+        );
+        assert_eq!(
+            canon("[0.0000001234, 1.5e-7, 100e-2]"),
+            "[1.234e-7,1.5e-7,1]"
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected() {
+        assert_eq!(
+            parse_json(r#"{"a":1,"a":2}"#),
+            Err(ParseError::DuplicateKey { offset: 7 })
+        );
+        assert!(matches!(
+            parse_yaml("a: 1\na: 2\n"),
+            Err(ParseError::Yaml(_))
+        ));
+    }
+
+    #[test]
+    fn depth_is_limited() {
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse_json(&ok).is_ok());
+        let deep = format!("{}{}", "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert!(matches!(parse_json(&deep), Err(ParseError::TooDeep { .. })));
+    }
+
+    #[test]
+    fn rejects_invalid_input() {
+        for bad in [
+            "{",
+            "[1,]",
+            "01",
+            "1.",
+            "\"\\ud800\"",
+            "nul",
+            "{\"a\" 1}",
+            "NaN",
+            "[1] x",
+        ] {
+            assert!(parse_json(bad).is_err(), "{bad} should fail");
+        }
+        assert_eq!(parse_document(b"\xff"), Err(ParseError::NotUtf8));
+    }
+
+    #[test]
+    fn bom_is_stripped_and_yaml_matches_json() {
+        let json = parse_document(b"\xEF\xBB\xBF{\"b\": [1.50, \"yes\"], \"a\": null}").unwrap();
+        let yaml = parse_document(b"a: ~\nb:\n  - 1.5\n  - yes\n").unwrap();
+        assert_eq!(to_canonical_string(&json), to_canonical_string(&yaml));
+    }
+
+    #[test]
+    fn strings_escape_like_rfc8785_and_keys_sort_by_utf16() {
+        assert_eq!(canon(r#""a\u0001\n\"\/é""#), "\"a\\u0001\\n\\\"/é\"");
+        // RFC 8785 §3.2.3: U+1F600 (surrogates D83D..) sorts before U+FB33 in UTF-16 order.
+        assert_eq!(
+            canon("{\"\u{fb33}\":1,\"\u{1f600}\":2}"),
+            "{\"\u{1f600}\":2,\"\u{fb33}\":1}"
+        );
+    }
+
+    #[test]
+    fn yaml_alias_bomb_is_refused() {
+        let mut doc = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..10 {
+            let prev = i - 1;
+            doc.push_str(&format!(
+                "a{i}: &a{i} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        assert!(parse_yaml(&doc).is_err());
+    }
+}

@@ -1,0 +1,6 @@
+//! The pure core: no I/O, no clocks, no randomness. Same input, same bytes out.
+
+pub mod fingerprint;
+pub mod json;
+pub mod model;
+pub mod normalize;

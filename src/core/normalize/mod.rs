@@ -1,0 +1,45 @@
+//! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
+
+pub mod openapi;
+pub mod schema;
+
+use crate::core::json::ParseError;
+use crate::core::model::{Kind, ToolSpec};
+
+/// Why a document could not be turned into a contract. Messages name the problem and where
+/// it is in the document, never secrets.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NormalizeError {
+    #[error(transparent)]
+    Parse(#[from] ParseError),
+    #[error("not an OpenAPI document: {0}")]
+    NotOpenApi(String),
+    #[error("unsupported OpenAPI version {0:?} (supported: Swagger 2.0, OpenAPI 3.0 and 3.1)")]
+    UnsupportedVersion(String),
+    #[error("{at}: {problem}")]
+    Invalid { at: String, problem: String },
+    #[error("unresolved $ref {reference:?} at {at}")]
+    UnresolvedRef { reference: String, at: String },
+    #[error("$ref chain too long or cyclic at {0}")]
+    RefLoop(String),
+    #[error("two operations share the identity {0:?} (paths that differ only in parameter names)")]
+    DuplicateEndpoint(String),
+    #[error("kind {0} is not supported yet")]
+    UnsupportedKind(Kind),
+}
+
+/// Splits a watch name `namespace.name` at its first dot (no dot: empty namespace).
+pub fn split_watch_name(watch: &str) -> (String, String) {
+    match watch.split_once('.') {
+        Some((ns, name)) => (ns.to_string(), name.to_string()),
+        None => (String::new(), watch.to_string()),
+    }
+}
+
+/// Normalizes a document of the given kind into the canonical model.
+pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    match kind {
+        Kind::Openapi => openapi::normalize(watch, bytes),
+        other => Err(NormalizeError::UnsupportedKind(other)),
+    }
+}

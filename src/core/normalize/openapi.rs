@@ -1,0 +1,731 @@
+//! OpenAPI 3.0 / 3.1 and Swagger 2.0 (JSON or YAML) → ToolSpec.
+//!
+//! Schema `$ref`s stay named (never inlined: cycles and blow-up); the definitions they reach are
+//! collected into `ToolSpec::definitions` by JSON pointer. Non-schema `$ref`s (parameters,
+//! request bodies, responses, headers, path items) are resolved in place.
+//! Endpoint identity is `METHOD path` with path parameter names normalized to `{}`.
+
+use super::schema::normalize_schema;
+use super::{split_watch_name, NormalizeError};
+use crate::core::json::parse_document;
+use crate::core::model::{
+    EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody, ResponseSpec,
+    ToolSpec,
+};
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+const MAX_REF_HOPS: usize = 32;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    Swagger2,
+    OpenApi3,
+}
+
+/// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
+pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    let root = parse_document(bytes)?;
+    normalize_value(watch, &root)
+}
+
+pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+    let Value::Object(doc) = root else {
+        return Err(NormalizeError::NotOpenApi(
+            "the document is not an object".into(),
+        ));
+    };
+    let (version, version_text) = match (doc.get("openapi"), doc.get("swagger")) {
+        (Some(Value::String(v)), _) if v.starts_with("3.0") || v.starts_with("3.1") => {
+            (Version::OpenApi3, v.clone())
+        }
+        (Some(Value::String(v)), _) => return Err(NormalizeError::UnsupportedVersion(v.clone())),
+        (_, Some(Value::String(v))) if v == "2.0" => (Version::Swagger2, v.clone()),
+        (_, Some(Value::String(v))) => return Err(NormalizeError::UnsupportedVersion(v.clone())),
+        _ => {
+            return Err(NormalizeError::NotOpenApi(
+                "no \"openapi\" or \"swagger\" version field".into(),
+            ))
+        }
+    };
+    let ctx = Context { root, version };
+    let (namespace, name) = split_watch_name(watch);
+    let info = doc.get("info").and_then(Value::as_object);
+    let info_str = |key: &str| {
+        info.and_then(|i| i.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let license = info
+        .and_then(|i| i.get("license"))
+        .and_then(|l| l.get("identifier").or_else(|| l.get("name")))
+        .and_then(Value::as_str)
+        .map(String::from);
+
+    let mut endpoints: Vec<EndpointSpec> = Vec::new();
+    let mut identities = BTreeSet::new();
+    if let Some(paths) = doc.get("paths") {
+        let paths = paths
+            .as_object()
+            .ok_or_else(|| invalid("paths", "must be an object"))?;
+        for (path, item) in paths {
+            if !path.starts_with('/') {
+                // Specification extensions (`x-...`) may sit beside paths.
+                continue;
+            }
+            let at = format!("paths.{path}");
+            let item = ctx.resolve(item, &at)?;
+            let item = item
+                .as_object()
+                .ok_or_else(|| invalid(&at, "path item must be an object"))?;
+            for method in METHODS {
+                let Some(operation) = item.get(method) else {
+                    continue;
+                };
+                let endpoint = ctx.operation(path, method, item, operation)?;
+                if !identities.insert(endpoint.identity()) {
+                    return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
+                }
+                endpoints.push(endpoint);
+            }
+        }
+    }
+    endpoints.sort_by_key(|e| e.identity());
+
+    let definitions = ctx.collect_definitions(&endpoints)?;
+    Ok(ToolSpec {
+        namespace,
+        name,
+        kind: Kind::Openapi,
+        remote: Remote {
+            base_urls: ctx.base_urls(doc),
+            transport: "http".into(),
+        },
+        evidence: Evidence {
+            source_type: "openapi".into(),
+            license,
+        },
+        metadata: Metadata {
+            title: info_str("title"),
+            version: info_str("version"),
+            format: Some(match version {
+                Version::Swagger2 => format!("swagger {version_text}"),
+                Version::OpenApi3 => format!("openapi {version_text}"),
+            }),
+        },
+        endpoints,
+        definitions,
+    })
+}
+
+fn invalid(at: &str, problem: &str) -> NormalizeError {
+    NormalizeError::Invalid {
+        at: at.to_string(),
+        problem: problem.to_string(),
+    }
+}
+
+/// `/pets/{petId}` → `/pets/{}`.
+pub fn normalize_path(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    let mut in_param = false;
+    for c in path.chars() {
+        match c {
+            '{' => {
+                in_param = true;
+                out.push_str("{}");
+            }
+            '}' => in_param = false,
+            c if !in_param => out.push(c),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Resolves a local JSON pointer (`#/a/b~1c`) inside `root`.
+pub fn resolve_pointer<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let mut current = root;
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let token = percent_decode(raw).replace("~1", "/").replace("~0", "~");
+        current = match current {
+            Value::Object(map) => map.get(&token)?,
+            Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+fn percent_decode(text: &str) -> String {
+    if !text.contains('%') {
+        return text.to_string();
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            if let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
+}
+
+struct Context<'a> {
+    root: &'a Value,
+    version: Version,
+}
+
+impl<'a> Context<'a> {
+    /// Follows non-schema `$ref`s (parameters, responses, ...) to their target.
+    fn resolve(&self, value: &'a Value, at: &str) -> Result<&'a Value, NormalizeError> {
+        let mut current = value;
+        for _ in 0..MAX_REF_HOPS {
+            match current.get("$ref").and_then(Value::as_str) {
+                Some(reference) => {
+                    current = resolve_pointer(self.root, reference).ok_or_else(|| {
+                        NormalizeError::UnresolvedRef {
+                            reference: reference.into(),
+                            at: at.into(),
+                        }
+                    })?;
+                }
+                None => return Ok(current),
+            }
+        }
+        Err(NormalizeError::RefLoop(at.to_string()))
+    }
+
+    fn base_urls(&self, doc: &Map<String, Value>) -> Vec<String> {
+        let mut urls: Vec<String> = match self.version {
+            Version::OpenApi3 => doc
+                .get("servers")
+                .and_then(Value::as_array)
+                .map(|servers| servers.iter().filter_map(server_url).collect())
+                .unwrap_or_default(),
+            Version::Swagger2 => {
+                let host = doc.get("host").and_then(Value::as_str).unwrap_or("");
+                let base = doc.get("basePath").and_then(Value::as_str).unwrap_or("");
+                let schemes: Vec<&str> = doc
+                    .get("schemes")
+                    .and_then(Value::as_array)
+                    .map(|s| s.iter().filter_map(Value::as_str).collect())
+                    .unwrap_or_default();
+                if host.is_empty() {
+                    vec![if base.is_empty() {
+                        "/".to_string()
+                    } else {
+                        base.to_string()
+                    }]
+                } else if schemes.is_empty() {
+                    vec![format!("//{host}{base}")]
+                } else {
+                    schemes
+                        .iter()
+                        .map(|s| format!("{s}://{host}{base}"))
+                        .collect()
+                }
+            }
+        };
+        if urls.is_empty() {
+            urls.push("/".into());
+        }
+        urls.sort();
+        urls.dedup();
+        urls
+    }
+
+    fn operation(
+        &self,
+        path: &str,
+        method: &str,
+        item: &Map<String, Value>,
+        operation: &Value,
+    ) -> Result<EndpointSpec, NormalizeError> {
+        let at = format!("paths.{path}.{method}");
+        let op = operation
+            .as_object()
+            .ok_or_else(|| invalid(&at, "operation must be an object"))?;
+        let verb = method.to_ascii_uppercase();
+        let operation_id = op
+            .get("operationId")
+            .and_then(Value::as_str)
+            .map(String::from);
+        let name = operation_id
+            .clone()
+            .unwrap_or_else(|| format!("{verb} {path}"));
+
+        // Operation parameters override path-item parameters with the same (name, in).
+        let mut raw_params: BTreeMap<(String, String), &Value> = BTreeMap::new();
+        for source in [item.get("parameters"), op.get("parameters")]
+            .into_iter()
+            .flatten()
+        {
+            let list = source
+                .as_array()
+                .ok_or_else(|| invalid(&at, "parameters must be an array"))?;
+            for p in list {
+                let p = self.resolve(p, &at)?;
+                let pname = p
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let location = p
+                    .get("in")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                if pname.is_empty() || location.is_empty() {
+                    return Err(invalid(&at, "a parameter lacks \"name\" or \"in\""));
+                }
+                // Header names are case-insensitive.
+                let key_name = if location == "header" {
+                    pname.to_ascii_lowercase()
+                } else {
+                    pname
+                };
+                raw_params.insert((location, key_name), p);
+            }
+        }
+
+        let mut parameters = Vec::new();
+        let mut request_body = None;
+        let mut form_fields: Vec<(String, bool, Value)> = Vec::new();
+        let consumes = self.media_list(op, "consumes", "application/json");
+        for ((location, pname), p) in &raw_params {
+            match (self.version, location.as_str()) {
+                (Version::Swagger2, "body") => {
+                    let schema = normalize_schema(p.get("schema").unwrap_or(&json!({})));
+                    request_body = Some(RequestBody {
+                        required: p.get("required").and_then(Value::as_bool).unwrap_or(false),
+                        description: p
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(String::from),
+                        content: consumes
+                            .iter()
+                            .map(|m| (m.clone(), schema.clone()))
+                            .collect(),
+                    });
+                }
+                (Version::Swagger2, "formData") => {
+                    form_fields.push((
+                        pname.clone(),
+                        p.get("required").and_then(Value::as_bool).unwrap_or(false),
+                        swagger_param_schema(p),
+                    ));
+                }
+                _ => parameters.push(self.parameter(location, pname, p)),
+            }
+        }
+        if !form_fields.is_empty() {
+            let mut properties = Map::new();
+            let mut required = Vec::new();
+            for (field, is_required, schema) in form_fields {
+                if is_required {
+                    required.push(Value::String(field.clone()));
+                }
+                properties.insert(field, schema);
+            }
+            let schema = normalize_schema(&json!({
+                "type": "object", "properties": properties, "required": required
+            }));
+            let media: Vec<String> = consumes
+                .iter()
+                .filter(|m| m.contains("form"))
+                .cloned()
+                .collect();
+            let media = if media.is_empty() {
+                vec!["application/x-www-form-urlencoded".to_string()]
+            } else {
+                media
+            };
+            request_body = Some(RequestBody {
+                required: !required.is_empty(),
+                description: None,
+                content: media.into_iter().map(|m| (m, schema.clone())).collect(),
+            });
+        }
+        if let Some(body) = op.get("requestBody") {
+            let body = self.resolve(body, &at)?;
+            request_body = Some(RequestBody {
+                required: body
+                    .get("required")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                description: body
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                content: self.content(body.get("content"), &at)?,
+            });
+        }
+
+        let mut responses = BTreeMap::new();
+        if let Some(resps) = op.get("responses") {
+            let resps = resps
+                .as_object()
+                .ok_or_else(|| invalid(&at, "responses must be an object"))?;
+            let produces = self.media_list(op, "produces", "application/json");
+            for (status, response) in resps {
+                if status.starts_with("x-") {
+                    continue;
+                }
+                let response = self.resolve(response, &at)?;
+                let content = match self.version {
+                    Version::OpenApi3 => self.content(response.get("content"), &at)?,
+                    Version::Swagger2 => match response.get("schema") {
+                        Some(schema) => {
+                            let schema = normalize_schema(schema);
+                            produces
+                                .iter()
+                                .map(|m| (m.clone(), schema.clone()))
+                                .collect()
+                        }
+                        None => BTreeMap::new(),
+                    },
+                };
+                let mut headers = BTreeMap::new();
+                if let Some(Value::Object(hs)) = response.get("headers") {
+                    for (hname, header) in hs {
+                        let header = self.resolve(header, &at)?;
+                        let schema = match (self.version, header.get("schema")) {
+                            (Version::OpenApi3, Some(s)) => normalize_schema(s),
+                            (Version::OpenApi3, None) => json!({}),
+                            (Version::Swagger2, _) => swagger_param_schema(header),
+                        };
+                        headers.insert(hname.to_ascii_lowercase(), schema);
+                    }
+                }
+                responses.insert(
+                    status.to_ascii_uppercase(),
+                    ResponseSpec {
+                        description: response
+                            .get("description")
+                            .and_then(Value::as_str)
+                            .map(String::from),
+                        content,
+                        headers,
+                    },
+                );
+            }
+        }
+
+        let security_source = op.get("security").or_else(|| self.root.get("security"));
+        let security = security_requirements(security_source);
+        let description = op
+            .get("description")
+            .or_else(|| op.get("summary"))
+            .and_then(Value::as_str)
+            .map(String::from);
+
+        Ok(EndpointSpec {
+            name,
+            method: verb.clone(),
+            path: normalize_path(path),
+            path_template: path.to_string(),
+            operation_id,
+            description,
+            deprecated: op
+                .get("deprecated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            aliases: Vec::new(),
+            parameters,
+            request_body,
+            responses,
+            security,
+            input_schema: None,
+            output_schema: None,
+            read_only: matches!(verb.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE"),
+            destructive: verb == "DELETE",
+        })
+    }
+
+    fn parameter(&self, location: &str, name: &str, p: &Value) -> ParameterSpec {
+        let mut style = BTreeMap::new();
+        let schema = match self.version {
+            Version::OpenApi3 => {
+                for key in ["style", "explode", "allowReserved", "allowEmptyValue"] {
+                    if let Some(v) = p.get(key) {
+                        style.insert(key.to_string(), v.clone());
+                    }
+                }
+                match (p.get("schema"), p.get("content").and_then(Value::as_object)) {
+                    (Some(schema), _) => normalize_schema(schema),
+                    (None, Some(content)) => match content.iter().next() {
+                        Some((media, m)) => {
+                            style.insert("content".into(), Value::String(media.clone()));
+                            normalize_schema(m.get("schema").unwrap_or(&json!({})))
+                        }
+                        None => json!({}),
+                    },
+                    (None, None) => json!({}),
+                }
+            }
+            Version::Swagger2 => {
+                for key in ["collectionFormat", "allowEmptyValue"] {
+                    if let Some(v) = p.get(key) {
+                        style.insert(key.to_string(), v.clone());
+                    }
+                }
+                swagger_param_schema(p)
+            }
+        };
+        ParameterSpec {
+            name: name.to_string(),
+            location: location.to_string(),
+            required: location == "path"
+                || p.get("required").and_then(Value::as_bool).unwrap_or(false),
+            description: p
+                .get("description")
+                .and_then(Value::as_str)
+                .map(String::from),
+            deprecated: p
+                .get("deprecated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+            style,
+            schema,
+        }
+    }
+
+    fn content(
+        &self,
+        content: Option<&Value>,
+        at: &str,
+    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
+        let mut out = BTreeMap::new();
+        if let Some(content) = content {
+            let content = content
+                .as_object()
+                .ok_or_else(|| invalid(at, "content must be an object"))?;
+            for (media, m) in content {
+                let schema = m
+                    .get("schema")
+                    .map(normalize_schema)
+                    .unwrap_or_else(|| json!({}));
+                out.insert(media.to_ascii_lowercase(), schema);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Swagger `consumes`/`produces` of the operation, else of the document, else `default`.
+    fn media_list(&self, op: &Map<String, Value>, key: &str, default: &str) -> Vec<String> {
+        let list = op
+            .get(key)
+            .or_else(|| self.root.get(key))
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_ascii_lowercase)
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        let mut list = if list.is_empty() {
+            vec![default.to_string()]
+        } else {
+            list
+        };
+        list.sort();
+        list.dedup();
+        list
+    }
+
+    /// Every definition reachable from the endpoints, normalized, keyed by JSON pointer.
+    fn collect_definitions(
+        &self,
+        endpoints: &[EndpointSpec],
+    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
+        let mut definitions = BTreeMap::new();
+        let mut pending: Vec<(String, String)> = Vec::new();
+        for endpoint in endpoints {
+            let value = serde_json::to_value(endpoint).unwrap_or(Value::Null);
+            collect_refs(&value, &endpoint.name, &mut pending);
+        }
+        while let Some((reference, at)) = pending.pop() {
+            if definitions.contains_key(&reference) {
+                continue;
+            }
+            if !reference.starts_with('#') {
+                // External references are kept as written; their targets are not fetched.
+                continue;
+            }
+            let target = resolve_pointer(self.root, &reference).ok_or_else(|| {
+                NormalizeError::UnresolvedRef {
+                    reference: reference.clone(),
+                    at: at.clone(),
+                }
+            })?;
+            let normalized = normalize_schema(target);
+            collect_refs(&normalized, &reference, &mut pending);
+            definitions.insert(reference, normalized);
+        }
+        Ok(definitions)
+    }
+}
+
+fn collect_refs(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push((r.clone(), at.to_string()));
+            }
+            for v in map.values() {
+                collect_refs(v, at, out);
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, at, out)),
+        _ => {}
+    }
+}
+
+/// OpenAPI 3 server object → URL with variables replaced by their defaults.
+fn server_url(server: &Value) -> Option<String> {
+    let mut url = server.get("url")?.as_str()?.to_string();
+    if let Some(Value::Object(vars)) = server.get("variables") {
+        for (name, var) in vars {
+            if let Some(default) = var.get("default").and_then(Value::as_str) {
+                url = url.replace(&format!("{{{name}}}"), default);
+            }
+        }
+    }
+    Some(url)
+}
+
+/// A Swagger 2.0 non-body parameter or header carries its schema inline.
+fn swagger_param_schema(p: &Value) -> Value {
+    const NOT_SCHEMA: &[&str] = &[
+        "name",
+        "in",
+        "required",
+        "description",
+        "collectionFormat",
+        "allowEmptyValue",
+        "schema",
+    ];
+    let schema: Map<String, Value> = p
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !NOT_SCHEMA.contains(&k.as_str()) && !k.starts_with("x-example"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    normalize_schema(&Value::Object(schema))
+}
+
+/// Security requirements as sorted alternatives of sorted `scheme` / `scheme[scope,...]` terms.
+fn security_requirements(source: Option<&Value>) -> Vec<Vec<String>> {
+    let Some(Value::Array(alternatives)) = source else {
+        return Vec::new();
+    };
+    let mut out: Vec<Vec<String>> = alternatives
+        .iter()
+        .filter_map(Value::as_object)
+        .map(|requirement| {
+            let mut terms: Vec<String> = requirement
+                .iter()
+                .map(|(scheme, scopes)| {
+                    let mut scopes: Vec<&str> = scopes
+                        .as_array()
+                        .map(|s| s.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    scopes.sort_unstable();
+                    if scopes.is_empty() {
+                        scheme.clone()
+                    } else {
+                        format!("{scheme}[{}]", scopes.join(","))
+                    }
+                })
+                .collect();
+            terms.sort();
+            terms
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_normalize_parameter_names() {
+        assert_eq!(
+            normalize_path("/pets/{petId}/toys/{toy_id}"),
+            "/pets/{}/toys/{}"
+        );
+    }
+
+    #[test]
+    fn pointers_resolve_with_escapes() {
+        let root = json!({"paths": {"/a/b": {"get": 1}}, "c%20d": 2});
+        assert_eq!(
+            resolve_pointer(&root, "#/paths/~1a~1b/get"),
+            Some(&json!(1))
+        );
+        assert_eq!(resolve_pointer(&root, "#/c%2520d"), Some(&json!(2)));
+        assert_eq!(resolve_pointer(&root, "#/nothing"), None);
+    }
+
+    #[test]
+    fn minimal_documents() {
+        let spec = normalize(
+            "ns.pets",
+            br##"{"openapi":"3.0.3","info":{"title":"t","version":"1"},"servers":[{"url":"https://{h}/v1","variables":{"h":{"default":"api.example.com"}}}],
+            "paths":{"/pets/{id}":{"parameters":[{"name":"id","in":"path","schema":{"type":"string"}}],
+            "get":{"operationId":"getPet","responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Pet"}}}}}}}},
+            "components":{"schemas":{"Pet":{"type":"object","properties":{"friend":{"$ref":"#/components/schemas/Pet"}}}}}}"##,
+        )
+        .unwrap();
+        assert_eq!(spec.namespace, "ns");
+        assert_eq!(spec.remote.base_urls, vec!["https://api.example.com/v1"]);
+        assert_eq!(spec.endpoints.len(), 1);
+        let e = &spec.endpoints[0];
+        assert_eq!(
+            (e.name.as_str(), e.identity().as_str()),
+            ("getPet", "GET /pets/{}")
+        );
+        assert!(e.parameters[0].required);
+        assert!(spec.definitions.contains_key("#/components/schemas/Pet"));
+
+        let err = normalize("a.b", br##"{"openapi":"3.0.0","paths":{"/x":{"get":{"responses":{"200":{"$ref":"#/components/responses/Nope"}}}}}}"##)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("#/components/responses/Nope"),
+            "{err}"
+        );
+        assert!(matches!(
+            normalize("a.b", b"{\"info\":{}}"),
+            Err(NormalizeError::NotOpenApi(_))
+        ));
+        assert!(matches!(
+            normalize("a.b", b"{\"openapi\":\"4.0\"}"),
+            Err(NormalizeError::UnsupportedVersion(_))
+        ));
+    }
+}
