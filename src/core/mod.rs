@@ -4,3 +4,4 @@ pub mod fingerprint;
 pub mod json;
 pub mod model;
 pub mod normalize;
+pub mod diff;

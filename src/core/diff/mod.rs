@@ -1,0 +1,602 @@
+//! Drift classification: match old and new endpoints once, then let the rules judge matched
+//! pairs and unmatched sides. Schemas are compared recursively and direction-aware (see
+//! [`schema`]). The report's compatibility is its most severe change; a fingerprint difference
+//! no rule explains is an `unclassified-change` (breaking), never silently identical.
+
+pub mod rules;
+pub mod schema;
+
+use crate::core::fingerprint::{endpoint_fingerprint, reachable_definitions, tool_fingerprint};
+use crate::core::model::{
+    Change, Compatibility, DriftReport, EndpointSpec, ParameterSpec, RequestBody, ResponseSpec,
+    Severity, ToolSpec, ValueOrd,
+};
+use rules::SeverityOverrides;
+use schema::{Direction, SchemaDiffer};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Collects changes, applying the rule's severity (or its override).
+pub struct Emitter<'o> {
+    overrides: &'o SeverityOverrides,
+    pub changes: Vec<Change>,
+}
+
+impl<'o> Emitter<'o> {
+    pub fn new(overrides: &'o SeverityOverrides) -> Self {
+        Emitter { overrides, changes: Vec::new() }
+    }
+
+    pub fn emit(
+        &mut self,
+        rule_id: &'static str,
+        path: &str,
+        kind: &str,
+        before: Option<Value>,
+        after: Option<Value>,
+        message: String,
+    ) {
+        let severity = self
+            .overrides
+            .get(rule_id)
+            .copied()
+            .or_else(|| rules::find(rule_id).map(|r| r.severity))
+            // A rule id missing from the registry is a programming error; judge it conservatively.
+            .unwrap_or(Severity::Breaking);
+        self.changes.push(Change {
+            path: path.to_string(),
+            kind: kind.to_string(),
+            rule: rule_id.to_string(),
+            severity,
+            before: before.map(ValueOrd),
+            after: after.map(ValueOrd),
+            message,
+        });
+    }
+}
+
+/// Compares two contracts of the same watch.
+pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -> DriftReport {
+    let old_fingerprint = tool_fingerprint(old);
+    let new_fingerprint = tool_fingerprint(new);
+    if old_fingerprint == new_fingerprint {
+        return DriftReport {
+            compatibility: Compatibility::Identical,
+            old_fingerprint,
+            new_fingerprint,
+            changes: Vec::new(),
+        };
+    }
+    let mut out = Emitter::new(overrides);
+    let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions);
+
+    if old.remote != new.remote {
+        out.emit(
+            "execution-target-changed",
+            "remote",
+            "execution_target_changed",
+            Some(json!(old.remote.base_urls)),
+            Some(json!(new.remote.base_urls)),
+            format!(
+                "The invocation target changed from {} to {}.",
+                describe_remote(old),
+                describe_remote(new)
+            ),
+        );
+    }
+
+    let pairs = match_endpoints(&old.endpoints, &new.endpoints);
+    let mut unexplained: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for pair in &pairs {
+        match pair {
+            EndpointPair::Removed(o) => out.emit(
+                "endpoint-removed",
+                &endpoint_path(o),
+                "endpoint_removed",
+                Some(json!(o.identity())),
+                None,
+                format!("Endpoint {} ({}) was removed.", o.name, o.identity()),
+            ),
+            EndpointPair::Added(n) => {
+                let (rule, why) = if n.read_only {
+                    ("endpoint-added-read-only", "it is read-only")
+                } else {
+                    ("endpoint-added-write", "it can change state, so it needs review")
+                };
+                out.emit(
+                    rule,
+                    &endpoint_path(n),
+                    "endpoint_added",
+                    None,
+                    Some(json!(n.identity())),
+                    format!("Endpoint {} ({}) was added; {why}.", n.name, n.identity()),
+                );
+            }
+            EndpointPair::Matched(o, n) => {
+                let before = out.changes.len();
+                let defs_before = schemas.changed_definitions.len();
+                compare_endpoint(o, n, &mut schemas, &mut out);
+                let explained =
+                    out.changes.len() > before || schemas.changed_definitions.len() > defs_before;
+                if !explained
+                    && endpoint_fingerprint(o, &old.definitions)
+                        != endpoint_fingerprint(n, &new.definitions)
+                {
+                    let endpoint_value = |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);
+                    let mut reached =
+                        reachable_definitions([&endpoint_value(o)], &old.definitions);
+                    reached.extend(reachable_definitions([&endpoint_value(n)], &new.definitions));
+                    unexplained.push((endpoint_path(n), reached));
+                }
+            }
+        }
+    }
+    // An endpoint whose only difference lies in a shared definition is explained when that
+    // definition's change was reported (possibly while comparing another endpoint).
+    for (path, reached) in unexplained {
+        if reached.is_disjoint(&schemas.changed_definitions) {
+            out.emit(
+                "unclassified-change",
+                &path,
+                "unclassified_change",
+                None,
+                None,
+                "The endpoint's contract changed in a way no rule explains.".into(),
+            );
+        }
+    }
+    let mut changes = std::mem::take(&mut out.changes);
+    if changes.is_empty() {
+        out.emit(
+            "unclassified-change",
+            "",
+            "unclassified_change",
+            Some(json!(old_fingerprint)),
+            Some(json!(new_fingerprint)),
+            "The contract's fingerprint changed and no rule explains it.".into(),
+        );
+        changes = std::mem::take(&mut out.changes);
+    }
+    changes.sort();
+    changes.dedup();
+    let compatibility = changes
+        .iter()
+        .map(|c| Compatibility::from_severity(c.severity))
+        .max()
+        .unwrap_or(Compatibility::Breaking);
+    DriftReport { compatibility, old_fingerprint, new_fingerprint, changes }
+}
+
+fn describe_remote(spec: &ToolSpec) -> String {
+    format!("{} via {}", spec.remote.base_urls.join(", "), spec.remote.transport)
+}
+
+fn endpoint_path(e: &EndpointSpec) -> String {
+    format!("endpoints.{}", e.name)
+}
+
+enum EndpointPair<'a> {
+    Matched(&'a EndpointSpec, &'a EndpointSpec),
+    Removed(&'a EndpointSpec),
+    Added(&'a EndpointSpec),
+}
+
+/// Matches by `METHOD path` first, then pairs leftovers by operationId (so a method or path
+/// change of the same operation is one endpoint that changed, not a removal plus an addition).
+fn match_endpoints<'a>(old: &'a [EndpointSpec], new: &'a [EndpointSpec]) -> Vec<EndpointPair<'a>> {
+    let new_by_identity: BTreeMap<String, &EndpointSpec> =
+        new.iter().map(|e| (e.identity(), e)).collect();
+    let mut pairs = Vec::new();
+    let mut matched_new = BTreeSet::new();
+    let mut old_left = Vec::new();
+    for o in old {
+        match new_by_identity.get(&o.identity()) {
+            Some(n) => {
+                matched_new.insert(n.identity());
+                pairs.push(EndpointPair::Matched(o, *n));
+            }
+            None => old_left.push(o),
+        }
+    }
+    let mut new_left_by_op: BTreeMap<&str, &EndpointSpec> = BTreeMap::new();
+    let mut new_left = Vec::new();
+    for n in new.iter().filter(|n| !matched_new.contains(&n.identity())) {
+        match &n.operation_id {
+            Some(op) => {
+                new_left_by_op.insert(op.as_str(), n);
+            }
+            None => new_left.push(n),
+        }
+    }
+    for o in old_left {
+        match o.operation_id.as_deref().and_then(|op| new_left_by_op.remove(op)) {
+            Some(n) => pairs.push(EndpointPair::Matched(o, n)),
+            None => pairs.push(EndpointPair::Removed(o)),
+        }
+    }
+    new_left.extend(new_left_by_op.into_values());
+    pairs.extend(new_left.into_iter().map(EndpointPair::Added));
+    pairs
+}
+
+fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiffer, out: &mut Emitter) {
+    let at = endpoint_path(n);
+    if o.name != n.name && o.method == n.method && o.path == n.path {
+        out.emit(
+            "endpoint-renamed",
+            &at,
+            "endpoint_renamed",
+            Some(json!(o.name)),
+            Some(json!(n.name)),
+            format!("{} was renamed from {} to {}; callers use the old name.", n.identity(), o.name, n.name),
+        );
+    }
+    if o.method != n.method {
+        let escalated = (o.read_only && !n.read_only) || (!o.destructive && n.destructive);
+        let (rule, what) = if escalated {
+            ("method-escalated", "gained side effects")
+        } else {
+            ("method-changed", "changed method")
+        };
+        out.emit(
+            rule,
+            &format!("{at}.method"),
+            "method_changed",
+            Some(json!(o.method)),
+            Some(json!(n.method)),
+            format!("Operation {} {what}: {} → {}.", n.name, o.method, n.method),
+        );
+    }
+    if o.path != n.path {
+        out.emit(
+            "path-changed",
+            &format!("{at}.path"),
+            "path_changed",
+            Some(json!(o.path_template)),
+            Some(json!(n.path_template)),
+            format!("Operation {} moved from {} to {}.", n.name, o.path_template, n.path_template),
+        );
+    } else if o.path_template != n.path_template {
+        // Only path parameter names changed; the parameter diff below reports the renames.
+    }
+    if o.description != n.description {
+        out.emit(
+            "description-changed",
+            &format!("{at}.description"),
+            "description_changed",
+            o.description.as_ref().map(|d| json!(d)),
+            n.description.as_ref().map(|d| json!(d)),
+            format!("The description of {} changed.", n.name),
+        );
+    }
+    if o.deprecated != n.deprecated {
+        out.emit(
+            "deprecated-changed",
+            &format!("{at}.deprecated"),
+            "deprecated_changed",
+            Some(json!(o.deprecated)),
+            Some(json!(n.deprecated)),
+            format!(
+                "{} is {} deprecated.",
+                n.name,
+                if n.deprecated { "now" } else { "no longer" }
+            ),
+        );
+    }
+    if o.security != n.security {
+        out.emit(
+            "security-requirements-changed",
+            &format!("{at}.security"),
+            "security_changed",
+            Some(json!(o.security)),
+            Some(json!(n.security)),
+            format!("The security requirements of {} changed.", n.name),
+        );
+    }
+    if o.read_only != n.read_only || o.destructive != n.destructive {
+        if o.method == n.method {
+            // Same method, different side-effect facts: only possible for non-HTTP kinds.
+            let escalated = (o.read_only && !n.read_only) || (!o.destructive && n.destructive);
+            out.emit(
+                if escalated { "method-escalated" } else { "method-changed" },
+                &format!("{at}.side_effects"),
+                "side_effects_changed",
+                Some(json!({"read_only": o.read_only, "destructive": o.destructive})),
+                Some(json!({"read_only": n.read_only, "destructive": n.destructive})),
+                format!("The side effects of {} changed.", n.name),
+            );
+        }
+    }
+    compare_parameters(&at, &o.parameters, &n.parameters, schemas, out);
+    compare_request_body(&at, o.request_body.as_ref(), n.request_body.as_ref(), schemas, out);
+    compare_responses(&at, &o.responses, &n.responses, schemas, out);
+    for (label, old_schema, new_schema, direction) in [
+        ("input_schema", &o.input_schema, &n.input_schema, Direction::Request),
+        ("output_schema", &o.output_schema, &n.output_schema, Direction::Response),
+    ] {
+        let empty = json!({});
+        schemas.compare(
+            old_schema.as_ref().unwrap_or(&empty),
+            new_schema.as_ref().unwrap_or(&empty),
+            direction,
+            &format!("{at}.{label}"),
+            out,
+        );
+    }
+}
+
+fn compare_parameters(
+    at: &str,
+    old: &[ParameterSpec],
+    new: &[ParameterSpec],
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    let key = |p: &ParameterSpec| (p.location.clone(), p.name.clone());
+    let old_by: BTreeMap<_, _> = old.iter().map(|p| (key(p), p)).collect();
+    let new_by: BTreeMap<_, _> = new.iter().map(|p| (key(p), p)).collect();
+    for (k, o) in &old_by {
+        let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
+        match new_by.get(k) {
+            None => {
+                let moved = new.iter().find(|n| n.name == o.name).map(|n| n.location.clone());
+                let message = match &moved {
+                    Some(loc) => format!("{} parameter '{}' moved to {loc}.", o.location, o.name),
+                    None => format!("{} parameter '{}' was removed.", o.location, o.name),
+                };
+                out.emit("request-parameter-removed", &p_at, "parameter_removed", Some(json!(o.name)), None, message);
+            }
+            Some(n) => {
+                if o.required != n.required {
+                    let (rule, word) = if n.required {
+                        ("request-parameter-became-required", "required")
+                    } else {
+                        ("request-parameter-became-optional", "optional")
+                    };
+                    out.emit(
+                        rule,
+                        &format!("{p_at}.required"),
+                        "parameter_required_changed",
+                        Some(json!(o.required)),
+                        Some(json!(n.required)),
+                        format!("{} parameter '{}' became {word}.", n.location, n.name),
+                    );
+                }
+                if o.style != n.style {
+                    out.emit(
+                        "request-parameter-style-changed",
+                        &format!("{p_at}.style"),
+                        "parameter_style_changed",
+                        Some(json!(o.style)),
+                        Some(json!(n.style)),
+                        format!("The serialization of {} parameter '{}' changed.", n.location, n.name),
+                    );
+                }
+                if o.description != n.description {
+                    out.emit(
+                        "description-changed",
+                        &format!("{p_at}.description"),
+                        "description_changed",
+                        o.description.as_ref().map(|d| json!(d)),
+                        n.description.as_ref().map(|d| json!(d)),
+                        format!("The description of {} parameter '{}' changed.", n.location, n.name),
+                    );
+                }
+                if o.deprecated != n.deprecated {
+                    out.emit(
+                        "deprecated-changed",
+                        &format!("{p_at}.deprecated"),
+                        "deprecated_changed",
+                        Some(json!(o.deprecated)),
+                        Some(json!(n.deprecated)),
+                        format!("{} parameter '{}' deprecation changed.", n.location, n.name),
+                    );
+                }
+                schemas.compare(&o.schema, &n.schema, Direction::Request, &format!("{p_at}.schema"), out);
+            }
+        }
+    }
+    for (k, n) in &new_by {
+        if old_by.contains_key(k) {
+            continue;
+        }
+        let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
+        let (rule, word) = if n.required {
+            ("request-parameter-added-required", "Required")
+        } else {
+            ("request-parameter-added-optional", "Optional")
+        };
+        out.emit(
+            rule,
+            &p_at,
+            "parameter_added",
+            None,
+            Some(json!(n.name)),
+            format!("{word} {} parameter '{}' was added.", n.location, n.name),
+        );
+    }
+}
+
+fn compare_request_body(
+    at: &str,
+    old: Option<&RequestBody>,
+    new: Option<&RequestBody>,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    let b_at = format!("{at}.request_body");
+    match (old, new) {
+        (None, None) => {}
+        (Some(_), None) => out.emit(
+            "request-body-removed",
+            &b_at,
+            "request_body_removed",
+            None,
+            None,
+            "The request body was removed.".into(),
+        ),
+        (None, Some(n)) => {
+            let (rule, word) = if n.required {
+                ("request-body-added-required", "A required")
+            } else {
+                ("request-body-added-optional", "An optional")
+            };
+            out.emit(rule, &b_at, "request_body_added", None, None, format!("{word} request body was added."));
+        }
+        (Some(o), Some(n)) => {
+            if o.required != n.required {
+                let (rule, word) = if n.required {
+                    ("request-body-became-required", "required")
+                } else {
+                    ("request-body-became-optional", "optional")
+                };
+                out.emit(
+                    rule,
+                    &format!("{b_at}.required"),
+                    "request_body_required_changed",
+                    Some(json!(o.required)),
+                    Some(json!(n.required)),
+                    format!("The request body became {word}."),
+                );
+            }
+            if o.description != n.description {
+                out.emit(
+                    "description-changed",
+                    &format!("{b_at}.description"),
+                    "description_changed",
+                    o.description.as_ref().map(|d| json!(d)),
+                    n.description.as_ref().map(|d| json!(d)),
+                    "The request body's description changed.".into(),
+                );
+            }
+            for (media, old_schema) in &o.content {
+                let m_at = format!("{b_at}.content.{media}");
+                match n.content.get(media) {
+                    None => out.emit(
+                        "request-media-type-removed",
+                        &m_at,
+                        "media_type_removed",
+                        Some(json!(media)),
+                        None,
+                        format!("The request body no longer accepts {media}."),
+                    ),
+                    Some(new_schema) => {
+                        schemas.compare(old_schema, new_schema, Direction::Request, &format!("{m_at}.schema"), out)
+                    }
+                }
+            }
+            for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
+                out.emit(
+                    "request-media-type-added",
+                    &format!("{b_at}.content.{media}"),
+                    "media_type_added",
+                    None,
+                    Some(json!(media)),
+                    format!("The request body now also accepts {media}."),
+                );
+            }
+        }
+    }
+}
+
+fn is_success(status: &str) -> bool {
+    status.starts_with('2')
+}
+
+fn compare_responses(
+    at: &str,
+    old: &BTreeMap<String, ResponseSpec>,
+    new: &BTreeMap<String, ResponseSpec>,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    for (status, o) in old {
+        let r_at = format!("{at}.responses.{status}");
+        let Some(n) = new.get(status) else {
+            let rule = if is_success(status) {
+                "response-success-status-removed"
+            } else {
+                "response-error-status-removed"
+            };
+            out.emit(rule, &r_at, "response_removed", Some(json!(status)), None, format!("Response {status} was removed."));
+            continue;
+        };
+        if o.description != n.description {
+            out.emit(
+                "description-changed",
+                &format!("{r_at}.description"),
+                "description_changed",
+                o.description.as_ref().map(|d| json!(d)),
+                n.description.as_ref().map(|d| json!(d)),
+                format!("The description of response {status} changed."),
+            );
+        }
+        for (media, old_schema) in &o.content {
+            let m_at = format!("{r_at}.content.{media}");
+            match n.content.get(media) {
+                None => out.emit(
+                    "response-media-type-removed",
+                    &m_at,
+                    "media_type_removed",
+                    Some(json!(media)),
+                    None,
+                    format!("Response {status} no longer returns {media}."),
+                ),
+                Some(new_schema) => {
+                    schemas.compare(old_schema, new_schema, Direction::Response, &format!("{m_at}.schema"), out)
+                }
+            }
+        }
+        for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
+            out.emit(
+                "response-media-type-added",
+                &format!("{r_at}.content.{media}"),
+                "media_type_added",
+                None,
+                Some(json!(media)),
+                format!("Response {status} may now also return {media}."),
+            );
+        }
+        for (header, old_schema) in &o.headers {
+            let h_at = format!("{r_at}.headers.{header}");
+            match n.headers.get(header) {
+                None => out.emit(
+                    "response-header-removed",
+                    &h_at,
+                    "response_header_removed",
+                    Some(json!(header)),
+                    None,
+                    format!("Response {status} no longer sends header {header}."),
+                ),
+                Some(new_schema) => {
+                    schemas.compare(old_schema, new_schema, Direction::Response, &format!("{h_at}.schema"), out)
+                }
+            }
+        }
+        for header in n.headers.keys().filter(|h| !o.headers.contains_key(*h)) {
+            out.emit(
+                "response-header-added",
+                &format!("{r_at}.headers.{header}"),
+                "response_header_added",
+                None,
+                Some(json!(header)),
+                format!("Response {status} now sends header {header}."),
+            );
+        }
+    }
+    for status in new.keys().filter(|s| !old.contains_key(*s)) {
+        let rule = if is_success(status) {
+            "response-success-status-added"
+        } else {
+            "response-error-status-added"
+        };
+        out.emit(
+            rule,
+            &format!("{at}.responses.{status}"),
+            "response_added",
+            None,
+            Some(json!(status)),
+            format!("Response {status} was added."),
+        );
+    }
+}

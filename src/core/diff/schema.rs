@@ -1,0 +1,630 @@
+//! Recursive, direction-aware JSON Schema comparison.
+//!
+//! What a caller sends (`Direction::Request`) may only widen; what it receives
+//! (`Direction::Response`) may only narrow or gain properties. `$ref`s are resolved against each
+//! side's definitions; a change inside a named definition is reported once per direction at the
+//! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
+//! (old ref, new ref, direction) is compared once.
+
+use super::Emitter;
+use crate::core::json::to_canonical_string;
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
+/// Nested schemas deeper than this are not compared further (documents are depth-limited at
+/// parse time, so this only guards pathological `$ref` chains).
+const MAX_SCHEMA_DEPTH: usize = 256;
+
+const UPPER_BOUNDS: &[&str] = &[
+    "maximum",
+    "exclusiveMaximum",
+    "maxLength",
+    "maxItems",
+    "maxProperties",
+    "maxContains",
+];
+const LOWER_BOUNDS: &[&str] = &[
+    "minimum",
+    "exclusiveMinimum",
+    "minLength",
+    "minItems",
+    "minProperties",
+    "minContains",
+    "multipleOf",
+];
+const DOC_KEYWORDS: &[&str] = &[
+    "description",
+    "title",
+    "example",
+    "examples",
+    "externalDocs",
+    "$comment",
+    "xml",
+    "deprecated",
+];
+/// Keywords compared by a dedicated rule below; everything else falls to the catch-all.
+const MODELED: &[&str] = &[
+    "$ref",
+    "type",
+    "properties",
+    "required",
+    "enum",
+    "const",
+    "pattern",
+    "format",
+    "uniqueItems",
+    "additionalProperties",
+    "items",
+    "allOf",
+    "anyOf",
+    "oneOf",
+    "prefixItems",
+    "default",
+    "readOnly",
+    "writeOnly",
+];
+
+pub struct SchemaDiffer<'d> {
+    old_defs: &'d BTreeMap<String, Value>,
+    new_defs: &'d BTreeMap<String, Value>,
+    /// (old ref, new ref, direction) already compared (or being compared: this ends cycles).
+    done: HashSet<(String, String, Direction)>,
+    /// Whether a definition and everything it reaches is byte-identical on both sides.
+    unchanged_closure: HashMap<String, bool>,
+    /// Definitions (by pointer, either side) in which a change was reported.
+    pub changed_definitions: BTreeSet<String>,
+    current_definition: Vec<(String, String)>,
+}
+
+impl<'d> SchemaDiffer<'d> {
+    pub fn new(old_defs: &'d BTreeMap<String, Value>, new_defs: &'d BTreeMap<String, Value>) -> Self {
+        SchemaDiffer {
+            old_defs,
+            new_defs,
+            done: HashSet::new(),
+            unchanged_closure: HashMap::new(),
+            changed_definitions: BTreeSet::new(),
+            current_definition: Vec::new(),
+        }
+    }
+
+    /// Compares two schemas found at `path`.
+    pub fn compare(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter) {
+        self.compare_at(old, new, dir, path, out, 0);
+    }
+
+    fn emit(
+        &mut self,
+        out: &mut Emitter,
+        rule: &'static str,
+        path: &str,
+        kind: &str,
+        before: Option<Value>,
+        after: Option<Value>,
+        message: String,
+    ) {
+        if let Some((o, n)) = self.current_definition.last() {
+            self.changed_definitions.insert(o.clone());
+            self.changed_definitions.insert(n.clone());
+        }
+        out.emit(rule, path, kind, before, after, message);
+    }
+
+    fn compare_at(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        if depth > MAX_SCHEMA_DEPTH {
+            return;
+        }
+        let old_ref = ref_of(old);
+        let new_ref = ref_of(new);
+        match (old_ref, new_ref) {
+            (Some(o), Some(n)) => {
+                if o == n && self.closure_unchanged(o) {
+                    return;
+                }
+                if !self.done.insert((o.to_string(), n.to_string(), dir)) {
+                    return;
+                }
+                let empty = json!({});
+                let old_target = self.old_defs.get(o).unwrap_or(&empty).clone();
+                let new_target = self.new_defs.get(n).unwrap_or(&empty).clone();
+                let def_path = pointer_path(n);
+                self.current_definition.push((o.to_string(), n.to_string()));
+                self.compare_keywords(&old_target, &new_target, dir, &def_path, out, depth + 1);
+                self.current_definition.pop();
+            }
+            (Some(o), None) => {
+                let target = self.old_defs.get(o).cloned().unwrap_or_else(|| json!({}));
+                self.compare_at(&target, new, dir, path, out, depth + 1);
+            }
+            (None, Some(n)) => {
+                let target = self.new_defs.get(n).cloned().unwrap_or_else(|| json!({}));
+                self.compare_at(old, &target, dir, path, out, depth + 1);
+            }
+            (None, None) => {
+                if old == new {
+                    // Identical text can still reach definitions that changed.
+                    let mut refs = BTreeSet::new();
+                    collect_refs(old, &mut refs);
+                    for r in refs {
+                        let node = json!({ "$ref": r });
+                        self.compare_at(&node, &node, dir, path, out, depth + 1);
+                    }
+                    return;
+                }
+                self.compare_keywords(old, new, dir, path, out, depth);
+            }
+        }
+    }
+
+    fn closure_unchanged(&mut self, reference: &str) -> bool {
+        if let Some(known) = self.unchanged_closure.get(reference) {
+            return *known;
+        }
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![reference.to_string()];
+        let mut unchanged = true;
+        while let Some(r) = stack.pop() {
+            if !seen.insert(r.clone()) {
+                continue;
+            }
+            match (self.old_defs.get(&r), self.new_defs.get(&r)) {
+                (Some(o), Some(n)) if o == n => {
+                    let mut refs = BTreeSet::new();
+                    collect_refs(o, &mut refs);
+                    stack.extend(refs);
+                }
+                (None, None) => {}
+                _ => {
+                    unchanged = false;
+                    break;
+                }
+            }
+        }
+        self.unchanged_closure.insert(reference.to_string(), unchanged);
+        unchanged
+    }
+
+    fn compare_keywords(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        let empty = Map::new();
+        let (o, n) = match (old, new) {
+            (Value::Object(o), Value::Object(n)) => (o, n),
+            (Value::Bool(true), Value::Object(n)) => (&empty, n),
+            (Value::Object(o), Value::Bool(true)) => (o, &empty),
+            _ => {
+                if old != new {
+                    self.emit(
+                        out,
+                        constraint_rule(dir, Shift::Changed),
+                        path,
+                        "schema_changed",
+                        Some(old.clone()),
+                        Some(new.clone()),
+                        format!("The schema at {path} changed in a way that cannot be proven safe."),
+                    );
+                }
+                return;
+            }
+        };
+        self.compare_types(o, n, dir, path, out);
+        self.compare_properties(o, n, dir, path, out, depth);
+        self.compare_enum(o, n, dir, path, out);
+        self.compare_bounds(o, n, dir, path, out);
+        self.compare_presence_constraints(o, n, dir, path, out);
+        self.compare_additional_properties(o, n, dir, path, out, depth);
+        self.compare_items(o, n, dir, path, out, depth);
+        for keyword in ["allOf", "anyOf", "oneOf", "prefixItems"] {
+            self.compare_composition(keyword, o, n, dir, path, out, depth);
+        }
+        if o.get("default") != n.get("default") {
+            let rule = match dir {
+                Direction::Request => "request-default-changed",
+                Direction::Response => "response-default-changed",
+            };
+            self.emit(
+                out,
+                rule,
+                &format!("{path}.default"),
+                "default_changed",
+                o.get("default").cloned(),
+                n.get("default").cloned(),
+                format!("The default at {path} changed."),
+            );
+        }
+        for keyword in ["readOnly", "writeOnly"] {
+            if o.get(keyword) != n.get(keyword) {
+                self.emit(
+                    out,
+                    "read-write-only-changed",
+                    &format!("{path}.{keyword}"),
+                    "read_write_only_changed",
+                    o.get(keyword).cloned(),
+                    n.get(keyword).cloned(),
+                    format!("{keyword} changed at {path}."),
+                );
+            }
+        }
+        let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
+        for key in keys {
+            if MODELED.contains(&key.as_str())
+                || UPPER_BOUNDS.contains(&key.as_str())
+                || LOWER_BOUNDS.contains(&key.as_str())
+                || o.get(key) == n.get(key)
+            {
+                continue;
+            }
+            if DOC_KEYWORDS.contains(&key.as_str()) || key.starts_with("x-") {
+                let rule = if key == "deprecated" { "deprecated-changed" } else { "documentation-changed" };
+                self.emit(
+                    out,
+                    rule,
+                    &format!("{path}.{key}"),
+                    "documentation_changed",
+                    o.get(key).cloned(),
+                    n.get(key).cloned(),
+                    format!("{key} changed at {path}."),
+                );
+            } else {
+                self.emit(
+                    out,
+                    "schema-keyword-changed",
+                    &format!("{path}.{key}"),
+                    "schema_keyword_changed",
+                    o.get(key).cloned(),
+                    n.get(key).cloned(),
+                    format!("Keyword {key} changed at {path}; schemawatch does not model it, so it is treated as breaking."),
+                );
+            }
+        }
+    }
+
+    fn compare_types(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+        let (old_types, new_types) = (type_set(o), type_set(n));
+        if old_types == new_types {
+            return;
+        }
+        let widened = covers(&new_types, &old_types);
+        let narrowed = covers(&old_types, &new_types);
+        let rule = match (dir, widened, narrowed) {
+            (Direction::Request, true, _) => "request-type-widened",
+            (Direction::Request, false, _) => "request-type-changed",
+            (Direction::Response, _, true) => "response-type-narrowed",
+            (Direction::Response, _, false) => "response-type-changed",
+        };
+        let show = |t: &Option<BTreeSet<String>>| match t {
+            None => "any".to_string(),
+            Some(set) => set.iter().cloned().collect::<Vec<_>>().join("|"),
+        };
+        self.emit(
+            out,
+            rule,
+            &format!("{path}.type"),
+            "type_changed",
+            Some(o.get("type").cloned().unwrap_or(Value::Null)),
+            Some(n.get("type").cloned().unwrap_or(Value::Null)),
+            format!("The type at {path} changed from {} to {}.", show(&old_types), show(&new_types)),
+        );
+    }
+
+    fn compare_properties(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        let empty = Map::new();
+        let old_props = o.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let new_props = n.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let old_required = string_set(o.get("required"));
+        let new_required = string_set(n.get("required"));
+        for (name, old_schema) in old_props {
+            let p_at = format!("{path}.properties.{name}");
+            match new_props.get(name) {
+                Some(new_schema) => self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1),
+                None => {
+                    let rule = match dir {
+                        Direction::Request => "request-property-removed",
+                        Direction::Response => "response-property-removed",
+                    };
+                    self.emit(out, rule, &p_at, "property_removed", Some(json!(name)), None, format!("Property '{name}' was removed from {path}."));
+                }
+            }
+        }
+        for name in new_props.keys().filter(|k| !old_props.contains_key(*k)) {
+            let p_at = format!("{path}.properties.{name}");
+            let required = new_required.contains(name.as_str());
+            let rule = match (dir, required) {
+                (Direction::Request, true) => "request-property-added-required",
+                (Direction::Request, false) => "request-property-added-optional",
+                (Direction::Response, _) => "response-property-added",
+            };
+            let word = if required { "Required" } else { "Optional" };
+            self.emit(out, rule, &p_at, "property_added", None, Some(json!(name)), format!("{word} property '{name}' was added to {path}."));
+        }
+        // Required-ness of properties present on both sides (or declared without properties).
+        for name in old_required.symmetric_difference(&new_required) {
+            let added_or_removed = old_props.contains_key(*name) != new_props.contains_key(*name);
+            if added_or_removed {
+                continue;
+            }
+            let now_required = new_required.contains(name);
+            let rule = match (dir, now_required) {
+                (Direction::Request, true) => "request-property-became-required",
+                (Direction::Request, false) => "request-property-became-optional",
+                (Direction::Response, true) => "response-property-became-required",
+                (Direction::Response, false) => "response-property-became-optional",
+            };
+            let word = if now_required { "required" } else { "optional" };
+            self.emit(
+                out,
+                rule,
+                &format!("{path}.properties.{name}.required"),
+                "property_required_changed",
+                Some(json!(!now_required)),
+                Some(json!(now_required)),
+                format!("Property '{name}' of {path} became {word}."),
+            );
+        }
+    }
+
+    fn compare_enum(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+        let (old_values, new_values) = (enum_values(o), enum_values(n));
+        match (&old_values, &new_values) {
+            (None, None) => {}
+            (Some(old_set), Some(new_set)) => {
+                for (text, value) in new_set.iter().filter(|(t, _)| !old_set.contains_key(*t)) {
+                    let rule = match dir {
+                        Direction::Request => "request-enum-value-added",
+                        Direction::Response => "response-enum-value-added",
+                    };
+                    self.emit(out, rule, &format!("{path}.enum"), "enum_value_added", None, Some(value.clone()), format!("{path} gained the enum value {text}."));
+                }
+                for (text, value) in old_set.iter().filter(|(t, _)| !new_set.contains_key(*t)) {
+                    let rule = match dir {
+                        Direction::Request => "request-enum-value-removed",
+                        Direction::Response => "response-enum-value-removed",
+                    };
+                    self.emit(out, rule, &format!("{path}.enum"), "enum_value_removed", Some(value.clone()), None, format!("{path} lost the enum value {text}."));
+                }
+            }
+            (None, Some(_)) | (Some(_), None) => {
+                let shift = if old_values.is_none() { Shift::Tightened } else { Shift::Relaxed };
+                self.emit(
+                    out,
+                    constraint_rule(dir, shift),
+                    &format!("{path}.enum"),
+                    "enum_changed",
+                    o.get("enum").or_else(|| o.get("const")).cloned(),
+                    n.get("enum").or_else(|| n.get("const")).cloned(),
+                    format!("{path} {} a fixed set of values.", if old_values.is_none() { "now allows only" } else { "no longer has" }),
+                );
+            }
+        }
+    }
+
+    fn compare_bounds(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+        for (keywords, upper) in [(UPPER_BOUNDS, true), (LOWER_BOUNDS, false)] {
+            for keyword in keywords.iter().copied() {
+                let (before, after) = (o.get(keyword), n.get(keyword));
+                if before == after {
+                    continue;
+                }
+                let shift = match (before.and_then(as_f64), after.and_then(as_f64)) {
+                    (None, Some(_)) => Shift::Tightened,
+                    (Some(_), None) => Shift::Relaxed,
+                    (Some(b), Some(a)) if keyword == "multipleOf" => {
+                        // A new step that is a multiple of the old one accepts fewer values.
+                        if b != 0.0 && (a / b).fract() == 0.0 { Shift::Tightened } else { Shift::Changed }
+                    }
+                    (Some(b), Some(a)) if a == b => Shift::Changed,
+                    (Some(b), Some(a)) => {
+                        if (a > b) == upper { Shift::Relaxed } else { Shift::Tightened }
+                    }
+                    (None, None) => Shift::Changed,
+                };
+                let word = match shift {
+                    Shift::Tightened => "tightened",
+                    Shift::Relaxed => "relaxed",
+                    Shift::Changed => "changed",
+                };
+                self.emit(
+                    out,
+                    constraint_rule(dir, shift),
+                    &format!("{path}.{keyword}"),
+                    "constraint_changed",
+                    before.cloned(),
+                    after.cloned(),
+                    format!("{keyword} at {path} {word}: {} → {}.", show(before), show(after)),
+                );
+            }
+        }
+    }
+
+    /// pattern, format, uniqueItems: adding one restricts, removing one relaxes, changing one
+    /// cannot be proven either way.
+    fn compare_presence_constraints(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+        for keyword in ["pattern", "format", "uniqueItems"] {
+            let normalize = |v: Option<&Value>| match v {
+                Some(Value::Bool(false)) if keyword == "uniqueItems" => None,
+                other => other.cloned(),
+            };
+            let (before, after) = (normalize(o.get(keyword)), normalize(n.get(keyword)));
+            if before == after {
+                continue;
+            }
+            let shift = match (&before, &after) {
+                (None, Some(_)) => Shift::Tightened,
+                (Some(_), None) => Shift::Relaxed,
+                _ => Shift::Changed,
+            };
+            let text = format!("{keyword} at {path}: {} → {}.", show(before.as_ref()), show(after.as_ref()));
+            self.emit(out, constraint_rule(dir, shift), &format!("{path}.{keyword}"), "constraint_changed", before, after, text);
+        }
+    }
+
+    fn compare_additional_properties(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        let (before, after) = (o.get("additionalProperties"), n.get("additionalProperties"));
+        if before == after {
+            if let (Some(b), Some(a)) = (before, after) {
+                self.compare_at(b, a, dir, &format!("{path}.additionalProperties"), out, depth + 1);
+            }
+            return;
+        }
+        // Absent, `true` and `{}` all allow anything.
+        let allows_all = |v: Option<&Value>| match v {
+            None | Some(Value::Bool(true)) => true,
+            Some(Value::Object(m)) => m.is_empty(),
+            _ => false,
+        };
+        let forbids = |v: Option<&Value>| matches!(v, Some(Value::Bool(false)));
+        let at = format!("{path}.additionalProperties");
+        let shift = if allows_all(before) && allows_all(after) {
+            return;
+        } else if allows_all(after) || forbids(before) {
+            Shift::Relaxed
+        } else if allows_all(before) || forbids(after) {
+            Shift::Tightened
+        } else {
+            // Both are schemas: compare them as the values they describe.
+            if let (Some(b), Some(a)) = (before, after) {
+                self.compare_at(b, a, dir, &at, out, depth + 1);
+            }
+            return;
+        };
+        self.emit(out, constraint_rule(dir, shift), &at, "additional_properties_changed", before.cloned(), after.cloned(), format!("additionalProperties at {path}: {} → {}.", show(before), show(after)));
+    }
+
+    fn compare_items(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        let at = format!("{path}.items");
+        match (o.get("items"), n.get("items")) {
+            (None, None) => {}
+            (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
+                }
+            }
+            (Some(Value::Array(_)), _) | (_, Some(Value::Array(_))) => {
+                self.emit(out, "schema-composition-changed", &at, "items_changed", o.get("items").cloned(), n.get("items").cloned(), format!("The tuple items at {path} changed shape."));
+            }
+            (b, a) => {
+                let empty = json!({});
+                self.compare_at(b.unwrap_or(&empty), a.unwrap_or(&empty), dir, &at, out, depth + 1);
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compare_composition(&mut self, keyword: &str, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+        let at = format!("{path}.{keyword}");
+        match (o.get(keyword), n.get(keyword)) {
+            (None, None) => {}
+            (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
+                for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                    self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
+                }
+            }
+            (before, after) => {
+                let count = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
+                self.emit(
+                    out,
+                    "schema-composition-changed",
+                    &at,
+                    "composition_changed",
+                    Some(json!(count(before))),
+                    Some(json!(count(after))),
+                    format!("{keyword} at {path} changed from {} to {} branches; not provably safe.", count(before), count(after)),
+                );
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Shift {
+    Tightened,
+    Relaxed,
+    Changed,
+}
+
+fn constraint_rule(dir: Direction, shift: Shift) -> &'static str {
+    match (dir, shift) {
+        (Direction::Request, Shift::Tightened) => "request-constraint-tightened",
+        (Direction::Request, Shift::Relaxed) => "request-constraint-relaxed",
+        (Direction::Request, Shift::Changed) => "request-constraint-changed",
+        (Direction::Response, Shift::Tightened) => "response-constraint-tightened",
+        (Direction::Response, Shift::Relaxed) => "response-constraint-relaxed",
+        (Direction::Response, Shift::Changed) => "response-constraint-changed",
+    }
+}
+
+fn show(v: Option<&Value>) -> String {
+    v.map_or_else(|| "none".to_string(), to_canonical_string)
+}
+
+fn ref_of(v: &Value) -> Option<&str> {
+    v.get("$ref").and_then(Value::as_str)
+}
+
+fn collect_refs(v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.insert(r.clone());
+            }
+            map.values().for_each(|x| collect_refs(x, out));
+        }
+        Value::Array(items) => items.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
+}
+
+/// `#/components/schemas/Pet` → `components.schemas.Pet`.
+pub fn pointer_path(reference: &str) -> String {
+    reference
+        .trim_start_matches('#')
+        .trim_start_matches('/')
+        .split('/')
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The set of JSON types a schema allows; `None` means any.
+fn type_set(schema: &Map<String, Value>) -> Option<BTreeSet<String>> {
+    match schema.get("type") {
+        Some(Value::String(t)) => Some([t.clone()].into()),
+        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).map(String::from).collect()),
+        _ => None,
+    }
+}
+
+/// Whether every value of type set `inner` is allowed by `outer` (integer ⊂ number).
+fn covers(outer: &Option<BTreeSet<String>>, inner: &Option<BTreeSet<String>>) -> bool {
+    match (outer, inner) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some(o), Some(i)) => i
+            .iter()
+            .all(|t| o.contains(t) || (t == "integer" && o.contains("number"))),
+    }
+}
+
+fn string_set(v: Option<&Value>) -> BTreeSet<&str> {
+    v.and_then(Value::as_array)
+        .map(|items| items.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// `enum` (or `const` as a one-value enum) as canonical text → value.
+fn enum_values(schema: &Map<String, Value>) -> Option<BTreeMap<String, Value>> {
+    if let Some(Value::Array(values)) = schema.get("enum") {
+        return Some(values.iter().map(|v| (to_canonical_string(v), v.clone())).collect());
+    }
+    schema
+        .get("const")
+        .map(|v| [(to_canonical_string(v), v.clone())].into())
+}
+
+fn as_f64(v: &Value) -> Option<f64> {
+    v.as_number().and_then(|n| n.to_string().parse::<f64>().ok())
+}
