@@ -2,7 +2,12 @@
 //!
 //! `core` is pure (no I/O): model, canonical JSON, fingerprints, normalizers, drift rules.
 //! Everything else is an edge: `fetch` (network and files), `registry` (SQLite),
-//! `refresh` (one watch's cycle), `config`, and the CLI in `main.rs`.
+//! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
+//! and the CLI in `main.rs`.
 
+pub mod config;
 pub mod core;
+pub mod daemon;
 pub mod fetch;
+pub mod refresh;
+pub mod registry;

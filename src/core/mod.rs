@@ -1,7 +1,8 @@
 //! The pure core: no I/O, no clocks, no randomness. Same input, same bytes out.
 
+pub mod diff;
 pub mod fingerprint;
 pub mod json;
 pub mod model;
 pub mod normalize;
-pub mod diff;
+pub mod report;

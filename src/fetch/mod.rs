@@ -1,1 +1,180 @@
-//! placeholder
+//! Fetching a schema document from a URL or a local file, with every fetch bounded.
+//!
+//! Bounds (DESIGN.md "Fetching"; notes/reliability.md P1-P7): a total deadline that covers
+//! redirects and the body, a cap on decoded body bytes, at most [`MAX_REDIRECTS`] hops,
+//! explicit status handling (a 304 is only "unchanged" when we asked conditionally), and
+//! configured headers, which carry credentials, sent only to the configured origin.
+
+mod file;
+mod http;
+mod secrets;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use secrets::{expand_header_value, SecretError, MAX_SECRET_FILE_BYTES};
+
+/// Most redirect hops followed before giving up; the next redirect is an error.
+pub const MAX_REDIRECTS: usize = 5;
+/// Default total deadline for one fetch.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default TCP/TLS connect deadline.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default cap on decoded body bytes (32 MiB).
+pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+
+/// HTTP validators of a stored snapshot. Kept outside the fingerprint (DESIGN.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Validators {
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+}
+
+/// Where a schema document comes from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    Url(url::Url),
+    Path(PathBuf),
+}
+
+/// One fetch. `Debug` prints header names only: configured values may be credentials.
+#[derive(Clone)]
+pub struct FetchRequest {
+    pub source: Source,
+    /// Header name -> raw configured value template, e.g. "Bearer ${TOKEN}" or "${file:/run/secrets/t}".
+    pub headers: BTreeMap<String, String>,
+    /// Total deadline for the whole fetch, including redirects and the body.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Cap on decoded (decompressed) body bytes.
+    pub max_bytes: u64,
+    /// Extra trusted root certificate(s), PEM.
+    pub ca_file: Option<PathBuf>,
+    /// Proxy URL for all schemes. `None` means a direct connection: proxy environment
+    /// variables are deliberately ignored so the config alone decides where requests go.
+    pub proxy: Option<String>,
+    /// Validators stored for the accepted snapshot; None = unconditional fetch.
+    pub validators: Option<Validators>,
+}
+
+impl FetchRequest {
+    /// An unconditional fetch of `source` with the default bounds and no headers.
+    pub fn new(source: Source) -> Self {
+        FetchRequest {
+            source,
+            headers: BTreeMap::new(),
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_bytes: DEFAULT_MAX_BYTES,
+            ca_file: None,
+            proxy: None,
+            validators: None,
+        }
+    }
+}
+
+impl fmt::Debug for FetchRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FetchRequest")
+            .field("source", &self.source)
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_bytes", &self.max_bytes)
+            .field("ca_file", &self.ca_file)
+            .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
+            .field("validators", &self.validators)
+            .finish()
+    }
+}
+
+/// What a successful fetch produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FetchOutcome {
+    /// HTTP 304 to our conditional request: the stored snapshot is still current.
+    NotModified,
+    /// A complete body, within the cap.
+    Body {
+        bytes: Vec<u8>,
+        /// The response's ETag / Last-Modified (default for files).
+        validators: Validators,
+        /// URL after redirects, without userinfo; `None` for files.
+        final_url: Option<String>,
+    },
+}
+
+/// Why a header could not be used. Never carries the value.
+#[derive(Debug, thiserror::Error)]
+pub enum HeaderProblem {
+    #[error("invalid header name")]
+    InvalidName,
+    #[error("invalid header value (control characters such as a newline are not allowed)")]
+    InvalidValue,
+    #[error("configured more than once (header names are case-insensitive)")]
+    Duplicate,
+    #[error("{0}")]
+    Secret(SecretError),
+}
+
+/// A failed fetch. Messages name headers, variables and paths, never header values, and
+/// never a URL (a URL may carry userinfo or a token in its query).
+#[derive(Debug, thiserror::Error)]
+pub enum FetchError {
+    #[error("fetch did not finish within its total deadline")]
+    Timeout,
+    #[error("could not connect: {detail}")]
+    Connect { detail: String },
+    #[error("TLS failure: {detail}")]
+    Tls { detail: String },
+    #[error("request failed: {detail}")]
+    Request { detail: String },
+    #[error("HTTP status {status}")]
+    Status { status: u16 },
+    #[error("body is larger than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("more than {MAX_REDIRECTS} redirects")]
+    TooManyRedirects,
+    #[error("redirect (HTTP {status}) without a usable Location header")]
+    BadRedirect { status: u16 },
+    #[error("response body was truncated (connection closed or reset before the end)")]
+    Truncated,
+    #[error("could not decode the response body: {detail}")]
+    Decode { detail: String },
+    #[error("response has a content encoding that cannot be decoded: {encoding}")]
+    UnsupportedEncoding { encoding: String },
+    #[error("server answered 304 Not Modified to an unconditional request")]
+    UnexpectedNotModified,
+    #[error("cannot read {}: {error}", path.display())]
+    Io {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("header `{name}`: {reason}")]
+    Header { name: String, reason: HeaderProblem },
+    #[error("bad URL: {reason}")]
+    BadUrl { reason: String },
+    #[error("CA file {}: {reason}", path.display())]
+    CaFile { path: PathBuf, reason: String },
+    #[error("invalid proxy: {reason}")]
+    Proxy { reason: String },
+    #[error("could not build the HTTP client: {detail}")]
+    Client { detail: String },
+}
+
+/// Fetch `request.source` within `request.timeout`, the whole fetch included.
+pub async fn fetch(request: &FetchRequest) -> Result<FetchOutcome, FetchError> {
+    // The outer deadline is what stops a trickling body (reliability P2); reqwest's own
+    // timeout is per hop and is kept only as a second line.
+    let work = async {
+        match &request.source {
+            Source::Url(url) => http::fetch_url(request, url).await,
+            Source::Path(path) => file::read_capped(path, request.max_bytes).await,
+        }
+    };
+    match tokio::time::timeout(request.timeout, work).await {
+        Ok(result) => result,
+        Err(_elapsed) => Err(FetchError::Timeout),
+    }
+}

@@ -6,7 +6,7 @@
 pub mod rules;
 pub mod schema;
 
-use crate::core::fingerprint::{endpoint_fingerprint, reachable_definitions, tool_fingerprint};
+use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
     Change, Compatibility, DriftReport, EndpointSpec, ParameterSpec, RequestBody, ResponseSpec,
     Severity, ToolSpec, ValueOrd,
@@ -24,7 +24,10 @@ pub struct Emitter<'o> {
 
 impl<'o> Emitter<'o> {
     pub fn new(overrides: &'o SeverityOverrides) -> Self {
-        Emitter { overrides, changes: Vec::new() }
+        Emitter {
+            overrides,
+            changes: Vec::new(),
+        }
     }
 
     pub fn emit(
@@ -57,8 +60,9 @@ impl<'o> Emitter<'o> {
 
 /// Compares two contracts of the same watch.
 pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -> DriftReport {
-    let old_fingerprint = tool_fingerprint(old);
-    let new_fingerprint = tool_fingerprint(new);
+    let (old_index, new_index) = (SpecIndex::new(old), SpecIndex::new(new));
+    let old_fingerprint = old_index.tool_fingerprint();
+    let new_fingerprint = new_index.tool_fingerprint();
     if old_fingerprint == new_fingerprint {
         return DriftReport {
             compatibility: Compatibility::Identical,
@@ -101,7 +105,10 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                 let (rule, why) = if n.read_only {
                     ("endpoint-added-read-only", "it is read-only")
                 } else {
-                    ("endpoint-added-write", "it can change state, so it needs review")
+                    (
+                        "endpoint-added-write",
+                        "it can change state, so it needs review",
+                    )
                 };
                 out.emit(
                     rule,
@@ -119,13 +126,12 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                 let explained =
                     out.changes.len() > before || schemas.changed_definitions.len() > defs_before;
                 if !explained
-                    && endpoint_fingerprint(o, &old.definitions)
-                        != endpoint_fingerprint(n, &new.definitions)
+                    && old_index.endpoint_fingerprint(o) != new_index.endpoint_fingerprint(n)
                 {
-                    let endpoint_value = |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);
-                    let mut reached =
-                        reachable_definitions([&endpoint_value(o)], &old.definitions);
-                    reached.extend(reachable_definitions([&endpoint_value(n)], &new.definitions));
+                    let endpoint_value =
+                        |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);
+                    let mut reached = old_index.reachable(&endpoint_value(o));
+                    reached.extend(new_index.reachable(&endpoint_value(n)));
                     unexplained.push((endpoint_path(n), reached));
                 }
             }
@@ -164,11 +170,20 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
         .map(|c| Compatibility::from_severity(c.severity))
         .max()
         .unwrap_or(Compatibility::Breaking);
-    DriftReport { compatibility, old_fingerprint, new_fingerprint, changes }
+    DriftReport {
+        compatibility,
+        old_fingerprint,
+        new_fingerprint,
+        changes,
+    }
 }
 
 fn describe_remote(spec: &ToolSpec) -> String {
-    format!("{} via {}", spec.remote.base_urls.join(", "), spec.remote.transport)
+    format!(
+        "{} via {}",
+        spec.remote.base_urls.join(", "),
+        spec.remote.transport
+    )
 }
 
 fn endpoint_path(e: &EndpointSpec) -> String {
@@ -193,7 +208,7 @@ fn match_endpoints<'a>(old: &'a [EndpointSpec], new: &'a [EndpointSpec]) -> Vec<
         match new_by_identity.get(&o.identity()) {
             Some(n) => {
                 matched_new.insert(n.identity());
-                pairs.push(EndpointPair::Matched(o, *n));
+                pairs.push(EndpointPair::Matched(o, n));
             }
             None => old_left.push(o),
         }
@@ -209,7 +224,11 @@ fn match_endpoints<'a>(old: &'a [EndpointSpec], new: &'a [EndpointSpec]) -> Vec<
         }
     }
     for o in old_left {
-        match o.operation_id.as_deref().and_then(|op| new_left_by_op.remove(op)) {
+        match o
+            .operation_id
+            .as_deref()
+            .and_then(|op| new_left_by_op.remove(op))
+        {
             Some(n) => pairs.push(EndpointPair::Matched(o, n)),
             None => pairs.push(EndpointPair::Removed(o)),
         }
@@ -219,7 +238,12 @@ fn match_endpoints<'a>(old: &'a [EndpointSpec], new: &'a [EndpointSpec]) -> Vec<
     pairs
 }
 
-fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiffer, out: &mut Emitter) {
+fn compare_endpoint(
+    o: &EndpointSpec,
+    n: &EndpointSpec,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
     let at = endpoint_path(n);
     if o.name != n.name && o.method == n.method && o.path == n.path {
         out.emit(
@@ -228,7 +252,12 @@ fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiff
             "endpoint_renamed",
             Some(json!(o.name)),
             Some(json!(n.name)),
-            format!("{} was renamed from {} to {}; callers use the old name.", n.identity(), o.name, n.name),
+            format!(
+                "{} was renamed from {} to {}; callers use the old name.",
+                n.identity(),
+                o.name,
+                n.name
+            ),
         );
     }
     if o.method != n.method {
@@ -254,7 +283,10 @@ fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiff
             "path_changed",
             Some(json!(o.path_template)),
             Some(json!(n.path_template)),
-            format!("Operation {} moved from {} to {}.", n.name, o.path_template, n.path_template),
+            format!(
+                "Operation {} moved from {} to {}.",
+                n.name, o.path_template, n.path_template
+            ),
         );
     } else if o.path_template != n.path_template {
         // Only path parameter names changed; the parameter diff below reports the renames.
@@ -293,12 +325,16 @@ fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiff
             format!("The security requirements of {} changed.", n.name),
         );
     }
-    if o.read_only != n.read_only || o.destructive != n.destructive {
-        if o.method == n.method {
+    if (o.read_only != n.read_only || o.destructive != n.destructive) && o.method == n.method {
+        {
             // Same method, different side-effect facts: only possible for non-HTTP kinds.
             let escalated = (o.read_only && !n.read_only) || (!o.destructive && n.destructive);
             out.emit(
-                if escalated { "method-escalated" } else { "method-changed" },
+                if escalated {
+                    "method-escalated"
+                } else {
+                    "method-changed"
+                },
                 &format!("{at}.side_effects"),
                 "side_effects_changed",
                 Some(json!({"read_only": o.read_only, "destructive": o.destructive})),
@@ -308,11 +344,27 @@ fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, schemas: &mut SchemaDiff
         }
     }
     compare_parameters(&at, &o.parameters, &n.parameters, schemas, out);
-    compare_request_body(&at, o.request_body.as_ref(), n.request_body.as_ref(), schemas, out);
+    compare_request_body(
+        &at,
+        o.request_body.as_ref(),
+        n.request_body.as_ref(),
+        schemas,
+        out,
+    );
     compare_responses(&at, &o.responses, &n.responses, schemas, out);
     for (label, old_schema, new_schema, direction) in [
-        ("input_schema", &o.input_schema, &n.input_schema, Direction::Request),
-        ("output_schema", &o.output_schema, &n.output_schema, Direction::Response),
+        (
+            "input_schema",
+            &o.input_schema,
+            &n.input_schema,
+            Direction::Request,
+        ),
+        (
+            "output_schema",
+            &o.output_schema,
+            &n.output_schema,
+            Direction::Response,
+        ),
     ] {
         let empty = json!({});
         schemas.compare(
@@ -339,12 +391,22 @@ fn compare_parameters(
         let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
         match new_by.get(k) {
             None => {
-                let moved = new.iter().find(|n| n.name == o.name).map(|n| n.location.clone());
+                let moved = new
+                    .iter()
+                    .find(|n| n.name == o.name)
+                    .map(|n| n.location.clone());
                 let message = match &moved {
                     Some(loc) => format!("{} parameter '{}' moved to {loc}.", o.location, o.name),
                     None => format!("{} parameter '{}' was removed.", o.location, o.name),
                 };
-                out.emit("request-parameter-removed", &p_at, "parameter_removed", Some(json!(o.name)), None, message);
+                out.emit(
+                    "request-parameter-removed",
+                    &p_at,
+                    "parameter_removed",
+                    Some(json!(o.name)),
+                    None,
+                    message,
+                );
             }
             Some(n) => {
                 if o.required != n.required {
@@ -369,7 +431,10 @@ fn compare_parameters(
                         "parameter_style_changed",
                         Some(json!(o.style)),
                         Some(json!(n.style)),
-                        format!("The serialization of {} parameter '{}' changed.", n.location, n.name),
+                        format!(
+                            "The serialization of {} parameter '{}' changed.",
+                            n.location, n.name
+                        ),
                     );
                 }
                 if o.description != n.description {
@@ -379,7 +444,10 @@ fn compare_parameters(
                         "description_changed",
                         o.description.as_ref().map(|d| json!(d)),
                         n.description.as_ref().map(|d| json!(d)),
-                        format!("The description of {} parameter '{}' changed.", n.location, n.name),
+                        format!(
+                            "The description of {} parameter '{}' changed.",
+                            n.location, n.name
+                        ),
                     );
                 }
                 if o.deprecated != n.deprecated {
@@ -392,7 +460,13 @@ fn compare_parameters(
                         format!("{} parameter '{}' deprecation changed.", n.location, n.name),
                     );
                 }
-                schemas.compare(&o.schema, &n.schema, Direction::Request, &format!("{p_at}.schema"), out);
+                schemas.compare(
+                    &o.schema,
+                    &n.schema,
+                    Direction::Request,
+                    &format!("{p_at}.schema"),
+                    out,
+                );
             }
         }
     }
@@ -441,7 +515,14 @@ fn compare_request_body(
             } else {
                 ("request-body-added-optional", "An optional")
             };
-            out.emit(rule, &b_at, "request_body_added", None, None, format!("{word} request body was added."));
+            out.emit(
+                rule,
+                &b_at,
+                "request_body_added",
+                None,
+                None,
+                format!("{word} request body was added."),
+            );
         }
         (Some(o), Some(n)) => {
             if o.required != n.required {
@@ -480,9 +561,13 @@ fn compare_request_body(
                         None,
                         format!("The request body no longer accepts {media}."),
                     ),
-                    Some(new_schema) => {
-                        schemas.compare(old_schema, new_schema, Direction::Request, &format!("{m_at}.schema"), out)
-                    }
+                    Some(new_schema) => schemas.compare(
+                        old_schema,
+                        new_schema,
+                        Direction::Request,
+                        &format!("{m_at}.schema"),
+                        out,
+                    ),
                 }
             }
             for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
@@ -518,7 +603,14 @@ fn compare_responses(
             } else {
                 "response-error-status-removed"
             };
-            out.emit(rule, &r_at, "response_removed", Some(json!(status)), None, format!("Response {status} was removed."));
+            out.emit(
+                rule,
+                &r_at,
+                "response_removed",
+                Some(json!(status)),
+                None,
+                format!("Response {status} was removed."),
+            );
             continue;
         };
         if o.description != n.description {
@@ -542,9 +634,13 @@ fn compare_responses(
                     None,
                     format!("Response {status} no longer returns {media}."),
                 ),
-                Some(new_schema) => {
-                    schemas.compare(old_schema, new_schema, Direction::Response, &format!("{m_at}.schema"), out)
-                }
+                Some(new_schema) => schemas.compare(
+                    old_schema,
+                    new_schema,
+                    Direction::Response,
+                    &format!("{m_at}.schema"),
+                    out,
+                ),
             }
         }
         for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
@@ -568,9 +664,13 @@ fn compare_responses(
                     None,
                     format!("Response {status} no longer sends header {header}."),
                 ),
-                Some(new_schema) => {
-                    schemas.compare(old_schema, new_schema, Direction::Response, &format!("{h_at}.schema"), out)
-                }
+                Some(new_schema) => schemas.compare(
+                    old_schema,
+                    new_schema,
+                    Direction::Response,
+                    &format!("{h_at}.schema"),
+                    out,
+                ),
             }
         }
         for header in n.headers.keys().filter(|h| !o.headers.contains_key(*h)) {

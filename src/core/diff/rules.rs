@@ -101,7 +101,12 @@ pub fn rules_markdown() -> String {
          | rule | default severity | what it means |\n|---|---|---|\n",
     );
     for r in RULES {
-        out.push_str(&format!("| `{}` | {} | {} |\n", r.id, r.severity.as_str(), r.doc));
+        out.push_str(&format!(
+            "| `{}` | {} | {} |\n",
+            r.id,
+            r.severity.as_str(),
+            r.doc
+        ));
     }
     out
 }
@@ -116,7 +121,11 @@ mod tests {
             assert!(pair[0].id < pair[1].id, "{} !< {}", pair[0].id, pair[1].id);
         }
         for r in RULES {
-            assert!(r.id.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'), "{}", r.id);
+            assert!(
+                r.id.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
+                "{}",
+                r.id
+            );
             assert!(!r.doc.is_empty());
         }
     }

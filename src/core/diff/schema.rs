@@ -83,7 +83,10 @@ pub struct SchemaDiffer<'d> {
 }
 
 impl<'d> SchemaDiffer<'d> {
-    pub fn new(old_defs: &'d BTreeMap<String, Value>, new_defs: &'d BTreeMap<String, Value>) -> Self {
+    pub fn new(
+        old_defs: &'d BTreeMap<String, Value>,
+        new_defs: &'d BTreeMap<String, Value>,
+    ) -> Self {
         SchemaDiffer {
             old_defs,
             new_defs,
@@ -95,10 +98,18 @@ impl<'d> SchemaDiffer<'d> {
     }
 
     /// Compares two schemas found at `path`.
-    pub fn compare(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter) {
+    pub fn compare(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
         self.compare_at(old, new, dir, path, out, 0);
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn emit(
         &mut self,
         out: &mut Emitter,
@@ -116,7 +127,15 @@ impl<'d> SchemaDiffer<'d> {
         out.emit(rule, path, kind, before, after, message);
     }
 
-    fn compare_at(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_at(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         if depth > MAX_SCHEMA_DEPTH {
             return;
         }
@@ -186,11 +205,20 @@ impl<'d> SchemaDiffer<'d> {
                 }
             }
         }
-        self.unchanged_closure.insert(reference.to_string(), unchanged);
+        self.unchanged_closure
+            .insert(reference.to_string(), unchanged);
         unchanged
     }
 
-    fn compare_keywords(&mut self, old: &Value, new: &Value, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_keywords(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         let empty = Map::new();
         let (o, n) = match (old, new) {
             (Value::Object(o), Value::Object(n)) => (o, n),
@@ -205,7 +233,9 @@ impl<'d> SchemaDiffer<'d> {
                         "schema_changed",
                         Some(old.clone()),
                         Some(new.clone()),
-                        format!("The schema at {path} changed in a way that cannot be proven safe."),
+                        format!(
+                            "The schema at {path} changed in a way that cannot be proven safe."
+                        ),
                     );
                 }
                 return;
@@ -259,7 +289,11 @@ impl<'d> SchemaDiffer<'d> {
                 continue;
             }
             if DOC_KEYWORDS.contains(&key.as_str()) || key.starts_with("x-") {
-                let rule = if key == "deprecated" { "deprecated-changed" } else { "documentation-changed" };
+                let rule = if key == "deprecated" {
+                    "deprecated-changed"
+                } else {
+                    "documentation-changed"
+                };
                 self.emit(
                     out,
                     rule,
@@ -283,7 +317,14 @@ impl<'d> SchemaDiffer<'d> {
         }
     }
 
-    fn compare_types(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+    fn compare_types(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
         let (old_types, new_types) = (type_set(o), type_set(n));
         if old_types == new_types {
             return;
@@ -307,26 +348,54 @@ impl<'d> SchemaDiffer<'d> {
             "type_changed",
             Some(o.get("type").cloned().unwrap_or(Value::Null)),
             Some(n.get("type").cloned().unwrap_or(Value::Null)),
-            format!("The type at {path} changed from {} to {}.", show(&old_types), show(&new_types)),
+            format!(
+                "The type at {path} changed from {} to {}.",
+                show(&old_types),
+                show(&new_types)
+            ),
         );
     }
 
-    fn compare_properties(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_properties(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         let empty = Map::new();
-        let old_props = o.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-        let new_props = n.get("properties").and_then(Value::as_object).unwrap_or(&empty);
+        let old_props = o
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let new_props = n
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
         let old_required = string_set(o.get("required"));
         let new_required = string_set(n.get("required"));
         for (name, old_schema) in old_props {
             let p_at = format!("{path}.properties.{name}");
             match new_props.get(name) {
-                Some(new_schema) => self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1),
+                Some(new_schema) => {
+                    self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1)
+                }
                 None => {
                     let rule = match dir {
                         Direction::Request => "request-property-removed",
                         Direction::Response => "response-property-removed",
                     };
-                    self.emit(out, rule, &p_at, "property_removed", Some(json!(name)), None, format!("Property '{name}' was removed from {path}."));
+                    self.emit(
+                        out,
+                        rule,
+                        &p_at,
+                        "property_removed",
+                        Some(json!(name)),
+                        None,
+                        format!("Property '{name}' was removed from {path}."),
+                    );
                 }
             }
         }
@@ -339,7 +408,15 @@ impl<'d> SchemaDiffer<'d> {
                 (Direction::Response, _) => "response-property-added",
             };
             let word = if required { "Required" } else { "Optional" };
-            self.emit(out, rule, &p_at, "property_added", None, Some(json!(name)), format!("{word} property '{name}' was added to {path}."));
+            self.emit(
+                out,
+                rule,
+                &p_at,
+                "property_added",
+                None,
+                Some(json!(name)),
+                format!("{word} property '{name}' was added to {path}."),
+            );
         }
         // Required-ness of properties present on both sides (or declared without properties).
         for name in old_required.symmetric_difference(&new_required) {
@@ -367,7 +444,14 @@ impl<'d> SchemaDiffer<'d> {
         }
     }
 
-    fn compare_enum(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+    fn compare_enum(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
         let (old_values, new_values) = (enum_values(o), enum_values(n));
         match (&old_values, &new_values) {
             (None, None) => {}
@@ -377,18 +461,38 @@ impl<'d> SchemaDiffer<'d> {
                         Direction::Request => "request-enum-value-added",
                         Direction::Response => "response-enum-value-added",
                     };
-                    self.emit(out, rule, &format!("{path}.enum"), "enum_value_added", None, Some(value.clone()), format!("{path} gained the enum value {text}."));
+                    self.emit(
+                        out,
+                        rule,
+                        &format!("{path}.enum"),
+                        "enum_value_added",
+                        None,
+                        Some(value.clone()),
+                        format!("{path} gained the enum value {text}."),
+                    );
                 }
                 for (text, value) in old_set.iter().filter(|(t, _)| !new_set.contains_key(*t)) {
                     let rule = match dir {
                         Direction::Request => "request-enum-value-removed",
                         Direction::Response => "response-enum-value-removed",
                     };
-                    self.emit(out, rule, &format!("{path}.enum"), "enum_value_removed", Some(value.clone()), None, format!("{path} lost the enum value {text}."));
+                    self.emit(
+                        out,
+                        rule,
+                        &format!("{path}.enum"),
+                        "enum_value_removed",
+                        Some(value.clone()),
+                        None,
+                        format!("{path} lost the enum value {text}."),
+                    );
                 }
             }
             (None, Some(_)) | (Some(_), None) => {
-                let shift = if old_values.is_none() { Shift::Tightened } else { Shift::Relaxed };
+                let shift = if old_values.is_none() {
+                    Shift::Tightened
+                } else {
+                    Shift::Relaxed
+                };
                 self.emit(
                     out,
                     constraint_rule(dir, shift),
@@ -396,13 +500,27 @@ impl<'d> SchemaDiffer<'d> {
                     "enum_changed",
                     o.get("enum").or_else(|| o.get("const")).cloned(),
                     n.get("enum").or_else(|| n.get("const")).cloned(),
-                    format!("{path} {} a fixed set of values.", if old_values.is_none() { "now allows only" } else { "no longer has" }),
+                    format!(
+                        "{path} {} a fixed set of values.",
+                        if old_values.is_none() {
+                            "now allows only"
+                        } else {
+                            "no longer has"
+                        }
+                    ),
                 );
             }
         }
     }
 
-    fn compare_bounds(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+    fn compare_bounds(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
         for (keywords, upper) in [(UPPER_BOUNDS, true), (LOWER_BOUNDS, false)] {
             for keyword in keywords.iter().copied() {
                 let (before, after) = (o.get(keyword), n.get(keyword));
@@ -414,11 +532,19 @@ impl<'d> SchemaDiffer<'d> {
                     (Some(_), None) => Shift::Relaxed,
                     (Some(b), Some(a)) if keyword == "multipleOf" => {
                         // A new step that is a multiple of the old one accepts fewer values.
-                        if b != 0.0 && (a / b).fract() == 0.0 { Shift::Tightened } else { Shift::Changed }
+                        if b != 0.0 && (a / b).fract() == 0.0 {
+                            Shift::Tightened
+                        } else {
+                            Shift::Changed
+                        }
                     }
                     (Some(b), Some(a)) if a == b => Shift::Changed,
                     (Some(b), Some(a)) => {
-                        if (a > b) == upper { Shift::Relaxed } else { Shift::Tightened }
+                        if (a > b) == upper {
+                            Shift::Relaxed
+                        } else {
+                            Shift::Tightened
+                        }
                     }
                     (None, None) => Shift::Changed,
                 };
@@ -434,7 +560,11 @@ impl<'d> SchemaDiffer<'d> {
                     "constraint_changed",
                     before.cloned(),
                     after.cloned(),
-                    format!("{keyword} at {path} {word}: {} → {}.", show(before), show(after)),
+                    format!(
+                        "{keyword} at {path} {word}: {} → {}.",
+                        show(before),
+                        show(after)
+                    ),
                 );
             }
         }
@@ -442,7 +572,14 @@ impl<'d> SchemaDiffer<'d> {
 
     /// pattern, format, uniqueItems: adding one restricts, removing one relaxes, changing one
     /// cannot be proven either way.
-    fn compare_presence_constraints(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter) {
+    fn compare_presence_constraints(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
         for keyword in ["pattern", "format", "uniqueItems"] {
             let normalize = |v: Option<&Value>| match v {
                 Some(Value::Bool(false)) if keyword == "uniqueItems" => None,
@@ -457,16 +594,43 @@ impl<'d> SchemaDiffer<'d> {
                 (Some(_), None) => Shift::Relaxed,
                 _ => Shift::Changed,
             };
-            let text = format!("{keyword} at {path}: {} → {}.", show(before.as_ref()), show(after.as_ref()));
-            self.emit(out, constraint_rule(dir, shift), &format!("{path}.{keyword}"), "constraint_changed", before, after, text);
+            let text = format!(
+                "{keyword} at {path}: {} → {}.",
+                show(before.as_ref()),
+                show(after.as_ref())
+            );
+            self.emit(
+                out,
+                constraint_rule(dir, shift),
+                &format!("{path}.{keyword}"),
+                "constraint_changed",
+                before,
+                after,
+                text,
+            );
         }
     }
 
-    fn compare_additional_properties(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_additional_properties(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         let (before, after) = (o.get("additionalProperties"), n.get("additionalProperties"));
         if before == after {
             if let (Some(b), Some(a)) = (before, after) {
-                self.compare_at(b, a, dir, &format!("{path}.additionalProperties"), out, depth + 1);
+                self.compare_at(
+                    b,
+                    a,
+                    dir,
+                    &format!("{path}.additionalProperties"),
+                    out,
+                    depth + 1,
+                );
             }
             return;
         }
@@ -491,10 +655,30 @@ impl<'d> SchemaDiffer<'d> {
             }
             return;
         };
-        self.emit(out, constraint_rule(dir, shift), &at, "additional_properties_changed", before.cloned(), after.cloned(), format!("additionalProperties at {path}: {} → {}.", show(before), show(after)));
+        self.emit(
+            out,
+            constraint_rule(dir, shift),
+            &at,
+            "additional_properties_changed",
+            before.cloned(),
+            after.cloned(),
+            format!(
+                "additionalProperties at {path}: {} → {}.",
+                show(before),
+                show(after)
+            ),
+        );
     }
 
-    fn compare_items(&mut self, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_items(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         let at = format!("{path}.items");
         match (o.get("items"), n.get("items")) {
             (None, None) => {}
@@ -504,17 +688,41 @@ impl<'d> SchemaDiffer<'d> {
                 }
             }
             (Some(Value::Array(_)), _) | (_, Some(Value::Array(_))) => {
-                self.emit(out, "schema-composition-changed", &at, "items_changed", o.get("items").cloned(), n.get("items").cloned(), format!("The tuple items at {path} changed shape."));
+                self.emit(
+                    out,
+                    "schema-composition-changed",
+                    &at,
+                    "items_changed",
+                    o.get("items").cloned(),
+                    n.get("items").cloned(),
+                    format!("The tuple items at {path} changed shape."),
+                );
             }
             (b, a) => {
                 let empty = json!({});
-                self.compare_at(b.unwrap_or(&empty), a.unwrap_or(&empty), dir, &at, out, depth + 1);
+                self.compare_at(
+                    b.unwrap_or(&empty),
+                    a.unwrap_or(&empty),
+                    dir,
+                    &at,
+                    out,
+                    depth + 1,
+                );
             }
         }
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn compare_composition(&mut self, keyword: &str, o: &Map<String, Value>, n: &Map<String, Value>, dir: Direction, path: &str, out: &mut Emitter, depth: usize) {
+    fn compare_composition(
+        &mut self,
+        keyword: &str,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         let at = format!("{path}.{keyword}");
         match (o.get(keyword), n.get(keyword)) {
             (None, None) => {}
@@ -532,7 +740,11 @@ impl<'d> SchemaDiffer<'d> {
                     "composition_changed",
                     Some(json!(count(before))),
                     Some(json!(count(after))),
-                    format!("{keyword} at {path} changed from {} to {} branches; not provably safe.", count(before), count(after)),
+                    format!(
+                        "{keyword} at {path} changed from {} to {} branches; not provably safe.",
+                        count(before),
+                        count(after)
+                    ),
                 );
             }
         }
@@ -593,7 +805,12 @@ pub fn pointer_path(reference: &str) -> String {
 fn type_set(schema: &Map<String, Value>) -> Option<BTreeSet<String>> {
     match schema.get("type") {
         Some(Value::String(t)) => Some([t.clone()].into()),
-        Some(Value::Array(ts)) => Some(ts.iter().filter_map(Value::as_str).map(String::from).collect()),
+        Some(Value::Array(ts)) => Some(
+            ts.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect(),
+        ),
         _ => None,
     }
 }
@@ -618,7 +835,12 @@ fn string_set(v: Option<&Value>) -> BTreeSet<&str> {
 /// `enum` (or `const` as a one-value enum) as canonical text → value.
 fn enum_values(schema: &Map<String, Value>) -> Option<BTreeMap<String, Value>> {
     if let Some(Value::Array(values)) = schema.get("enum") {
-        return Some(values.iter().map(|v| (to_canonical_string(v), v.clone())).collect());
+        return Some(
+            values
+                .iter()
+                .map(|v| (to_canonical_string(v), v.clone()))
+                .collect(),
+        );
     }
     schema
         .get("const")
@@ -626,5 +848,6 @@ fn enum_values(schema: &Map<String, Value>) -> Option<BTreeMap<String, Value>> {
 }
 
 fn as_f64(v: &Value) -> Option<f64> {
-    v.as_number().and_then(|n| n.to_string().parse::<f64>().ok())
+    v.as_number()
+        .and_then(|n| n.to_string().parse::<f64>().ok())
 }

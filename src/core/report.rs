@@ -1,0 +1,138 @@
+//! Renderings of a DriftReport: text (one line per change), JSON (stable shape) and Markdown
+//! (a changelog grouped by endpoint). Pure and byte-stable: changes are already sorted.
+
+use crate::core::json::to_canonical_string;
+use crate::core::model::{Change, DriftReport, Severity};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+/// `{"compatibility", "old_fingerprint", "new_fingerprint", "changes": [...]}`.
+pub fn report_json(report: &DriftReport) -> Value {
+    json!({
+        "compatibility": report.compatibility.as_str(),
+        "old_fingerprint": report.old_fingerprint,
+        "new_fingerprint": report.new_fingerprint,
+        "changes": report.changes.iter().map(change_json).collect::<Vec<_>>(),
+    })
+}
+
+pub fn change_json(c: &Change) -> Value {
+    json!({
+        "severity": c.severity.as_str(),
+        "path": c.path,
+        "kind": c.kind,
+        "rule": c.rule,
+        "before": c.before.as_ref().map(|v| v.0.clone()),
+        "after": c.after.as_ref().map(|v| v.0.clone()),
+        "message": c.message,
+    })
+}
+
+fn short(v: &Option<crate::core::model::ValueOrd>) -> String {
+    match v {
+        None => "none".into(),
+        Some(v) => {
+            let text = to_canonical_string(&v.0);
+            if text.chars().count() > 80 {
+                format!("{}…", text.chars().take(79).collect::<String>())
+            } else {
+                text
+            }
+        }
+    }
+}
+
+/// One line per change: `severity path rule message (before → after)`.
+pub fn report_text(report: &DriftReport) -> String {
+    let mut out = format!("compatibility: {}\n", report.compatibility.as_str());
+    for c in &report.changes {
+        out.push_str(&format!(
+            "{:<10} {} [{}] {}",
+            c.severity.as_str(),
+            c.path,
+            c.rule,
+            c.message
+        ));
+        if c.before.is_some() || c.after.is_some() {
+            out.push_str(&format!(" ({} → {})", short(&c.before), short(&c.after)));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Parts of an endpoint that follow its name in a change path.
+const ENDPOINT_CHILDREN: &[&str] = &[
+    ".method",
+    ".path",
+    ".description",
+    ".deprecated",
+    ".security",
+    ".side_effects",
+    ".parameters.",
+    ".request_body",
+    ".responses.",
+    ".input_schema",
+    ".output_schema",
+];
+
+/// The endpoint a change belongs to (`endpoints.NAME...`), or a section for the rest.
+fn group_of(path: &str) -> String {
+    match path.strip_prefix("endpoints.") {
+        Some(rest) => {
+            let end = ENDPOINT_CHILDREN
+                .iter()
+                .filter_map(|child| rest.find(child))
+                .min()
+                .unwrap_or(rest.len());
+            format!("Endpoint `{}`", &rest[..end])
+        }
+        None if path.is_empty() || path == "remote" => "Contract".into(),
+        None => format!(
+            "Definition `{}`",
+            path.split('.').take(3).collect::<Vec<_>>().join(".")
+        ),
+    }
+}
+
+fn escape_md(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// A changelog a reviewer can paste into a ticket, grouped by endpoint.
+pub fn report_markdown(report: &DriftReport) -> String {
+    let mut counts: BTreeMap<Severity, usize> = BTreeMap::new();
+    for c in &report.changes {
+        *counts.entry(c.severity).or_default() += 1;
+    }
+    let mut out = format!("## Contract drift: {}\n\n", report.compatibility.as_str());
+    out.push_str(&format!(
+        "- old fingerprint: `{}`\n- new fingerprint: `{}`\n- changes: {} ({} security, {} breaking, {} compatible, {} info)\n",
+        report.old_fingerprint,
+        report.new_fingerprint,
+        report.changes.len(),
+        counts.get(&Severity::Security).unwrap_or(&0),
+        counts.get(&Severity::Breaking).unwrap_or(&0),
+        counts.get(&Severity::Compatible).unwrap_or(&0),
+        counts.get(&Severity::Info).unwrap_or(&0),
+    ));
+    let mut groups: BTreeMap<String, Vec<&Change>> = BTreeMap::new();
+    for c in &report.changes {
+        groups.entry(group_of(&c.path)).or_default().push(c);
+    }
+    for (group, changes) in groups {
+        out.push_str(&format!(
+            "\n### {group}\n\n| severity | rule | where | change |\n|---|---|---|---|\n"
+        ));
+        for c in changes {
+            out.push_str(&format!(
+                "| {} | `{}` | `{}` | {} |\n",
+                c.severity.as_str(),
+                c.rule,
+                escape_md(&c.path),
+                escape_md(&c.message)
+            ));
+        }
+    }
+    out
+}

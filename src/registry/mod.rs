@@ -1,0 +1,914 @@
+//! The SQLite registry: accepted contracts, their history, watch state, HTTP validators,
+//! reviews and rejected candidates.
+//!
+//! Invariants: every write is one `BEGIN IMMEDIATE` transaction (so a failed write leaves
+//! nothing behind); `registry_version` is bumped exactly once per committed mutation of contract
+//! state; an apply is a compare-and-swap on the tool's (registry_version, fingerprint); stored
+//! rows are validated when read, and a corrupt or mis-keyed row fails closed.
+
+mod migrate;
+
+use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
+use crate::core::json::to_canonical_string;
+use crate::core::model::{Compatibility, DriftReport, ToolSpec};
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RegistryError {
+    #[error("registry database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("registry integrity check failed: {0}")]
+    Corrupt(String),
+    #[error("registry row {table}/{key} is invalid: {problem}")]
+    BadRow {
+        table: &'static str,
+        key: String,
+        problem: String,
+    },
+    #[error(
+        "registry schema version {found} is newer than this schemawatch supports ({supported})"
+    )]
+    TooNew { found: i64, supported: i64 },
+    #[error("compare-and-swap failed for {tool}: the registry moved since it was read")]
+    Conflict { tool: String },
+    #[error("review {id} not found")]
+    ReviewNotFound { id: i64 },
+    #[error("review {id} is superseded: {why}")]
+    Superseded { id: i64, why: String },
+    #[error("cannot create registry folder {path}: {source}")]
+    CreateDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+pub type Result<T> = std::result::Result<T, RegistryError>;
+
+/// The accepted contract of one tool.
+#[derive(Debug, Clone)]
+pub struct StoredTool {
+    pub name: String,
+    pub version: i64,
+    /// The registry version at which this snapshot was committed (the CAS base).
+    pub registry_version: i64,
+    pub fingerprint: String,
+    pub spec: ToolSpec,
+    pub applied_at: String,
+}
+
+/// What an apply compares against: `None` means "the tool must not exist yet".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CasBase {
+    pub registry_version: i64,
+    pub fingerprint: String,
+}
+
+/// Who applied a version and why (reviews carry reviewer and reason).
+#[derive(Debug, Clone, Default)]
+pub struct Provenance {
+    pub compatibility: Option<Compatibility>,
+    pub review_id: Option<i64>,
+    pub reviewer: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HistoryEntry {
+    pub version: i64,
+    pub registry_version: i64,
+    pub fingerprint: String,
+    pub applied_at: String,
+    pub compatibility: Option<String>,
+    pub review_id: Option<i64>,
+    pub reviewer: Option<String>,
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct WatchState {
+    pub watch: String,
+    pub kind: String,
+    pub status: String,
+    pub last_compatibility: Option<String>,
+    pub last_checked_at: Option<String>,
+    pub last_error: Option<String>,
+    pub consecutive_failures: i64,
+    pub source_identity: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Review {
+    pub id: i64,
+    pub watch: String,
+    pub state: String,
+    pub compatibility: String,
+    pub change_count: i64,
+    pub created_at: String,
+    pub base_registry_version: i64,
+    pub base_fingerprint: Option<String>,
+    pub candidate_fingerprint: String,
+    pub candidate: ToolSpec,
+    pub report: DriftReport,
+    pub decided_at: Option<String>,
+    pub reviewer: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// The result of queueing a candidate for review.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Queued {
+    /// A new open review (the previous open one, if any, is now superseded).
+    New { id: i64, superseded: Option<i64> },
+    /// The same candidate is already open: nothing written.
+    AlreadyOpen { id: i64 },
+}
+
+pub struct Registry {
+    conn: Connection,
+}
+
+/// The current UTC time as RFC 3339 with seconds precision.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+impl Registry {
+    /// Opens (creating if needed) the registry at `path`: WAL, foreign keys, busy timeout,
+    /// `quick_check`, migrations, and re-fingerprinting of snapshots from older projections.
+    pub fn open(path: &Path) -> Result<Registry> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| RegistryError::CreateDir {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        let conn = Connection::open(path)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL: a commit acknowledged to the user survives power loss (notes/reliability.md).
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        let mut registry = Registry { conn };
+        migrate::run(&mut registry.conn)?;
+        registry.refingerprint_outdated()?;
+        Ok(registry)
+    }
+
+    fn write_tx(&mut self) -> Result<Transaction<'_>> {
+        Ok(self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?)
+    }
+
+    pub fn registry_version(&self) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT registry_version FROM registry_head WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn tool(&self, name: &str) -> Result<Option<StoredTool>> {
+        read_tool(&self.conn, name)
+    }
+
+    /// Every accepted tool, in registration order.
+    pub fn tools(&self) -> Result<Vec<StoredTool>> {
+        let names: Vec<String> = self
+            .conn
+            .prepare("SELECT name FROM tools ORDER BY position, name")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        names
+            .iter()
+            .filter_map(|n| read_tool(&self.conn, n).transpose())
+            .collect()
+    }
+
+    /// Compare-and-swap apply: stores `spec` as the tool's next version if the tool is still at
+    /// `expected` (or absent, for `None`). Returns the new registry version.
+    pub fn apply(
+        &mut self,
+        spec: &ToolSpec,
+        expected: Option<&CasBase>,
+        provenance: &Provenance,
+        keep_versions: u32,
+    ) -> Result<i64> {
+        let tx = self.write_tx()?;
+        let version = apply_in(&tx, spec, expected, provenance, keep_versions)?;
+        tx.commit()?;
+        Ok(version)
+    }
+
+    pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason
+             FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
+        )?;
+        let rows = stmt.query_map([tool], |r| {
+            Ok(HistoryEntry {
+                version: r.get(0)?,
+                registry_version: r.get(1)?,
+                fingerprint: r.get(2)?,
+                applied_at: r.get(3)?,
+                compatibility: r.get(4)?,
+                review_id: r.get(5)?,
+                reviewer: r.get(6)?,
+                reason: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
+                        consecutive_failures, source_identity
+                 FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| {
+                    Ok(WatchState {
+                        watch: r.get(0)?,
+                        kind: r.get(1)?,
+                        status: r.get(2)?,
+                        last_compatibility: r.get(3)?,
+                        last_checked_at: r.get(4)?,
+                        last_error: r.get(5)?,
+                        consecutive_failures: r.get(6)?,
+                        source_identity: r.get(7)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Records a watch's bookkeeping after a cycle (not contract state: no version bump).
+    pub fn record_watch(&mut self, state: &WatchState) -> Result<()> {
+        let tx = self.write_tx()?;
+        upsert_watch(&tx, state)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn validators(
+        &self,
+        watch: &str,
+        source_digest: &str,
+    ) -> Result<Option<(Option<String>, Option<String>)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT etag, last_modified FROM validators WHERE watch = ?1 AND source_digest = ?2",
+                [watch, source_digest],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Applies (or registers) a candidate and records the watch state and validators in the
+    /// same transaction.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_with_state(
+        &mut self,
+        spec: &ToolSpec,
+        expected: Option<&CasBase>,
+        provenance: &Provenance,
+        keep_versions: u32,
+        state: &WatchState,
+        validators: Option<(&str, Option<&str>, Option<&str>)>,
+    ) -> Result<i64> {
+        let tx = self.write_tx()?;
+        let version = apply_in(&tx, spec, expected, provenance, keep_versions)?;
+        supersede_open_reviews(&tx, &state.watch)?;
+        upsert_watch(&tx, state)?;
+        if let Some((digest, etag, last_modified)) = validators {
+            store_validators(&tx, &state.watch, digest, etag, last_modified)?;
+        }
+        tx.commit()?;
+        Ok(version)
+    }
+
+    /// Records an `unchanged` result: state plus (advanced) validators, one transaction.
+    pub fn record_unchanged(
+        &mut self,
+        state: &WatchState,
+        validators: Option<(&str, Option<&str>, Option<&str>)>,
+    ) -> Result<()> {
+        let tx = self.write_tx()?;
+        // The source is back at the accepted contract: an open review no longer describes it.
+        supersede_open_reviews(&tx, &state.watch)?;
+        upsert_watch(&tx, state)?;
+        if let Some((digest, etag, last_modified)) = validators {
+            store_validators(&tx, &state.watch, digest, etag, last_modified)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT 1 FROM rejected_candidates WHERE watch = ?1 AND fingerprint = ?2",
+                [watch, fingerprint],
+                |_| Ok(()),
+            )
+            .optional()?
+            .is_some())
+    }
+
+    /// Queues a candidate for review, in one transaction with the watch state. The base is
+    /// checked first (CAS): if the tool moved since it was compared, `Conflict`.
+    pub fn queue_review(
+        &mut self,
+        base: &CasBase,
+        candidate: &ToolSpec,
+        report: &DriftReport,
+        state: &WatchState,
+    ) -> Result<Queued> {
+        let tx = self.write_tx()?;
+        let current = read_tool(&tx, &candidate_key(candidate))?;
+        let matches = current.as_ref().is_some_and(|t| {
+            t.registry_version == base.registry_version && t.fingerprint == base.fingerprint
+        });
+        if !matches {
+            return Err(RegistryError::Conflict {
+                tool: candidate_key(candidate),
+            });
+        }
+        let open: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT id, candidate_fingerprint FROM reviews WHERE watch = ?1 AND state = 'open'",
+                [&state.watch],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let result = match open {
+            Some((id, fp)) if fp == report.new_fingerprint => Queued::AlreadyOpen { id },
+            other => {
+                let now = now_rfc3339();
+                let superseded = match other {
+                    Some((old_id, _)) => {
+                        tx.execute(
+                            "UPDATE reviews SET state = 'superseded', decided_at = ?2 WHERE id = ?1",
+                            params![old_id, now],
+                        )?;
+                        Some(old_id)
+                    }
+                    None => None,
+                };
+                tx.execute(
+                    "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
+                        base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
+                        candidate_spec_json, report_json)
+                     VALUES (?1, 'open', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    params![
+                        state.watch,
+                        report.compatibility.as_str(),
+                        report.change_count() as i64,
+                        now,
+                        base.registry_version,
+                        base.fingerprint,
+                        report.new_fingerprint,
+                        FINGERPRINT_VERSION,
+                        spec_json(candidate),
+                        report_json(report),
+                    ],
+                )?;
+                Queued::New {
+                    id: tx.last_insert_rowid(),
+                    superseded,
+                }
+            }
+        };
+        upsert_watch(&tx, state)?;
+        tx.commit()?;
+        Ok(result)
+    }
+
+    pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT id FROM reviews WHERE watch = ?1 AND state = 'open'",
+                [watch],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    pub fn review(&self, id: i64) -> Result<Review> {
+        read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id })
+    }
+
+    /// Reviews, newest first; `open_only` limits to open ones.
+    pub fn reviews(&self, open_only: bool) -> Result<Vec<Review>> {
+        let sql = if open_only {
+            "SELECT id FROM reviews WHERE state = 'open' ORDER BY id DESC"
+        } else {
+            "SELECT id FROM reviews ORDER BY id DESC"
+        };
+        let ids: Vec<i64> = self
+            .conn
+            .prepare(sql)?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        ids.into_iter()
+            .map(|id| read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id }))
+            .collect()
+    }
+
+    /// Accepts an open review: applies its candidate by CAS against the base it was compared
+    /// with. Not open, or base moved: `Superseded`, and nothing is written.
+    pub fn accept(
+        &mut self,
+        id: i64,
+        reviewer: &str,
+        reason: &str,
+        keep_versions: u32,
+    ) -> Result<i64> {
+        let tx = self.write_tx()?;
+        let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
+        if review.state != "open" {
+            return Err(RegistryError::Superseded {
+                id,
+                why: format!("the review is {}", review.state),
+            });
+        }
+        let base = review.base_fingerprint.clone().map(|fingerprint| CasBase {
+            registry_version: review.base_registry_version,
+            fingerprint,
+        });
+        let provenance = Provenance {
+            compatibility: Some(review.report.compatibility),
+            review_id: Some(id),
+            reviewer: Some(reviewer.to_string()),
+            reason: Some(reason.to_string()),
+        };
+        let version = match apply_in(
+            &tx,
+            &review.candidate,
+            base.as_ref(),
+            &provenance,
+            keep_versions,
+        ) {
+            Ok(v) => v,
+            Err(RegistryError::Conflict { .. }) => {
+                return Err(RegistryError::Superseded {
+                    id,
+                    why: "the accepted contract moved since this review was queued".into(),
+                })
+            }
+            Err(e) => return Err(e),
+        };
+        let now = now_rfc3339();
+        tx.execute(
+            "UPDATE reviews SET state = 'accepted', decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            params![id, now, reviewer, reason],
+        )?;
+        tx.execute(
+            "UPDATE watch_state SET status = 'applied', last_compatibility = ?2 WHERE watch = ?1",
+            params![review.watch, review.compatibility],
+        )?;
+        // The validators of the accepted document are unknown here; the next cycle refetches.
+        tx.execute("DELETE FROM validators WHERE watch = ?1", [&review.watch])?;
+        tx.commit()?;
+        Ok(version)
+    }
+
+    /// Rejects an open review; its candidate fingerprint is remembered and never queued again.
+    pub fn reject(&mut self, id: i64, reviewer: &str, reason: &str) -> Result<()> {
+        let tx = self.write_tx()?;
+        let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
+        if review.state != "open" {
+            return Err(RegistryError::Superseded {
+                id,
+                why: format!("the review is {}", review.state),
+            });
+        }
+        let now = now_rfc3339();
+        tx.execute(
+            "UPDATE reviews SET state = 'rejected', decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            params![id, now, reviewer, reason],
+        )?;
+        tx.execute(
+            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at) VALUES (?1, ?2, ?3, ?4)",
+            params![review.watch, review.candidate_fingerprint, id, now],
+        )?;
+        tx.execute(
+            "UPDATE watch_state SET status = 'rejected' WHERE watch = ?1",
+            [&review.watch],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Drops a watch's tool, history, state, validators, reviews and rejections.
+    /// Returns whether anything existed. Removing a tool bumps the registry version.
+    pub fn forget(&mut self, watch: &str) -> Result<bool> {
+        let tx = self.write_tx()?;
+        let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
+        let mut removed = had_tool as usize;
+        for sql in [
+            "DELETE FROM tool_versions WHERE tool = ?1",
+            "DELETE FROM watch_state WHERE watch = ?1",
+            "DELETE FROM validators WHERE watch = ?1",
+            "DELETE FROM reviews WHERE watch = ?1",
+            "DELETE FROM rejected_candidates WHERE watch = ?1",
+        ] {
+            removed += tx.execute(sql, [watch])?;
+        }
+        if had_tool {
+            tx.execute(
+                "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",
+                [],
+            )?;
+        }
+        tx.commit()?;
+        Ok(removed > 0)
+    }
+
+    /// Clears a watch's `stale`/`error` state so the next cycle starts afresh (and adopts the
+    /// configured source identity). Returns whether the watch had state.
+    pub fn reset(&mut self, watch: &str) -> Result<bool> {
+        let tx = self.write_tx()?;
+        let n = tx.execute(
+            "UPDATE watch_state SET status = 'idle', last_error = NULL, consecutive_failures = 0,
+                    source_identity = NULL WHERE watch = ?1",
+            [watch],
+        )?;
+        tx.commit()?;
+        Ok(n > 0)
+    }
+
+    pub fn watch_states(&self) -> Result<Vec<WatchState>> {
+        let names: Vec<String> = self
+            .conn
+            .prepare("SELECT watch FROM watch_state ORDER BY watch")?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        names
+            .iter()
+            .filter_map(|n| self.watch_state(n).transpose())
+            .collect()
+    }
+
+    pub fn open_change_count(&self, watch: &str) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = 'open'",
+                [watch],
+                |r| r.get(0),
+            )?)
+    }
+
+    /// Recomputes fingerprints of snapshots stored under an older projection version, from the
+    /// normalized specs the registry keeps. Not a contract change: no version bump, no drift.
+    fn refingerprint_outdated(&mut self) -> Result<()> {
+        let tx = self.write_tx()?;
+        for (table, key_col) in [
+            ("tools", "name"),
+            ("tool_versions", "rowid"),
+            ("reviews", "id"),
+        ] {
+            let spec_col = if table == "reviews" {
+                "candidate_spec_json"
+            } else {
+                "spec_json"
+            };
+            let fp_col = if table == "reviews" {
+                "candidate_fingerprint"
+            } else {
+                "fingerprint"
+            };
+            let rows: Vec<(String, String)> = tx
+                .prepare(&format!(
+                    "SELECT CAST({key_col} AS TEXT), {spec_col} FROM {table} WHERE fingerprint_version < ?1"
+                ))?
+                .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<rusqlite::Result<_>>()?;
+            for (key, json) in rows {
+                let spec = parse_spec(table_name(table), &key, &json)?;
+                tx.execute(
+                    &format!("UPDATE {table} SET {fp_col} = ?1, fingerprint_version = ?2 WHERE CAST({key_col} AS TEXT) = ?3"),
+                    params![tool_fingerprint(&spec), FINGERPRINT_VERSION, key],
+                )?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+fn table_name(table: &str) -> &'static str {
+    match table {
+        "tools" => "tools",
+        "tool_versions" => "tool_versions",
+        _ => "reviews",
+    }
+}
+
+fn candidate_key(spec: &ToolSpec) -> String {
+    if spec.namespace.is_empty() {
+        spec.name.clone()
+    } else {
+        format!("{}.{}", spec.namespace, spec.name)
+    }
+}
+
+fn spec_json(spec: &ToolSpec) -> String {
+    to_canonical_string(&serde_json::to_value(spec).unwrap_or(serde_json::Value::Null))
+}
+
+fn report_json(report: &DriftReport) -> String {
+    to_canonical_string(&serde_json::to_value(report).unwrap_or(serde_json::Value::Null))
+}
+
+fn parse_spec(table: &'static str, key: &str, json: &str) -> Result<ToolSpec> {
+    let value = crate::core::json::parse_json(json).map_err(|e| RegistryError::BadRow {
+        table,
+        key: key.to_string(),
+        problem: e.to_string(),
+    })?;
+    serde_json::from_value(value).map_err(|e| RegistryError::BadRow {
+        table,
+        key: key.to_string(),
+        problem: format!("not a valid contract: {e}"),
+    })
+}
+
+fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
+    let row: Option<(i64, i64, String, i64, String, String)> = conn
+        .query_row(
+            "SELECT version, registry_version, fingerprint, fingerprint_version, spec_json, applied_at
+             FROM tools WHERE name = ?1",
+            [name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+        )
+        .optional()?;
+    let Some((version, registry_version, fingerprint, fp_version, json, applied_at)) = row else {
+        return Ok(None);
+    };
+    let spec = parse_spec("tools", name, &json)?;
+    let bad = |problem: String| RegistryError::BadRow {
+        table: "tools",
+        key: name.to_string(),
+        problem,
+    };
+    if candidate_key(&spec) != name {
+        return Err(bad(format!(
+            "the stored contract is for {:?}",
+            candidate_key(&spec)
+        )));
+    }
+    if fp_version == FINGERPRINT_VERSION && tool_fingerprint(&spec) != fingerprint {
+        return Err(bad(
+            "the stored fingerprint does not match the stored contract".into(),
+        ));
+    }
+    Ok(Some(StoredTool {
+        name: name.to_string(),
+        version,
+        registry_version,
+        fingerprint,
+        spec,
+        applied_at,
+    }))
+}
+
+fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
+    type Row = (
+        String,
+        String,
+        String,
+        i64,
+        String,
+        i64,
+        Option<String>,
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let row: Option<Row> = conn
+        .query_row(
+            "SELECT watch, state, compatibility, change_count, created_at, base_registry_version,
+                    base_fingerprint, candidate_fingerprint, candidate_spec_json, report_json,
+                    decided_at, reviewer, reason
+             FROM reviews WHERE id = ?1",
+            [id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                    r.get(7)?,
+                    r.get(8)?,
+                    r.get(9)?,
+                    r.get(10)?,
+                    r.get(11)?,
+                    r.get(12)?,
+                ))
+            },
+        )
+        .optional()?;
+    let Some((
+        watch,
+        state,
+        compatibility,
+        change_count,
+        created_at,
+        base_rv,
+        base_fp,
+        cand_fp,
+        spec,
+        report,
+        decided_at,
+        reviewer,
+        reason,
+    )) = row
+    else {
+        return Ok(None);
+    };
+    let key = id.to_string();
+    let candidate = parse_spec("reviews", &key, &spec)?;
+    let report_value =
+        crate::core::json::parse_json(&report).map_err(|e| RegistryError::BadRow {
+            table: "reviews",
+            key: key.clone(),
+            problem: e.to_string(),
+        })?;
+    let report: DriftReport =
+        serde_json::from_value(report_value).map_err(|e| RegistryError::BadRow {
+            table: "reviews",
+            key: key.clone(),
+            problem: format!("not a valid report: {e}"),
+        })?;
+    if candidate_key(&candidate) != watch {
+        return Err(RegistryError::BadRow {
+            table: "reviews",
+            key,
+            problem: "candidate belongs to another watch".into(),
+        });
+    }
+    Ok(Some(Review {
+        id,
+        watch,
+        state,
+        compatibility,
+        change_count,
+        created_at,
+        base_registry_version: base_rv,
+        base_fingerprint: base_fp,
+        candidate_fingerprint: cand_fp,
+        candidate,
+        report,
+        decided_at,
+        reviewer,
+        reason,
+    }))
+}
+
+fn apply_in(
+    tx: &Transaction<'_>,
+    spec: &ToolSpec,
+    expected: Option<&CasBase>,
+    provenance: &Provenance,
+    keep_versions: u32,
+) -> Result<i64> {
+    let name = candidate_key(spec);
+    let current: Option<(i64, i64, String)> = tx
+        .query_row(
+            "SELECT version, registry_version, fingerprint FROM tools WHERE name = ?1",
+            [&name],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )
+        .optional()?;
+    let next_tool_version = match (&current, expected) {
+        (None, None) => 1,
+        (Some((v, rv, fp)), Some(base))
+            if *rv == base.registry_version && *fp == base.fingerprint =>
+        {
+            v + 1
+        }
+        _ => return Err(RegistryError::Conflict { tool: name }),
+    };
+    let head: i64 = tx.query_row(
+        "SELECT registry_version FROM registry_head WHERE id = 1",
+        [],
+        |r| r.get(0),
+    )?;
+    let new_head = head + 1;
+    let fingerprint = tool_fingerprint(spec);
+    let json = spec_json(spec);
+    let now = now_rfc3339();
+    let position: i64 = match &current {
+        Some(_) => tx.query_row("SELECT position FROM tools WHERE name = ?1", [&name], |r| {
+            r.get(0)
+        })?,
+        None => tx.query_row(
+            "SELECT COALESCE(MAX(position), 0) + 1 FROM tools",
+            [],
+            |r| r.get(0),
+        )?,
+    };
+    tx.execute(
+        "INSERT OR REPLACE INTO tools (name, kind, position, version, registry_version, fingerprint,
+            fingerprint_version, spec_json, applied_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![name, spec.kind.as_str(), position, next_tool_version, new_head, fingerprint, FINGERPRINT_VERSION, json, now],
+    )?;
+    tx.execute(
+        "INSERT INTO tool_versions (tool, version, registry_version, fingerprint, fingerprint_version,
+            spec_json, applied_at, compatibility, review_id, reviewer, reason)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            name,
+            next_tool_version,
+            new_head,
+            fingerprint,
+            FINGERPRINT_VERSION,
+            json,
+            now,
+            provenance.compatibility.map(|c| c.as_str()),
+            provenance.review_id,
+            provenance.reviewer,
+            provenance.reason,
+        ],
+    )?;
+    tx.execute(
+        "DELETE FROM tool_versions WHERE tool = ?1 AND version <= ?2",
+        params![name, next_tool_version - i64::from(keep_versions)],
+    )?;
+    let bumped = tx.execute(
+        "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",
+        params![head, new_head],
+    )?;
+    if bumped != 1 {
+        return Err(RegistryError::Conflict { tool: name });
+    }
+    Ok(new_head)
+}
+
+fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
+    tx.execute(
+        "UPDATE reviews SET state = 'superseded', decided_at = ?2 WHERE watch = ?1 AND state = 'open'",
+        params![watch, now_rfc3339()],
+    )?;
+    Ok(())
+}
+
+fn upsert_watch(tx: &Transaction<'_>, s: &WatchState) -> Result<()> {
+    tx.execute(
+        "INSERT INTO watch_state (watch, kind, status, last_compatibility, last_checked_at, last_error,
+            consecutive_failures, source_identity)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (watch) DO UPDATE SET kind = ?2, status = ?3, last_compatibility = ?4,
+            last_checked_at = ?5, last_error = ?6, consecutive_failures = ?7, source_identity = ?8",
+        params![
+            s.watch,
+            s.kind,
+            s.status,
+            s.last_compatibility,
+            s.last_checked_at,
+            s.last_error,
+            s.consecutive_failures,
+            s.source_identity
+        ],
+    )?;
+    Ok(())
+}
+
+fn store_validators(
+    tx: &Transaction<'_>,
+    watch: &str,
+    digest: &str,
+    etag: Option<&str>,
+    last_modified: Option<&str>,
+) -> Result<()> {
+    // One source per watch: validators of an earlier source identity are dropped.
+    tx.execute("DELETE FROM validators WHERE watch = ?1", [watch])?;
+    if etag.is_some() || last_modified.is_some() {
+        tx.execute(
+            "INSERT INTO validators (watch, source_digest, etag, last_modified) VALUES (?1, ?2, ?3, ?4)",
+            params![watch, digest, etag, last_modified],
+        )?;
+    }
+    Ok(())
+}
