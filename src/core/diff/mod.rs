@@ -5,6 +5,8 @@
 
 pub mod rules;
 pub mod schema;
+#[cfg(test)]
+mod tests;
 
 use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{

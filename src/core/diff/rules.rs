@@ -116,6 +116,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn docs_rules_md_is_generated_from_this_list() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/rules.md");
+        let on_disk = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            on_disk == rules_markdown(),
+            "docs/rules.md is stale: run `cargo run -- rules --markdown > docs/rules.md`"
+        );
+    }
+
+    #[test]
     fn ids_are_sorted_unique_kebab_case() {
         for pair in RULES.windows(2) {
             assert!(pair[0].id < pair[1].id, "{} !< {}", pair[0].id, pair[1].id);

@@ -1,0 +1,479 @@
+//! One table of (rule, old document, new document) cases: every rule in the registry has at
+//! least one case, and each case must produce a change judged by exactly that rule.
+
+use super::classify;
+use super::rules::{SeverityOverrides, RULES};
+use crate::core::model::{Compatibility, Severity};
+use crate::core::normalize::openapi::normalize_value;
+use serde_json::{json, Value};
+
+/// A petstore-like OpenAPI 3.0 document; `edit` changes it.
+fn doc(edit: impl FnOnce(&mut Value)) -> Value {
+    let mut d = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Pets", "version": "1.0.0"},
+        "servers": [{"url": "https://api.example.com/v1"}],
+        "paths": {
+            "/pets": {
+                "get": {
+                    "operationId": "listPets",
+                    "description": "List pets.",
+                    "parameters": [
+                        {"name": "limit", "in": "query", "required": false,
+                         "schema": {"type": "integer", "maximum": 100, "minimum": 1}}
+                    ],
+                    "responses": {
+                        "200": {"description": "ok",
+                                "headers": {"X-Next": {"schema": {"type": "string"}}},
+                                "content": {"application/json": {"schema": {
+                                    "type": "array", "items": {"$ref": "#/components/schemas/Pet"}}}}},
+                        "default": {"description": "error"}
+                    }
+                },
+                "post": {
+                    "operationId": "createPet",
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/NewPet"}}}},
+                    "responses": {"201": {"description": "created"}}
+                }
+            }
+        },
+        "components": {"schemas": {
+            "Pet": {"type": "object", "required": ["id", "name"], "properties": {
+                "id": {"type": "integer", "format": "int64"},
+                "name": {"type": "string", "maxLength": 50},
+                "status": {"type": "string", "enum": ["available", "sold"]},
+                "tag": {"type": "string"}
+            }},
+            "NewPet": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string", "maxLength": 50, "pattern": "^[a-z]+$"},
+                "kind": {"type": "string", "enum": ["cat", "dog"]},
+                "age": {"type": "integer"},
+                "tag": {"type": "string"}
+            }}
+        }}
+    });
+    edit(&mut d);
+    d
+}
+
+fn at<'a>(v: &'a mut Value, pointer: &str) -> &'a mut Value {
+    v.pointer_mut(pointer)
+        .unwrap_or_else(|| panic!("no {pointer} in test document"))
+}
+
+const LIST: &str = "/paths/~1pets/get";
+const CREATE: &str = "/paths/~1pets/post";
+const PET: &str = "/components/schemas/Pet";
+const NEW_PET: &str = "/components/schemas/NewPet";
+
+type Edit = fn(&mut Value);
+
+/// (rule expected, edit turning the base document into the new one). Old side is `doc(|_| {})`
+/// unless the case is listed in `REVERSED` (then the edit makes the old side).
+fn cases() -> Vec<(&'static str, Edit)> {
+    vec![
+        ("deprecated-changed", |d| {
+            at(d, LIST)["deprecated"] = json!(true);
+        }),
+        ("description-changed", |d| {
+            at(d, LIST)["description"] = json!("List all pets.");
+        }),
+        ("documentation-changed", |d| {
+            at(d, PET)["properties"]["tag"]["description"] = json!("A tag.");
+        }),
+        ("endpoint-added-read-only", |d| {
+            at(d, "/paths")["/toys"] = json!({"get": {"operationId": "listToys", "responses": {"200": {"description": "ok"}}}});
+        }),
+        ("endpoint-added-write", |d| {
+            at(d, "/paths")["/toys"] = json!({"delete": {"operationId": "deleteToys", "responses": {"204": {"description": "ok"}}}});
+        }),
+        ("endpoint-removed", |d| {
+            at(d, "/paths/~1pets")
+                .as_object_mut()
+                .map(|m| m.remove("post"));
+        }),
+        ("endpoint-renamed", |d| {
+            at(d, LIST)["operationId"] = json!("getPets");
+        }),
+        ("execution-target-changed", |d| {
+            d["servers"] = json!([{"url": "https://evil.example.net/v1"}]);
+        }),
+        ("method-changed", |d| {
+            let create = at(d, CREATE).clone();
+            let item = at(d, "/paths/~1pets").as_object_mut().unwrap();
+            item.remove("post");
+            item.insert("put".into(), create);
+        }),
+        ("method-escalated", |d| {
+            let list = at(d, LIST).clone();
+            let item = at(d, "/paths/~1pets").as_object_mut().unwrap();
+            item.remove("get");
+            item.insert("patch".into(), list);
+        }),
+        ("path-changed", |d| {
+            let list = at(d, LIST).clone();
+            at(d, "/paths/~1pets")
+                .as_object_mut()
+                .unwrap()
+                .remove("get");
+            at(d, "/paths")["/animals"] = json!({"get": list});
+        }),
+        ("read-write-only-changed", |d| {
+            at(d, PET)["properties"]["id"]["readOnly"] = json!(true);
+        }),
+        ("request-body-added-optional", |d| {
+            at(d, LIST)["requestBody"] =
+                json!({"content": {"application/json": {"schema": {"type": "object"}}}});
+        }),
+        ("request-body-added-required", |d| {
+            at(d, LIST)["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
+        }),
+        ("request-body-became-optional", |d| {
+            at(d, CREATE)["requestBody"]["required"] = json!(false);
+        }),
+        ("request-body-removed", |d| {
+            at(d, CREATE).as_object_mut().unwrap().remove("requestBody");
+        }),
+        ("request-constraint-changed", |d| {
+            at(d, NEW_PET)["properties"]["name"]["pattern"] = json!("^[A-Z]+$");
+        }),
+        ("request-constraint-relaxed", |d| {
+            at(d, NEW_PET)["properties"]["name"]["maxLength"] = json!(100);
+        }),
+        ("request-constraint-tightened", |d| {
+            at(d, LIST)["parameters"][0]["schema"]["maximum"] = json!(50);
+        }),
+        ("request-default-changed", |d| {
+            at(d, LIST)["parameters"][0]["schema"]["default"] = json!(20);
+        }),
+        ("request-enum-value-added", |d| {
+            at(d, NEW_PET)["properties"]["kind"]["enum"] = json!(["cat", "dog", "fish"]);
+        }),
+        ("request-enum-value-removed", |d| {
+            at(d, NEW_PET)["properties"]["kind"]["enum"] = json!(["cat"]);
+        }),
+        ("request-media-type-added", |d| {
+            at(d, CREATE)["requestBody"]["content"]["application/xml"] =
+                json!({"schema": {"$ref": "#/components/schemas/NewPet"}});
+        }),
+        ("request-media-type-removed", |d| {
+            at(d, CREATE)["requestBody"]["content"] =
+                json!({"application/xml": {"schema": {"$ref": "#/components/schemas/NewPet"}}});
+        }),
+        ("request-parameter-added-optional", |d| {
+            at(d, LIST)["parameters"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"name": "tag", "in": "query", "schema": {"type": "string"}}));
+        }),
+        ("request-parameter-added-required", |d| {
+            at(d, LIST)["parameters"].as_array_mut().unwrap().push(json!({"name": "owner", "in": "query", "required": true, "schema": {"type": "string"}}));
+        }),
+        ("request-parameter-became-required", |d| {
+            at(d, LIST)["parameters"][0]["required"] = json!(true);
+        }),
+        ("request-parameter-removed", |d| {
+            at(d, LIST)["parameters"] = json!([]);
+        }),
+        ("request-parameter-style-changed", |d| {
+            at(d, LIST)["parameters"][0]["style"] = json!("spaceDelimited");
+        }),
+        ("request-property-added-optional", |d| {
+            at(d, NEW_PET)["properties"]["color"] = json!({"type": "string"});
+        }),
+        ("request-property-added-required", |d| {
+            at(d, NEW_PET)["properties"]["color"] = json!({"type": "string"});
+            at(d, NEW_PET)["required"] = json!(["name", "color"]);
+        }),
+        ("request-property-became-optional", |d| {
+            at(d, NEW_PET)["required"] = json!([]);
+        }),
+        ("request-property-became-required", |d| {
+            at(d, NEW_PET)["required"] = json!(["name", "age"]);
+        }),
+        ("request-property-removed", |d| {
+            at(d, NEW_PET)["properties"]
+                .as_object_mut()
+                .unwrap()
+                .remove("tag");
+        }),
+        ("request-type-changed", |d| {
+            at(d, NEW_PET)["properties"]["age"]["type"] = json!("string");
+        }),
+        ("request-type-widened", |d| {
+            at(d, NEW_PET)["properties"]["age"]["type"] = json!("number");
+        }),
+        ("response-constraint-changed", |d| {
+            at(d, PET)["properties"]["id"]["format"] = json!("int32");
+        }),
+        ("response-constraint-relaxed", |d| {
+            at(d, PET)["properties"]["name"]["maxLength"] = json!(500);
+        }),
+        ("response-constraint-tightened", |d| {
+            at(d, PET)["properties"]["name"]["maxLength"] = json!(20);
+        }),
+        ("response-default-changed", |d| {
+            at(d, PET)["properties"]["tag"]["default"] = json!("none");
+        }),
+        ("response-enum-value-added", |d| {
+            at(d, PET)["properties"]["status"]["enum"] = json!(["available", "pending", "sold"]);
+        }),
+        ("response-enum-value-removed", |d| {
+            at(d, PET)["properties"]["status"]["enum"] = json!(["available"]);
+        }),
+        ("response-error-status-added", |d| {
+            at(d, LIST)["responses"]["429"] = json!({"description": "slow down"});
+        }),
+        ("response-error-status-removed", |d| {
+            at(d, LIST)["responses"]
+                .as_object_mut()
+                .unwrap()
+                .remove("default");
+        }),
+        ("response-header-added", |d| {
+            at(d, LIST)["responses"]["200"]["headers"]["X-Rate"] =
+                json!({"schema": {"type": "integer"}});
+        }),
+        ("response-header-removed", |d| {
+            at(d, LIST)["responses"]["200"]["headers"] = json!({});
+        }),
+        ("response-media-type-added", |d| {
+            at(d, LIST)["responses"]["200"]["content"]["application/xml"] =
+                json!({"schema": {"type": "string"}});
+        }),
+        ("response-media-type-removed", |d| {
+            at(d, LIST)["responses"]["200"]["content"] =
+                json!({"text/plain": {"schema": {"type": "string"}}});
+        }),
+        ("response-property-added", |d| {
+            at(d, PET)["properties"]["color"] = json!({"type": "string"});
+        }),
+        ("response-property-became-optional", |d| {
+            at(d, PET)["required"] = json!(["id"]);
+        }),
+        ("response-property-became-required", |d| {
+            at(d, PET)["required"] = json!(["id", "name", "tag"]);
+        }),
+        ("response-property-removed", |d| {
+            at(d, PET)["properties"]
+                .as_object_mut()
+                .unwrap()
+                .remove("tag");
+        }),
+        ("response-success-status-added", |d| {
+            at(d, LIST)["responses"]["206"] = json!({"description": "partial"});
+        }),
+        ("response-success-status-removed", |d| {
+            at(d, CREATE)["responses"] = json!({"default": {"description": "error"}});
+        }),
+        ("response-type-changed", |d| {
+            at(d, PET)["properties"]["id"]["type"] = json!("number");
+        }),
+        ("response-type-narrowed", |d| {
+            at(d, PET)["properties"]["tag"]["nullable"] = json!(true);
+        }),
+        ("schema-composition-changed", |d| {
+            at(d, PET)["properties"]["tag"] =
+                json!({"oneOf": [{"type": "string"}, {"type": "integer"}]});
+        }),
+        ("schema-keyword-changed", |d| {
+            at(d, PET)["properties"]["tag"]["contentEncoding"] = json!("base64");
+        }),
+        ("security-requirements-changed", |d| {
+            at(d, LIST)["security"] = json!([{"apiKey": []}]);
+        }),
+    ]
+}
+
+/// Cases whose edit describes the OLD document (the base is the new one), for rules whose
+/// natural example is the reverse of an edit above.
+const REVERSED: &[&str] = &[
+    "response-type-narrowed",
+    "request-body-became-required",
+    "request-parameter-became-optional",
+];
+
+fn extra_cases() -> Vec<(&'static str, Edit)> {
+    // request-body-became-required: old optional, new required (base is required).
+    vec![
+        ("request-body-became-required", |d| {
+            at(d, CREATE)["requestBody"]["required"] = json!(false);
+        }),
+        // request-parameter-became-optional: old required, new optional.
+        ("request-parameter-became-optional", |d| {
+            at(d, LIST)["parameters"][0]["required"] = json!(true);
+        }),
+    ]
+}
+
+fn run_case(rule: &str, edit: Edit) -> super::DriftReport {
+    let base = doc(|_| {});
+    let edited = doc(edit);
+    let (old, new) = if REVERSED.contains(&rule) {
+        (edited, base)
+    } else {
+        (base, edited)
+    };
+    let old = normalize_value("acme.pets", &old).expect("old normalizes");
+    let new = normalize_value("acme.pets", &new).expect("new normalizes");
+    classify(&old, &new, &SeverityOverrides::new())
+}
+
+#[test]
+fn every_rule_has_a_case_that_fires_it() {
+    let all: Vec<(&str, Edit)> = cases().into_iter().chain(extra_cases()).collect();
+    for rule in RULES {
+        if rule.id == "unclassified-change" {
+            continue; // exercised below: it only fires when no rule explains a difference
+        }
+        assert!(
+            all.iter().any(|(id, _)| *id == rule.id),
+            "rule {} has no test case",
+            rule.id
+        );
+    }
+    for (rule, edit) in all {
+        let report = run_case(rule, edit);
+        let hit = report.changes.iter().find(|c| c.rule == rule);
+        assert!(
+            hit.is_some(),
+            "case {rule} did not fire it; got {:#?}",
+            report.changes
+        );
+        let expected = super::rules::find(rule).unwrap().severity;
+        assert_eq!(hit.unwrap().severity, expected, "case {rule}");
+        assert!(
+            report.compatibility >= Compatibility::from_severity(expected),
+            "case {rule}: report {:?} is milder than its change",
+            report.compatibility
+        );
+        assert!(
+            !report
+                .changes
+                .iter()
+                .any(|c| c.rule == "unclassified-change"),
+            "case {rule} left an unexplained difference: {:#?}",
+            report.changes
+        );
+    }
+}
+
+#[test]
+fn identical_documents_report_identical() {
+    let a = normalize_value("acme.pets", &doc(|_| {})).unwrap();
+    let report = classify(&a, &a.clone(), &SeverityOverrides::new());
+    assert_eq!(report.compatibility, Compatibility::Identical);
+    assert!(report.changes.is_empty());
+}
+
+#[test]
+fn unexplained_difference_is_breaking() {
+    let a = normalize_value("acme.pets", &doc(|_| {})).unwrap();
+    let mut b = a.clone();
+    // A contract field no rule looks at (aliases are not produced by the OpenAPI normalizer).
+    b.endpoints[0].aliases.push("legacyName".into());
+    let report = classify(&a, &b, &SeverityOverrides::new());
+    assert_eq!(report.compatibility, Compatibility::Breaking);
+    assert_eq!(report.changes.len(), 1);
+    assert_eq!(report.changes[0].rule, "unclassified-change");
+}
+
+#[test]
+fn a_change_in_a_shared_definition_is_reported_once_per_direction() {
+    let report = run_case("response-property-removed", |d| {
+        at(d, PET)["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("tag");
+    });
+    let hits: Vec<_> = report
+        .changes
+        .iter()
+        .filter(|c| c.path == "components.schemas.Pet.properties.tag")
+        .collect();
+    assert_eq!(hits.len(), 1, "{hits:#?}");
+}
+
+#[test]
+fn severity_overrides_apply() {
+    let mut overrides = SeverityOverrides::new();
+    overrides.insert("request-property-removed".into(), Severity::Info);
+    let old = normalize_value("acme.pets", &doc(|_| {})).unwrap();
+    let new = normalize_value(
+        "acme.pets",
+        &doc(|d| {
+            at(d, NEW_PET)["properties"]
+                .as_object_mut()
+                .unwrap()
+                .remove("tag");
+        }),
+    )
+    .unwrap();
+    let report = classify(&old, &new, &overrides);
+    assert_eq!(report.compatibility, Compatibility::Compatible);
+    assert_eq!(report.changes[0].severity, Severity::Info);
+}
+
+#[test]
+fn recursive_schemas_terminate() {
+    let edit: Edit = |d| {
+        at(d, PET)["properties"]["parent"] = json!({"$ref": "#/components/schemas/Pet"});
+    };
+    let old = normalize_value("acme.pets", &doc(edit)).unwrap();
+    let new = normalize_value(
+        "acme.pets",
+        &doc(|d| {
+            at(d, PET)["properties"]["parent"] = json!({"$ref": "#/components/schemas/Pet"});
+            at(d, PET)["properties"]["name"]["maxLength"] = json!(10);
+        }),
+    )
+    .unwrap();
+    let report = classify(&old, &new, &SeverityOverrides::new());
+    assert!(report
+        .changes
+        .iter()
+        .any(|c| c.rule == "response-constraint-tightened"));
+}
+
+#[test]
+fn nullable_30_and_31_forms_are_not_drift() {
+    let old = normalize_value(
+        "acme.pets",
+        &doc(|d| {
+            at(d, PET)["properties"]["tag"] = json!({"type": "string", "nullable": true});
+        }),
+    )
+    .unwrap();
+    let new = normalize_value(
+        "acme.pets",
+        &doc(|d| {
+            d["openapi"] = json!("3.1.0");
+            at(d, PET)["properties"]["tag"] = json!({"type": ["string", "null"]});
+        }),
+    )
+    .unwrap();
+    assert_eq!(
+        classify(&old, &new, &SeverityOverrides::new()).compatibility,
+        Compatibility::Identical
+    );
+}
+
+#[test]
+fn report_order_does_not_depend_on_input_order() {
+    let edit: Edit = |d| {
+        at(d, PET)["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("tag");
+        at(d, LIST)["parameters"] = json!([]);
+        at(d, "/paths")["/toys"] = json!({"get": {"responses": {"200": {"description": "ok"}}}});
+    };
+    let a = classify(
+        &normalize_value("acme.pets", &doc(|_| {})).unwrap(),
+        &normalize_value("acme.pets", &doc(edit)).unwrap(),
+        &SeverityOverrides::new(),
+    );
+    let mut sorted = a.changes.clone();
+    sorted.sort();
+    assert_eq!(a.changes, sorted);
+}
