@@ -1,1 +1,64 @@
-fn main() {}
+//! Parse + normalize + fingerprint the corpus' largest OpenAPI documents, and a whole `diff` of
+//! the GitHub REST pair, against the floor measured in the same run: parsing both documents
+//! with serde_json and hashing their bytes.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use schemawatch::core::diff::classify;
+use schemawatch::core::fingerprint::tool_fingerprint;
+use schemawatch::core::normalize::openapi;
+use sha2::{Digest, Sha256};
+use std::hint::black_box;
+use std::path::PathBuf;
+
+fn corpus(rel: &str) -> Vec<u8> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../shared/corpus/openapi")
+        .join(rel);
+    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn normalize_and_fingerprint(c: &mut Criterion) {
+    let mut group = c.benchmark_group("normalize+fingerprint");
+    group.sample_size(20);
+    for rel in [
+        "stripe/v2022-03-02.json",
+        "github-rest/v2021-10-10.json",
+        "discord-3.1/v2025-05-09.json",
+        "docker-engine-swagger2/v1.44.yaml",
+    ] {
+        let bytes = corpus(rel);
+        group.throughput(Throughput::Bytes(bytes.len() as u64));
+        group.bench_function(rel, |b| {
+            b.iter(|| {
+                let spec = openapi::normalize("bench.doc", black_box(&bytes)).expect("normalizes");
+                black_box(tool_fingerprint(&spec))
+            })
+        });
+    }
+    group.finish();
+}
+
+fn diff_vs_floor(c: &mut Criterion) {
+    let old = corpus("github-rest/v2021-03-08.json");
+    let new = corpus("github-rest/v2021-10-10.json");
+    let mut group = c.benchmark_group("github-pair");
+    group.sample_size(20);
+    group.bench_function("floor: serde_json parse both + sha256 bytes", |b| {
+        b.iter(|| {
+            let a: serde_json::Value = serde_json::from_slice(black_box(&old)).expect("json");
+            let z: serde_json::Value = serde_json::from_slice(black_box(&new)).expect("json");
+            black_box((a, z, Sha256::digest(&old), Sha256::digest(&new)))
+        })
+    });
+    group.bench_function("diff: normalize both + classify", |b| {
+        b.iter(|| {
+            let a = openapi::normalize("bench.doc", black_box(&old)).expect("normalizes");
+            let z = openapi::normalize("bench.doc", black_box(&new)).expect("normalizes");
+            black_box(classify(&a, &z, &Default::default()))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, normalize_and_fingerprint, diff_vs_floor);
+criterion_main!(benches);

@@ -15,6 +15,7 @@ pub const FINGERPRINT_VERSION: i64 = 1;
 pub const TOOL_DOMAIN: &str = "schemawatch.tool.v1";
 pub const ENDPOINT_DOMAIN: &str = "schemawatch.endpoint.v1";
 pub const DEFINITION_DOMAIN: &str = "schemawatch.definition.v1";
+pub const DEFINITION_CLOSURE_DOMAIN: &str = "schemawatch.definition-closure.v1";
 
 /// `sha256:<64 lowercase hex>` of `domain NUL canonical_json`.
 pub fn digest(domain: &str, projection: &Value) -> String {
@@ -73,19 +74,25 @@ pub fn reachable_definitions<'a>(
     seen
 }
 
-/// Precomputed digests of one spec's definitions and their reference graph, so each
-/// endpoint's projection names the definitions it reaches by digest instead of repeating
-/// their bodies (specs like Stripe's reach most of their components from every endpoint).
+/// Precomputed digests of one spec's definitions and their reference graph.
+///
+/// Each definition gets a *closure digest*: a Merkle hash over the strongly connected component
+/// it belongs to (member names and body digests) and the closure digests of every component it
+/// references. An endpoint's projection names only the definitions it references directly, by
+/// closure digest, so an edit anywhere in a definition an endpoint reaches changes that
+/// endpoint's fingerprint, at a cost linear in the size of the spec (specs like Stripe's reach
+/// most of their components from every endpoint).
 pub struct SpecIndex<'a> {
     spec: &'a ToolSpec,
     /// Definition pointers in canonical (UTF-16 code unit) order; indices below refer to it.
     names: Vec<&'a str>,
     index_of: HashMap<&'a str, usize>,
-    digests: Vec<String>,
     /// Definitions each definition references directly (by index).
     edges: Vec<Vec<usize>>,
-    /// References from each definition to pointers outside `definitions`.
-    external: Vec<Vec<String>>,
+    /// Closure digest of each definition.
+    closure: Vec<String>,
+    /// Endpoint fingerprints by identity, computed once on first use.
+    endpoint_fps: std::cell::OnceCell<BTreeMap<String, String>>,
 }
 
 impl<'a> SpecIndex<'a> {
@@ -94,12 +101,12 @@ impl<'a> SpecIndex<'a> {
         names.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
         let index_of: HashMap<&str, usize> =
             names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
-        let mut digests = Vec::with_capacity(names.len());
+        let mut body = Vec::with_capacity(names.len());
         let mut edges = Vec::with_capacity(names.len());
-        let mut external = Vec::with_capacity(names.len());
+        let mut external: Vec<Vec<String>> = Vec::with_capacity(names.len());
         for name in &names {
             let def = &spec.definitions[*name];
-            digests.push(digest(DEFINITION_DOMAIN, def));
+            body.push(digest(DEFINITION_DOMAIN, def));
             let (inside, outside): (Vec<String>, Vec<String>) = direct_refs(def)
                 .into_iter()
                 .partition(|r| index_of.contains_key(r.as_str()));
@@ -111,27 +118,58 @@ impl<'a> SpecIndex<'a> {
             );
             external.push(outside);
         }
+        let components = strongly_connected_components(&edges);
+        let mut component_of = vec![0usize; names.len()];
+        for (c, members) in components.iter().enumerate() {
+            for m in members {
+                component_of[*m] = c;
+            }
+        }
+        // Tarjan emits a component only after every component it reaches, so one pass in
+        // emission order sees each successor's digest before it is needed.
+        let mut component_digest: Vec<String> = Vec::with_capacity(components.len());
+        for (c, members) in components.iter().enumerate() {
+            let mut member_map = Map::new();
+            let mut reaches = BTreeSet::new();
+            let mut outside = BTreeSet::new();
+            for m in members {
+                member_map.insert(names[*m].to_string(), Value::String(body[*m].clone()));
+                for e in &edges[*m] {
+                    if component_of[*e] != c {
+                        reaches.insert(component_digest[component_of[*e]].clone());
+                    }
+                }
+                outside.extend(external[*m].iter().cloned());
+            }
+            component_digest.push(digest(
+                DEFINITION_CLOSURE_DOMAIN,
+                &json!({ "members": member_map, "reaches": reaches, "external": outside }),
+            ));
+        }
+        let closure = (0..names.len())
+            .map(|i| component_digest[component_of[i]].clone())
+            .collect();
         SpecIndex {
             spec,
             names,
             index_of,
-            digests,
             edges,
-            external,
+            closure,
+            endpoint_fps: std::cell::OnceCell::new(),
         }
     }
 
-    /// Indices of the definitions reachable from `value` (sorted, i.e. canonical order), and
-    /// the pointers it reaches that are not definitions of this spec.
-    fn reach(&self, value: &Value) -> (Vec<usize>, BTreeSet<String>) {
+    /// Definitions reachable from an endpoint (or any value), by pointer, including pointers
+    /// that are not definitions of this spec.
+    pub fn reachable(&self, value: &Value) -> BTreeSet<String> {
         let mut visited = vec![false; self.names.len()];
-        let mut outside = BTreeSet::new();
+        let mut out = BTreeSet::new();
         let mut stack = Vec::new();
         for r in direct_refs(value) {
             match self.index_of.get(r.as_str()) {
                 Some(i) => stack.push(*i),
                 None => {
-                    outside.insert(r);
+                    out.insert(r);
                 }
             }
         }
@@ -139,59 +177,58 @@ impl<'a> SpecIndex<'a> {
             if !visited[i] {
                 visited[i] = true;
                 stack.extend(self.edges[i].iter().copied());
-                outside.extend(self.external[i].iter().cloned());
+                out.insert(self.names[i].to_string());
+                if let Some(def) = self.spec.definitions.get(self.names[i]) {
+                    out.extend(
+                        direct_refs(def)
+                            .into_iter()
+                            .filter(|r| !self.index_of.contains_key(r.as_str())),
+                    );
+                }
             }
         }
-        let reached = (0..visited.len()).filter(|i| visited[*i]).collect();
-        (reached, outside)
+        out
     }
 
-    /// Definitions reachable from an endpoint (or any value), by pointer.
-    pub fn reachable(&self, value: &Value) -> BTreeSet<String> {
-        let (reached, mut outside) = self.reach(value);
-        outside.extend(reached.into_iter().map(|i| self.names[i].to_string()));
-        outside
-    }
-
-    /// The contract projection of one endpoint: the endpoint itself plus the digest of every
-    /// definition it reaches (`null` for a pointer outside the document), so an edit to a shared
-    /// component changes each endpoint that uses it.
+    /// The contract projection of one endpoint: the endpoint itself plus the closure digest of
+    /// every definition it references (`null` for a pointer outside the document).
     pub fn endpoint_projection(&self, endpoint: &EndpointSpec) -> Value {
         // Serializing a plain struct of strings, bools, maps and Values cannot fail.
         let endpoint_value = serde_json::to_value(endpoint).unwrap_or(Value::Null);
-        let (reached, outside) = self.reach(&endpoint_value);
         let mut defs = Map::new();
-        for i in reached {
-            defs.insert(
-                self.names[i].to_string(),
-                Value::String(self.digests[i].clone()),
-            );
-        }
-        for name in outside {
-            defs.insert(name, Value::Null);
+        for r in endpoint_refs(endpoint) {
+            let closure = self
+                .index_of
+                .get(r.as_str())
+                .map(|i| self.closure[*i].clone());
+            defs.insert(r, closure.map_or(Value::Null, Value::String));
         }
         json!({ "endpoint": endpoint_value, "definitions": defs })
     }
 
-    /// The canonical text of [`Self::endpoint_projection`], written directly (the hot path of
-    /// fingerprinting large specs); identical bytes, checked by a test.
+    /// The canonical text of [`Self::endpoint_projection`], written without building the
+    /// projection value (the hot path of fingerprinting); identical bytes, checked by a test.
     pub fn endpoint_projection_text(&self, endpoint: &EndpointSpec) -> String {
-        let endpoint_value = serde_json::to_value(endpoint).unwrap_or(Value::Null);
-        let (reached, outside) = self.reach(&endpoint_value);
-        if !outside.is_empty() {
+        let Some(endpoint_text) = canonical_struct_text(endpoint) else {
             return to_canonical_string(&self.endpoint_projection(endpoint));
-        }
-        let mut out = String::from("{\"definitions\":{");
-        for (n, i) in reached.into_iter().enumerate() {
+        };
+        let mut refs: Vec<String> = endpoint_refs(endpoint).into_iter().collect();
+        refs.sort_by(|a, b| a.encode_utf16().cmp(b.encode_utf16()));
+        let mut out = String::with_capacity(endpoint_text.len() + 64 + refs.len() * 128);
+        out.push_str("{\"definitions\":{");
+        for (n, r) in refs.iter().enumerate() {
             if n > 0 {
                 out.push(',');
             }
-            write_json_string(self.names[i], &mut out);
+            write_json_string(r, &mut out);
             out.push(':');
-            write_json_string(&self.digests[i], &mut out);
+            match self.index_of.get(r.as_str()) {
+                Some(i) => write_json_string(&self.closure[*i], &mut out),
+                None => out.push_str("null"),
+            }
         }
         out.push_str("},\"endpoint\":");
-        out.push_str(&to_canonical_string(&endpoint_value));
+        out.push_str(&endpoint_text);
         out.push('}');
         out
     }
@@ -200,13 +237,15 @@ impl<'a> SpecIndex<'a> {
         digest_text(ENDPOINT_DOMAIN, &self.endpoint_projection_text(endpoint))
     }
 
-    /// Fingerprints of every endpoint, keyed by endpoint identity.
-    pub fn endpoint_fingerprints(&self) -> BTreeMap<String, String> {
-        self.spec
-            .endpoints
-            .iter()
-            .map(|e| (e.identity(), self.endpoint_fingerprint(e)))
-            .collect()
+    /// Fingerprints of every endpoint of this spec, keyed by endpoint identity.
+    pub fn endpoint_fingerprints(&self) -> &BTreeMap<String, String> {
+        self.endpoint_fps.get_or_init(|| {
+            self.spec
+                .endpoints
+                .iter()
+                .map(|e| (e.identity(), self.endpoint_fingerprint(e)))
+                .collect()
+        })
     }
 
     /// The tool's contract projection: identity, execution target and its endpoints'
@@ -231,6 +270,84 @@ pub fn tool_fingerprint(spec: &ToolSpec) -> String {
     SpecIndex::new(spec).tool_fingerprint()
 }
 
+/// `$ref` targets an endpoint references directly.
+fn endpoint_refs(endpoint: &EndpointSpec) -> BTreeSet<String> {
+    endpoint
+        .schemas()
+        .into_iter()
+        .flat_map(direct_refs)
+        .collect()
+}
+
+/// Canonical JSON of a model struct written straight by serde_json. This equals
+/// `to_canonical_string(&to_value(x))` because model structs declare their fields in sorted
+/// order, maps are BTreeMaps, numbers are already canonical and serde_json escapes strings as
+/// RFC 8785 does; the one difference, UTF-16 key order for characters above U+FFFF, is detected
+/// and answered with `None` (the caller then takes the general path). A test pins the equality.
+pub fn canonical_struct_text<T: serde::Serialize>(value: &T) -> Option<String> {
+    let text = serde_json::to_string(value).ok()?;
+    // A 4-byte UTF-8 sequence starts with 0xF0..=0xF4: a character above U+FFFF.
+    if text.bytes().any(|b| b >= 0xF0) {
+        return None;
+    }
+    Some(text)
+}
+
+/// Tarjan's strongly connected components, iterative (no recursion on input-sized graphs).
+/// Components come out in reverse topological order: each after every component it reaches.
+fn strongly_connected_components(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    const UNSEEN: usize = usize::MAX;
+    let n = edges.len();
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut components = Vec::new();
+    let mut next_index = 0;
+    for root in 0..n {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        // (node, next edge position to visit)
+        let mut work = vec![(root, 0usize)];
+        while let Some(&mut (v, ref mut pos)) = work.last_mut() {
+            if *pos == 0 && index[v] == UNSEEN {
+                index[v] = next_index;
+                low[v] = next_index;
+                next_index += 1;
+                stack.push(v);
+                on_stack[v] = true;
+            }
+            if let Some(&w) = edges[v].get(*pos) {
+                *pos += 1;
+                if index[w] == UNSEEN {
+                    work.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some(&(parent, _)) = work.last() {
+                low[parent] = low[parent].min(low[v]);
+            }
+            if low[v] == index[v] {
+                let mut component = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    component.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                component.sort_unstable();
+                components.push(component);
+            }
+        }
+    }
+    components
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -251,5 +368,79 @@ mod tests {
             digest_text(ENDPOINT_DOMAIN, r#"{"a":1}"#),
             "sha256:e2186b2ee9d404a75b854374b22f7fdeedbf5030c0988cc559bcae558ca00e5a"
         );
+    }
+
+    fn spec(doc: &str) -> ToolSpec {
+        crate::core::normalize::openapi::normalize("acme.pets", doc.as_bytes()).unwrap()
+    }
+
+    const CHAIN: &str = r##"{"openapi":"3.0.3","info":{"title":"t","version":"1"},
+      "paths":{"/a":{"get":{"parameters":[{"name":"q\u00e9","in":"query","schema":{"type":"string"}}],
+        "responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/A"}}}}}}},
+               "/b":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/B"}}}}}}},
+               "/c":{"get":{"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/C"}}}}}}}},
+      "components":{"schemas":{
+        "A":{"type":"object","properties":{"b":{"$ref":"#/components/schemas/B"},"self":{"$ref":"#/components/schemas/A"}}},
+        "B":{"type":"object","properties":{"a":{"$ref":"#/components/schemas/A"},"d":{"$ref":"#/components/schemas/D"}}},
+        "C":{"type":"string"},
+        "D":{"type":"integer","maximum":5}}}}"##;
+
+    #[test]
+    fn fast_projection_text_equals_the_general_canonical_form() {
+        let example = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/config/schemas/petstore.json"
+        ))
+        .unwrap();
+        for doc in [CHAIN, example.as_str()] {
+            let s = spec(doc);
+            let index = SpecIndex::new(&s);
+            for e in &s.endpoints {
+                assert_eq!(
+                    canonical_struct_text(e),
+                    Some(to_canonical_string(&serde_json::to_value(e).unwrap()))
+                );
+                assert_eq!(
+                    index.endpoint_projection_text(e),
+                    to_canonical_string(&index.endpoint_projection(e))
+                );
+            }
+        }
+        // A key above U+FFFF takes the general path.
+        let mut s = spec(CHAIN);
+        let ok = s.endpoints[0].responses["200"].clone();
+        s.endpoints[0].responses.insert("\u{1F600}".into(), ok);
+        assert_eq!(canonical_struct_text(&s.endpoints[0]), None);
+        let index = SpecIndex::new(&s);
+        assert_eq!(
+            index.endpoint_projection_text(&s.endpoints[0]),
+            to_canonical_string(&index.endpoint_projection(&s.endpoints[0]))
+        );
+    }
+
+    #[test]
+    fn a_deep_definition_change_reaches_every_endpoint_that_uses_it() {
+        let old = spec(CHAIN);
+        let new = spec(&CHAIN.replace(r#""maximum":5"#, r#""maximum":6"#));
+        let (oi, ni) = (SpecIndex::new(&old), SpecIndex::new(&new));
+        let fps = |i: &SpecIndex, s: &ToolSpec| {
+            s.endpoints
+                .iter()
+                .map(|e| i.endpoint_fingerprint(e))
+                .collect::<Vec<_>>()
+        };
+        let (a, b) = (fps(&oi, &old), fps(&ni, &new));
+        // /a reaches D through the A<->B cycle, /b through B; /c never reaches D.
+        assert_ne!(a[0], b[0]);
+        assert_ne!(a[1], b[1]);
+        assert_eq!(a[2], b[2]);
+        assert_ne!(tool_fingerprint(&old), tool_fingerprint(&new));
+    }
+
+    #[test]
+    fn components_come_out_after_what_they_reach() {
+        // 0 -> 1 <-> 2 -> 3
+        let comps = strongly_connected_components(&[vec![1], vec![2], vec![1, 3], vec![]]);
+        assert_eq!(comps, vec![vec![3], vec![1, 2], vec![0]]);
     }
 }

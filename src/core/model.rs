@@ -54,25 +54,27 @@ impl fmt::Display for Kind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
-    pub namespace: String,
-    pub name: String,
-    pub kind: Kind,
-    /// What changes the invocation target (base URLs, transport). Inside the fingerprint.
-    pub remote: Remote,
-    /// Where the contract came from. Outside the fingerprint.
-    pub evidence: Evidence,
-    /// Descriptive metadata (document title, version string). Outside the fingerprint.
-    pub metadata: Metadata,
-    /// Endpoints sorted by identity (`METHOD path` for HTTP kinds).
-    pub endpoints: Vec<EndpointSpec>,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Named schema definitions reachable through `$ref`, keyed by their JSON pointer
     /// (`#/components/schemas/Pet`). Each endpoint's fingerprint covers the ones it reaches.
     pub definitions: BTreeMap<String, Value>,
+    /// Endpoints sorted by identity (`METHOD path` for HTTP kinds).
+    pub endpoints: Vec<EndpointSpec>,
+    /// Where the contract came from. Outside the fingerprint.
+    pub evidence: Evidence,
+    pub kind: Kind,
+    /// Descriptive metadata (document title, version string). Outside the fingerprint.
+    pub metadata: Metadata,
+    pub name: String,
+    pub namespace: String,
+    /// What changes the invocation target (base URLs, transport). Inside the fingerprint.
+    pub remote: Remote,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Remote {
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Base URLs (OpenAPI `servers`, Swagger `schemes://host/basePath`), sorted.
     pub base_urls: Vec<String>,
     pub transport: String,
@@ -81,50 +83,71 @@ pub struct Remote {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
-    pub source_type: String,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     pub license: Option<String>,
+    pub source_type: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metadata {
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
+    pub format: Option<String>,
     pub title: Option<String>,
     pub version: Option<String>,
-    pub format: Option<String>,
 }
 
 /// One callable operation of a contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EndpointSpec {
-    /// operationId when present, else `METHOD path`.
-    pub name: String,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
+    pub aliases: Vec<String>,
+    pub deprecated: bool,
+    pub description: Option<String>,
+    pub destructive: bool,
+    /// What a caller sends, as one JSON Schema (kinds without HTTP parameters use this).
+    pub input_schema: Option<Value>,
     /// HTTP verb (upper case), or CALL, QUERY, MUTATION, SUBSCRIPTION, FUNCTION, ACTION, TOOL.
     pub method: String,
+    /// operationId when present, else `METHOD path`.
+    pub name: String,
+    pub operation_id: Option<String>,
+    /// What a caller receives on success, as one JSON Schema.
+    pub output_schema: Option<Value>,
+    /// Sorted by (location, name).
+    pub parameters: Vec<ParameterSpec>,
     /// Path template with parameter names normalized to `{}` for identity.
     pub path: String,
     /// The path template as written (parameter names kept).
     pub path_template: String,
-    pub operation_id: Option<String>,
-    pub description: Option<String>,
-    pub deprecated: bool,
-    pub aliases: Vec<String>,
-    /// Sorted by (location, name).
-    pub parameters: Vec<ParameterSpec>,
+    pub read_only: bool,
     pub request_body: Option<RequestBody>,
     /// Keyed by status code (`200`, `4XX`, `default`).
     pub responses: BTreeMap<String, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.
     pub security: Vec<Vec<String>>,
-    /// What a caller sends, as one JSON Schema (kinds without HTTP parameters use this).
-    pub input_schema: Option<Value>,
-    /// What a caller receives on success, as one JSON Schema.
-    pub output_schema: Option<Value>,
-    pub read_only: bool,
-    pub destructive: bool,
 }
 
 impl EndpointSpec {
+    /// Every JSON Schema value the endpoint holds (where `$ref`s can occur).
+    pub fn schemas(&self) -> Vec<&Value> {
+        let mut out: Vec<&Value> = Vec::new();
+        for p in &self.parameters {
+            out.push(&p.schema);
+        }
+        if let Some(body) = &self.request_body {
+            out.extend(body.content.values());
+        }
+        for response in self.responses.values() {
+            out.extend(response.content.values());
+            out.extend(response.headers.values());
+        }
+        out.extend(self.input_schema.iter());
+        out.extend(self.output_schema.iter());
+        out
+    }
+
     /// The matching identity of an HTTP-like endpoint: `METHOD path`.
     pub fn identity(&self) -> String {
         format!("{} {}", self.method, self.path)
@@ -134,32 +157,35 @@ impl EndpointSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParameterSpec {
-    pub name: String,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
+    pub deprecated: bool,
+    pub description: Option<String>,
     /// `path`, `query`, `header`, `cookie`.
     pub location: String,
+    pub name: String,
     pub required: bool,
-    pub description: Option<String>,
-    pub deprecated: bool,
+    pub schema: Value,
     /// Serialization details (style, explode, allowReserved, content media type), if stated.
     pub style: BTreeMap<String, Value>,
-    pub schema: Value,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RequestBody {
-    pub required: bool,
-    pub description: Option<String>,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Media type → schema.
     pub content: BTreeMap<String, Value>,
+    pub description: Option<String>,
+    pub required: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResponseSpec {
-    pub description: Option<String>,
+    // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Media type → schema.
     pub content: BTreeMap<String, Value>,
+    pub description: Option<String>,
     /// Header name (lower case) → schema.
     pub headers: BTreeMap<String, Value>,
 }

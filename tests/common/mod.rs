@@ -87,14 +87,18 @@ fn etag_matches(if_none_match: &str, etag: &str) -> bool {
     })
 }
 
-async fn serve_document(State(state): State<Arc<Mutex<ServerState>>>, headers: HeaderMap) -> Response<Body> {
+async fn serve_document(
+    State(state): State<Arc<Mutex<ServerState>>>,
+    headers: HeaderMap,
+) -> Response<Body> {
     let mut s = state.lock().unwrap();
     s.requests += 1;
     let inm = header_text(&headers, header::IF_NONE_MATCH);
     let ims = header_text(&headers, header::IF_MODIFIED_SINCE);
     s.if_none_match.push(inm.clone());
     s.if_modified_since.push(ims.clone());
-    s.authorization.push(header_text(&headers, header::AUTHORIZATION));
+    s.authorization
+        .push(header_text(&headers, header::AUTHORIZATION));
 
     let etag = s.etag();
     let last_modified = s.last_modified();
@@ -164,6 +168,11 @@ impl DocServer {
             s.body = body;
             s.revision += 1;
         }
+    }
+
+    /// Same body, new ETag and Last-Modified (a validator-only change).
+    pub fn bump_revision(&self) {
+        self.state.lock().unwrap().revision += 1;
     }
 
     /// Stops (or resumes) sending an ETag, so clients must use If-Modified-Since.
@@ -267,7 +276,12 @@ impl Run {
     }
 
     pub fn assert_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, code, "unexpected exit code:\n{}", self.describe());
+        assert_eq!(
+            self.code,
+            code,
+            "unexpected exit code:\n{}",
+            self.describe()
+        );
         self
     }
 }
@@ -350,7 +364,10 @@ impl Sandbox {
         *self.runs.lock().unwrap() += 1;
         Run {
             args: args.iter().map(|s| s.to_string()).collect(),
-            code: output.status.code().expect("exited normally, not by signal"),
+            code: output
+                .status
+                .code()
+                .expect("exited normally, not by signal"),
             stdout: output.stdout,
             stderr: output.stderr,
         }
@@ -496,7 +513,11 @@ pub fn assert_has_keys(value: &Value, keys: &[&str], what: &str) {
 fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
+        let b = [
+            chunk[0],
+            *chunk.get(1).unwrap_or(&0),
+            *chunk.get(2).unwrap_or(&0),
+        ];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..=chunk.len() {
             out.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize] as char);
@@ -544,7 +565,10 @@ pub fn canary_needles() -> Vec<(String, Vec<u8>)> {
         .collect();
     let hex: String = CANARY.bytes().map(|b| format!("{b:02x}")).collect();
     needles.push(("percent-encoded".into(), full_pct.clone().into_bytes()));
-    needles.push(("percent-encoded lowercase".into(), full_pct.to_lowercase().into_bytes()));
+    needles.push((
+        "percent-encoded lowercase".into(),
+        full_pct.to_lowercase().into_bytes(),
+    ));
     needles.push(("partially percent-encoded".into(), partial_pct.into_bytes()));
     needles.push(("hex".into(), hex.clone().into_bytes()));
     needles.push(("HEX".into(), hex.to_uppercase().into_bytes()));

@@ -128,7 +128,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                 let explained =
                     out.changes.len() > before || schemas.changed_definitions.len() > defs_before;
                 if !explained
-                    && old_index.endpoint_fingerprint(o) != new_index.endpoint_fingerprint(n)
+                    && old_index.endpoint_fingerprints().get(&o.identity())
+                        != new_index.endpoint_fingerprints().get(&n.identity())
                 {
                     let endpoint_value =
                         |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);

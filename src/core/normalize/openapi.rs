@@ -560,8 +560,9 @@ impl<'a> Context<'a> {
         let mut definitions = BTreeMap::new();
         let mut pending: Vec<(String, String)> = Vec::new();
         for endpoint in endpoints {
-            let value = serde_json::to_value(endpoint).unwrap_or(Value::Null);
-            collect_refs(&value, &endpoint.name, &mut pending);
+            for schema in endpoint.schemas() {
+                collect_refs(schema, &endpoint.name, &mut pending);
+            }
         }
         while let Some((reference, at)) = pending.pop() {
             if definitions.contains_key(&reference) {
