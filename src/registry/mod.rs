@@ -912,3 +912,6 @@ fn store_validators(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

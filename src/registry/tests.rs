@@ -1,0 +1,294 @@
+//! Registry behaviour on a real SQLite file: CAS, version bumps, reviews, fail-closed reads,
+//! and the fingerprint-version migration.
+
+use super::*;
+use crate::core::diff::classify;
+use crate::core::normalize::openapi::normalize;
+
+fn spec(max: u32) -> ToolSpec {
+    let doc = format!(
+        r#"{{"openapi":"3.0.3","info":{{"title":"t","version":"1"}},"paths":{{"/pets":{{"get":{{"operationId":"listPets",
+        "parameters":[{{"name":"limit","in":"query","schema":{{"type":"integer","maximum":{max}}}}}],
+        "responses":{{"200":{{"description":"ok"}}}}}}}}}}}}"#
+    );
+    normalize("acme.pets", doc.as_bytes()).unwrap()
+}
+
+fn state(status: &str) -> WatchState {
+    WatchState {
+        watch: "acme.pets".into(),
+        kind: "openapi".into(),
+        status: status.into(),
+        ..WatchState::default()
+    }
+}
+
+fn open() -> (tempfile::TempDir, Registry) {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = Registry::open(&dir.path().join("nested/registry.sqlite3")).unwrap();
+    (dir, registry)
+}
+
+#[test]
+fn apply_is_compare_and_swap_and_bumps_once() {
+    let (_dir, mut r) = open();
+    assert_eq!(r.registry_version().unwrap(), 0);
+    assert_eq!(
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap(),
+        1
+    );
+    // Registering again (expecting absence) loses the race.
+    assert!(matches!(
+        r.apply(&spec(100), None, &Provenance::default(), 100),
+        Err(RegistryError::Conflict { .. })
+    ));
+    let current = r.tool("acme.pets").unwrap().unwrap();
+    let base = CasBase {
+        registry_version: current.registry_version,
+        fingerprint: current.fingerprint.clone(),
+    };
+    assert_eq!(
+        r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
+            .unwrap(),
+        2
+    );
+    // The same (now stale) base cannot apply again: nothing written, no bump.
+    assert!(matches!(
+        r.apply(&spec(300), Some(&base), &Provenance::default(), 100),
+        Err(RegistryError::Conflict { .. })
+    ));
+    assert_eq!(r.registry_version().unwrap(), 2);
+    let history = r.history("acme.pets").unwrap();
+    assert_eq!(
+        history
+            .iter()
+            .map(|h| (h.version, h.registry_version))
+            .collect::<Vec<_>>(),
+        vec![(2, 2), (1, 1)]
+    );
+}
+
+#[test]
+fn history_keeps_the_configured_number_of_versions() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(1), None, &Provenance::default(), 2).unwrap();
+    for max in 2..6 {
+        let t = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: t.registry_version,
+            fingerprint: t.fingerprint,
+        };
+        r.apply(&spec(max), Some(&base), &Provenance::default(), 2)
+            .unwrap();
+    }
+    let versions: Vec<i64> = r
+        .history("acme.pets")
+        .unwrap()
+        .iter()
+        .map(|h| h.version)
+        .collect();
+    assert_eq!(versions, vec![5, 4]);
+}
+
+#[test]
+fn reviews_queue_once_supersede_and_decide() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let t = r.tool("acme.pets").unwrap().unwrap();
+    let base = CasBase {
+        registry_version: t.registry_version,
+        fingerprint: t.fingerprint.clone(),
+    };
+    let candidate = spec(50);
+    let report = classify(&t.spec, &candidate, &Default::default());
+    let first = r
+        .queue_review(&base, &candidate, &report, &state("pending_review"))
+        .unwrap();
+    let Queued::New {
+        id,
+        superseded: None,
+    } = first
+    else {
+        panic!("{first:?}")
+    };
+    assert_eq!(
+        r.queue_review(&base, &candidate, &report, &state("pending_review"))
+            .unwrap(),
+        Queued::AlreadyOpen { id }
+    );
+    let newer = spec(10);
+    let newer_report = classify(&t.spec, &newer, &Default::default());
+    let Queued::New {
+        id: id2,
+        superseded,
+    } = r
+        .queue_review(&base, &newer, &newer_report, &state("pending_review"))
+        .unwrap()
+    else {
+        panic!()
+    };
+    assert_eq!(superseded, Some(id));
+    assert_eq!(r.review(id).unwrap().state, "superseded");
+    assert!(matches!(
+        r.accept(id, "a", "b", 100),
+        Err(RegistryError::Superseded { .. })
+    ));
+    assert_eq!(
+        r.registry_version().unwrap(),
+        1,
+        "queueing and failed accepts do not bump"
+    );
+    r.reject(id2, "bob", "no").unwrap();
+    assert!(r
+        .is_rejected("acme.pets", &newer_report.new_fingerprint)
+        .unwrap());
+    assert!(matches!(
+        r.reject(id2, "bob", "again"),
+        Err(RegistryError::Superseded { .. })
+    ));
+}
+
+#[test]
+fn accept_fails_when_the_base_moved() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let t = r.tool("acme.pets").unwrap().unwrap();
+    let base = CasBase {
+        registry_version: t.registry_version,
+        fingerprint: t.fingerprint.clone(),
+    };
+    let candidate = spec(50);
+    let report = classify(&t.spec, &candidate, &Default::default());
+    let Queued::New { id, .. } = r
+        .queue_review(&base, &candidate, &report, &state("pending_review"))
+        .unwrap()
+    else {
+        panic!()
+    };
+    // Another writer moves the tool.
+    r.apply(&spec(150), Some(&base), &Provenance::default(), 100)
+        .unwrap();
+    assert!(matches!(
+        r.accept(id, "alice", "ok", 100),
+        Err(RegistryError::Superseded { .. })
+    ));
+    assert_eq!(r.registry_version().unwrap(), 2);
+}
+
+#[test]
+fn corrupt_or_miskeyed_rows_fail_closed() {
+    let (dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("UPDATE tools SET name = 'other.tool'", [])
+        .unwrap();
+    drop(conn);
+    let r = Registry::open(&path).unwrap();
+    let err = r.tool("other.tool").unwrap_err().to_string();
+    assert!(err.contains("acme.pets"), "{err}");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE tools SET name = 'acme.pets', spec_json = '{\"not\":\"a spec\"}'",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = r.tool("acme.pets").unwrap_err().to_string();
+    assert!(err.contains("not a valid contract"), "{err}");
+}
+
+#[test]
+fn older_fingerprint_versions_are_recomputed_without_drift() {
+    let (dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let fingerprint = r.tool("acme.pets").unwrap().unwrap().fingerprint;
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute(
+        "UPDATE tools SET fingerprint = 'sha256:old', fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE tool_versions SET fingerprint = 'sha256:old', fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let r = Registry::open(&path).unwrap();
+    let t = r.tool("acme.pets").unwrap().unwrap();
+    assert_eq!(t.fingerprint, fingerprint);
+    assert_eq!(r.history("acme.pets").unwrap()[0].fingerprint, fingerprint);
+    assert_eq!(
+        r.registry_version().unwrap(),
+        1,
+        "re-fingerprinting is not a contract change"
+    );
+}
+
+#[test]
+fn a_stored_fingerprint_that_does_not_match_its_contract_fails_closed() {
+    let (dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    conn.execute("UPDATE tools SET fingerprint = 'sha256:tampered'", [])
+        .unwrap();
+    drop(conn);
+    let r = Registry::open(&path).unwrap();
+    assert!(r
+        .tool("acme.pets")
+        .unwrap_err()
+        .to_string()
+        .contains("does not match"));
+}
+
+#[test]
+fn a_newer_schema_is_refused() {
+    let (dir, r) = open();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    Connection::open(&path)
+        .unwrap()
+        .pragma_update(None, "user_version", 99)
+        .unwrap();
+    assert!(matches!(
+        Registry::open(&path),
+        Err(RegistryError::TooNew { found: 99, .. })
+    ));
+}
+
+#[test]
+fn a_damaged_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.sqlite3");
+    std::fs::write(
+        &path,
+        b"this is not a database, just some bytes that are long enough to matter",
+    )
+    .unwrap();
+    assert!(Registry::open(&path).is_err());
+}
+
+#[test]
+fn forget_removes_everything_and_bumps() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    r.record_watch(&state("registered")).unwrap();
+    assert!(r.forget("acme.pets").unwrap());
+    assert!(r.tool("acme.pets").unwrap().is_none());
+    assert!(r.watch_state("acme.pets").unwrap().is_none());
+    assert_eq!(r.registry_version().unwrap(), 2);
+    assert!(!r.forget("acme.pets").unwrap());
+}
