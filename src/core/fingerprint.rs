@@ -257,6 +257,7 @@ impl<'a> SpecIndex<'a> {
             "name": spec.name,
             "kind": spec.kind.as_str(),
             "remote": serde_json::to_value(&spec.remote).unwrap_or(Value::Null),
+            "instructions": spec.instructions,
             "endpoints": self.endpoint_fingerprints(),
         })
     }

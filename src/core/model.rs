@@ -63,6 +63,8 @@ pub struct ToolSpec {
     /// Where the contract came from. Outside the fingerprint.
     pub evidence: Evidence,
     pub kind: Kind,
+    /// Server-level text that reaches a model (MCP `instructions`). Inside the fingerprint.
+    pub instructions: Option<String>,
     /// Descriptive metadata (document title, version string). Outside the fingerprint.
     pub metadata: Metadata,
     pub name: String,
@@ -106,12 +108,19 @@ pub struct EndpointSpec {
     pub deprecated: bool,
     pub description: Option<String>,
     pub destructive: bool,
+    /// Calling twice with the same input has no further effect (MCP `idempotentHint`; HTTP
+    /// GET/HEAD/OPTIONS/TRACE/PUT/DELETE).
+    pub idempotent: bool,
     /// What a caller sends, as one JSON Schema (kinds without HTTP parameters use this).
     pub input_schema: Option<Value>,
+    /// Vendor metadata that reaches the caller (MCP `_meta`); `None` for kinds without it.
+    pub meta: Option<Value>,
     /// HTTP verb (upper case), or CALL, QUERY, MUTATION, SUBSCRIPTION, FUNCTION, ACTION, TOOL.
     pub method: String,
     /// operationId when present, else `METHOD path`.
     pub name: String,
+    /// The endpoint may interact with an open world beyond its provider (MCP `openWorldHint`).
+    pub open_world: bool,
     pub operation_id: Option<String>,
     /// What a caller receives on success, as one JSON Schema.
     pub output_schema: Option<Value>,
@@ -127,6 +136,8 @@ pub struct EndpointSpec {
     pub responses: BTreeMap<String, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.
     pub security: Vec<Vec<String>>,
+    /// Model-facing display title (MCP `title`).
+    pub title: Option<String>,
 }
 
 impl EndpointSpec {

@@ -91,6 +91,16 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
         );
     }
 
+    if old.instructions != new.instructions {
+        out.emit(
+            "instructions-changed",
+            "instructions",
+            "instructions_changed",
+            old.instructions.as_ref().map(|t| json!(t)),
+            new.instructions.as_ref().map(|t| json!(t)),
+            "The server instructions that reach a model changed.".into(),
+        );
+    }
     let pairs = match_endpoints(&old.endpoints, &new.endpoints);
     let mut unexplained: Vec<(String, BTreeSet<String>)> = Vec::new();
     for pair in &pairs {
@@ -328,23 +338,57 @@ fn compare_endpoint(
             format!("The security requirements of {} changed.", n.name),
         );
     }
-    if (o.read_only != n.read_only || o.destructive != n.destructive) && o.method == n.method {
-        {
-            // Same method, different side-effect facts: only possible for non-HTTP kinds.
-            let escalated = (o.read_only && !n.read_only) || (!o.destructive && n.destructive);
-            out.emit(
+    let facts = |e: &EndpointSpec| (e.read_only, e.destructive, e.idempotent, e.open_world);
+    if facts(o) != facts(n) && o.method == n.method {
+        // Same method, different side-effect facts (MCP annotations, GraphQL, OData kinds).
+        let escalated = (o.read_only && !n.read_only)
+            || (!o.destructive && n.destructive)
+            || (o.idempotent && !n.idempotent)
+            || (!o.open_world && n.open_world);
+        let show = |e: &EndpointSpec| {
+            json!({"read_only": e.read_only, "destructive": e.destructive,
+                   "idempotent": e.idempotent, "open_world": e.open_world})
+        };
+        out.emit(
+            if escalated {
+                "side-effects-escalated"
+            } else {
+                "side-effects-reduced"
+            },
+            &format!("{at}.side_effects"),
+            "side_effects_changed",
+            Some(show(o)),
+            Some(show(n)),
+            format!(
+                "The side effects of {} {}.",
+                n.name,
                 if escalated {
-                    "method-escalated"
+                    "grew (it may now write, destroy, repeat effects or reach further)"
                 } else {
-                    "method-changed"
-                },
-                &format!("{at}.side_effects"),
-                "side_effects_changed",
-                Some(json!({"read_only": o.read_only, "destructive": o.destructive})),
-                Some(json!({"read_only": n.read_only, "destructive": n.destructive})),
-                format!("The side effects of {} changed.", n.name),
-            );
-        }
+                    "shrank"
+                }
+            ),
+        );
+    }
+    if o.title != n.title {
+        out.emit(
+            "title-changed",
+            &format!("{at}.title"),
+            "title_changed",
+            o.title.as_ref().map(|t| json!(t)),
+            n.title.as_ref().map(|t| json!(t)),
+            format!("The title of {} changed.", n.name),
+        );
+    }
+    if o.meta != n.meta {
+        out.emit(
+            "meta-changed",
+            &format!("{at}.meta"),
+            "meta_changed",
+            o.meta.clone(),
+            n.meta.clone(),
+            format!("The vendor metadata (_meta) of {} changed.", n.name),
+        );
     }
     compare_parameters(&at, &o.parameters, &n.parameters, schemas, out);
     compare_request_body(

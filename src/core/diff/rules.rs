@@ -28,6 +28,8 @@ pub const RULES: &[Rule] = &[
     rule("endpoint-removed", Breaking, "An endpoint disappeared; callers of it fail."),
     rule("endpoint-renamed", Breaking, "The endpoint kept its method and path but its name (operationId) changed."),
     rule("execution-target-changed", Security, "The invocation target changed: base URL, server, host, basePath or transport."),
+    rule("instructions-changed", Security, "Server-level instructions that reach a model changed."),
+    rule("meta-changed", Breaking, "An endpoint's vendor metadata (MCP _meta) changed; not modelled, so not assumed safe."),
     rule("method-changed", Breaking, "The same operation moved to another HTTP method without gaining side effects."),
     rule("method-escalated", Security, "The same operation gained side effects: read-only to write, or non-destructive to destructive."),
     rule("path-changed", Breaking, "The same operation (by operationId) moved to another path."),
@@ -81,6 +83,9 @@ pub const RULES: &[Rule] = &[
     rule("schema-composition-changed", Breaking, "allOf/anyOf/oneOf/prefixItems changed shape; not provably safe."),
     rule("schema-keyword-changed", Breaking, "A JSON Schema keyword the classifier does not model changed."),
     rule("security-requirements-changed", Security, "The authentication or authorization requirements of an endpoint changed."),
+    rule("side-effects-escalated", Security, "The same endpoint gained side effects: read-only to write, non-destructive to destructive, idempotent to not, or closed to open world."),
+    rule("side-effects-reduced", Compatible, "The same endpoint lost side effects (e.g. became read-only or idempotent)."),
+    rule("title-changed", Info, "An endpoint's display title changed."),
     rule("unclassified-change", Breaking, "The fingerprint changed and no other rule explains it; never assumed safe."),
 ];
 

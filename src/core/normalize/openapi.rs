@@ -118,6 +118,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         },
         endpoints,
         definitions,
+        instructions: None,
     })
 }
 
@@ -457,6 +458,13 @@ impl<'a> Context<'a> {
             output_schema: None,
             read_only: matches!(verb.as_str(), "GET" | "HEAD" | "OPTIONS" | "TRACE"),
             destructive: verb == "DELETE",
+            idempotent: matches!(
+                verb.as_str(),
+                "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+            ),
+            open_world: true,
+            meta: None,
+            title: None,
         })
     }
 
