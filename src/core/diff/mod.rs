@@ -102,6 +102,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
         );
     }
     let pairs = match_endpoints(&old.endpoints, &new.endpoints);
+    note_possible_renames(&pairs, &mut out);
     let mut unexplained: Vec<(String, BTreeSet<String>)> = Vec::new();
     for pair in &pairs {
         match pair {
@@ -201,6 +202,54 @@ fn describe_remote(spec: &ToolSpec) -> String {
 
 fn endpoint_path(e: &EndpointSpec) -> String {
     format!("endpoints.{}", e.name)
+}
+
+/// A removed and an added endpoint whose contracts are otherwise equal are probably a rename:
+/// both stay reported (removal is breaking), and an info change pairs them for the reviewer.
+fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
+    let strip = |e: &EndpointSpec| {
+        let mut e = e.clone();
+        e.name.clear();
+        e.operation_id = None;
+        e.path.clear();
+        e.path_template.clear();
+        e.description = None;
+        e
+    };
+    let added: Vec<(&EndpointSpec, EndpointSpec)> = pairs
+        .iter()
+        .filter_map(|p| match p {
+            EndpointPair::Added(n) => Some((*n, strip(n))),
+            _ => None,
+        })
+        .collect();
+    let mut used = BTreeSet::new();
+    for pair in pairs {
+        let EndpointPair::Removed(o) = pair else {
+            continue;
+        };
+        let body = strip(o);
+        if let Some((n, _)) = added
+            .iter()
+            .find(|(n, stripped)| *stripped == body && !used.contains(&n.identity()))
+        {
+            used.insert(n.identity());
+            out.emit(
+                "endpoint-possibly-renamed",
+                &endpoint_path(n),
+                "endpoint_possibly_renamed",
+                Some(json!(o.identity())),
+                Some(json!(n.identity())),
+                format!(
+                    "{} ({}) looks like a rename of the removed {} ({}): same contract, new name.",
+                    n.name,
+                    n.identity(),
+                    o.name,
+                    o.identity()
+                ),
+            );
+        }
+    }
 }
 
 enum EndpointPair<'a> {
@@ -390,15 +439,22 @@ fn compare_endpoint(
             format!("The vendor metadata (_meta) of {} changed.", n.name),
         );
     }
-    compare_parameters(&at, &o.parameters, &n.parameters, schemas, out);
+    // Webhooks and callbacks run the other way: the provider sends, the consumer answers.
+    let (send, receive) = if is_reversed(n) {
+        (Direction::Response, Direction::Request)
+    } else {
+        (Direction::Request, Direction::Response)
+    };
+    compare_parameters(send, &at, &o.parameters, &n.parameters, schemas, out);
     compare_request_body(
+        send,
         &at,
         o.request_body.as_ref(),
         n.request_body.as_ref(),
         schemas,
         out,
     );
-    compare_responses(&at, &o.responses, &n.responses, schemas, out);
+    compare_responses(receive, &at, &o.responses, &n.responses, schemas, out);
     for (label, old_schema, new_schema, direction) in [
         (
             "input_schema",
@@ -425,6 +481,7 @@ fn compare_endpoint(
 }
 
 fn compare_parameters(
+    send: Direction,
     at: &str,
     old: &[ParameterSpec],
     new: &[ParameterSpec],
@@ -507,13 +564,7 @@ fn compare_parameters(
                         format!("{} parameter '{}' deprecation changed.", n.location, n.name),
                     );
                 }
-                schemas.compare(
-                    &o.schema,
-                    &n.schema,
-                    Direction::Request,
-                    &format!("{p_at}.schema"),
-                    out,
-                );
+                schemas.compare(&o.schema, &n.schema, send, &format!("{p_at}.schema"), out);
             }
         }
     }
@@ -539,6 +590,7 @@ fn compare_parameters(
 }
 
 fn compare_request_body(
+    send: Direction,
     at: &str,
     old: Option<&RequestBody>,
     new: Option<&RequestBody>,
@@ -611,7 +663,7 @@ fn compare_request_body(
                     Some(new_schema) => schemas.compare(
                         old_schema,
                         new_schema,
-                        Direction::Request,
+                        send,
                         &format!("{m_at}.schema"),
                         out,
                     ),
@@ -631,11 +683,17 @@ fn compare_request_body(
     }
 }
 
+/// Webhook and callback endpoints are called by the provider, so their directions flip.
+fn is_reversed(e: &EndpointSpec) -> bool {
+    matches!(e.method.as_str(), "WEBHOOK" | "CALLBACK")
+}
+
 fn is_success(status: &str) -> bool {
     status.starts_with('2')
 }
 
 fn compare_responses(
+    receive: Direction,
     at: &str,
     old: &BTreeMap<String, ResponseSpec>,
     new: &BTreeMap<String, ResponseSpec>,
@@ -684,7 +742,7 @@ fn compare_responses(
                 Some(new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
-                    Direction::Response,
+                    receive,
                     &format!("{m_at}.schema"),
                     out,
                 ),
@@ -714,7 +772,7 @@ fn compare_responses(
                 Some(new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
-                    Direction::Response,
+                    receive,
                     &format!("{h_at}.schema"),
                     out,
                 ),

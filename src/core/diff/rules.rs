@@ -25,6 +25,7 @@ pub const RULES: &[Rule] = &[
     rule("documentation-changed", Info, "A schema's documentation keyword changed (description, title, example, x-* extension)."),
     rule("endpoint-added-read-only", Compatible, "A new endpoint appeared that is provably read-only (GET, HEAD, OPTIONS)."),
     rule("endpoint-added-write", Security, "A new endpoint appeared that can write or whose side effects are unknown."),
+    rule("endpoint-possibly-renamed", Info, "A removed and an added endpoint have the same contract: probably a rename (both are also reported)."),
     rule("endpoint-removed", Breaking, "An endpoint disappeared; callers of it fail."),
     rule("endpoint-renamed", Breaking, "The endpoint kept its method and path but its name (operationId) changed."),
     rule("execution-target-changed", Security, "The invocation target changed: base URL, server, host, basePath or transport."),

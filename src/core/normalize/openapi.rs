@@ -86,10 +86,24 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
                     continue;
                 };
                 let endpoint = ctx.operation(path, method, item, operation)?;
-                if !identities.insert(endpoint.identity()) {
-                    return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
+                let callbacks = ctx.callbacks(&endpoint.name, operation)?;
+                for e in std::iter::once(endpoint).chain(callbacks) {
+                    if !identities.insert(e.identity()) {
+                        return Err(NormalizeError::DuplicateEndpoint(e.identity()));
+                    }
+                    endpoints.push(e);
                 }
-                endpoints.push(endpoint);
+            }
+        }
+    }
+    // OpenAPI 3.1 webhooks: requests the provider sends to the consumer.
+    if let Some(Value::Object(webhooks)) = doc.get("webhooks") {
+        for (name, item) in webhooks {
+            for e in ctx.reversed_endpoints("WEBHOOK", name, item)? {
+                if !identities.insert(e.identity()) {
+                    return Err(NormalizeError::DuplicateEndpoint(e.identity()));
+                }
+                endpoints.push(e);
             }
         }
     }
@@ -431,7 +445,7 @@ impl<'a> Context<'a> {
         }
 
         let security_source = op.get("security").or_else(|| self.root.get("security"));
-        let security = security_requirements(security_source);
+        let security = security_requirements(security_source, self.security_schemes());
         let description = op
             .get("description")
             .or_else(|| op.get("summary"))
@@ -466,6 +480,67 @@ impl<'a> Context<'a> {
             meta: None,
             title: None,
         })
+    }
+
+    /// The callbacks of an operation, as endpoints the provider calls.
+    fn callbacks(
+        &self,
+        owner: &str,
+        operation: &Value,
+    ) -> Result<Vec<EndpointSpec>, NormalizeError> {
+        let mut out = Vec::new();
+        if let Some(Value::Object(callbacks)) = operation.get("callbacks") {
+            for (name, callback) in callbacks {
+                let at = format!("{owner}.callbacks.{name}");
+                let callback = self.resolve(callback, &at)?;
+                let Some(expressions) = callback.as_object() else {
+                    return Err(invalid(&at, "callback must be an object"));
+                };
+                for (expression, item) in expressions {
+                    out.extend(self.reversed_endpoints(
+                        "CALLBACK",
+                        &format!("{owner}.{name} {expression}"),
+                        item,
+                    )?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Operations of a path item the provider sends to the consumer (webhooks, callbacks):
+    /// method `WEBHOOK`/`CALLBACK`, identity by `label` and verb. They cause no side effect at
+    /// the provider, so they count as read-only.
+    fn reversed_endpoints(
+        &self,
+        kind: &str,
+        label: &str,
+        item: &Value,
+    ) -> Result<Vec<EndpointSpec>, NormalizeError> {
+        let at = format!("{kind} {label}");
+        let item = self.resolve(item, &at)?;
+        let Some(item_map) = item.as_object() else {
+            return Err(invalid(&at, "path item must be an object"));
+        };
+        let mut out = Vec::new();
+        for method in METHODS {
+            let Some(operation) = item_map.get(method) else {
+                continue;
+            };
+            let mut e = self.operation(label, method, item_map, operation)?;
+            let verb = method.to_ascii_uppercase();
+            e.path = format!("{label} {verb}");
+            e.path_template = e.path.clone();
+            if e.operation_id.is_none() {
+                e.name = format!("{kind} {label} {verb}");
+            }
+            e.method = kind.to_string();
+            e.read_only = true;
+            e.destructive = false;
+            e.idempotent = true;
+            out.push(e);
+        }
+        Ok(out)
     }
 
     fn parameter(&self, location: &str, name: &str, p: &Value) -> ParameterSpec {
@@ -535,6 +610,18 @@ impl<'a> Context<'a> {
             }
         }
         Ok(out)
+    }
+
+    /// `components.securitySchemes` (3.x) or `securityDefinitions` (Swagger 2.0).
+    fn security_schemes(&self) -> Option<&'a Map<String, Value>> {
+        match self.version {
+            Version::OpenApi3 => self
+                .root
+                .get("components")?
+                .get("securitySchemes")?
+                .as_object(),
+            Version::Swagger2 => self.root.get("securityDefinitions")?.as_object(),
+        }
     }
 
     /// Swagger `consumes`/`produces` of the operation, else of the document, else `default`.
@@ -645,8 +732,13 @@ fn swagger_param_schema(p: &Value) -> Value {
     normalize_schema(&Value::Object(schema))
 }
 
-/// Security requirements as sorted alternatives of sorted `scheme` / `scheme[scope,...]` terms.
-fn security_requirements(source: Option<&Value>) -> Vec<Vec<String>> {
+/// Security requirements as sorted alternatives of sorted terms `name`, `name[scope,...]`, each
+/// followed by ` ` and the canonical JSON of the scheme's definition (descriptions dropped), so
+/// a changed scheme (say bearer → API key in a query) changes the requirement.
+fn security_requirements(
+    source: Option<&Value>,
+    schemes: Option<&Map<String, Value>>,
+) -> Vec<Vec<String>> {
     let Some(Value::Array(alternatives)) = source else {
         return Vec::new();
     };
@@ -662,11 +754,23 @@ fn security_requirements(source: Option<&Value>) -> Vec<Vec<String>> {
                         .map(|s| s.iter().filter_map(Value::as_str).collect())
                         .unwrap_or_default();
                     scopes.sort_unstable();
-                    if scopes.is_empty() {
+                    let mut term = if scopes.is_empty() {
                         scheme.clone()
                     } else {
                         format!("{scheme}[{}]", scopes.join(","))
+                    };
+                    if let Some(Value::Object(definition)) = schemes.and_then(|s| s.get(scheme)) {
+                        let contract: Map<String, Value> = definition
+                            .iter()
+                            .filter(|(k, _)| k.as_str() != "description" && !k.starts_with("x-"))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect();
+                        term.push(' ');
+                        term.push_str(&crate::core::json::to_canonical_string(&Value::Object(
+                            contract,
+                        )));
                     }
+                    term
                 })
                 .collect();
             terms.sort();
