@@ -57,23 +57,6 @@ pub fn direct_refs(value: &Value) -> BTreeSet<String> {
     out
 }
 
-/// The definitions (by JSON pointer) reachable from `roots`, following `$ref`s transitively.
-pub fn reachable_definitions<'a>(
-    roots: impl IntoIterator<Item = &'a Value>,
-    definitions: &BTreeMap<String, Value>,
-) -> BTreeSet<String> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<String> = roots.into_iter().flat_map(direct_refs).collect();
-    while let Some(target) = stack.pop() {
-        if seen.insert(target.clone()) {
-            if let Some(def) = definitions.get(&target) {
-                stack.extend(direct_refs(def));
-            }
-        }
-    }
-    seen
-}
-
 /// Precomputed digests of one spec's definitions and their reference graph.
 ///
 /// Each definition gets a *closure digest*: a Merkle hash over the strongly connected component
@@ -159,35 +142,32 @@ impl<'a> SpecIndex<'a> {
         }
     }
 
-    /// Definitions reachable from an endpoint (or any value), by pointer, including pointers
-    /// that are not definitions of this spec.
-    pub fn reachable(&self, value: &Value) -> BTreeSet<String> {
-        let mut visited = vec![false; self.names.len()];
-        let mut out = BTreeSet::new();
-        let mut stack = Vec::new();
-        for r in direct_refs(value) {
-            match self.index_of.get(r.as_str()) {
-                Some(i) => stack.push(*i),
-                None => {
-                    out.insert(r);
-                }
-            }
+    /// Whether `endpoint` reaches (through `$ref`s, transitively) any of `pointers`.
+    pub fn reaches_any(&self, endpoint: &EndpointSpec, pointers: &BTreeSet<String>) -> bool {
+        let targets: Vec<usize> = pointers
+            .iter()
+            .filter_map(|p| self.index_of.get(p.as_str()).copied())
+            .collect();
+        if targets.is_empty() {
+            return false;
         }
+        let mut wanted = vec![false; self.names.len()];
+        targets.into_iter().for_each(|i| wanted[i] = true);
+        let mut visited = vec![false; self.names.len()];
+        let mut stack: Vec<usize> = endpoint_refs(endpoint)
+            .iter()
+            .filter_map(|r| self.index_of.get(r.as_str()).copied())
+            .collect();
         while let Some(i) = stack.pop() {
+            if wanted[i] {
+                return true;
+            }
             if !visited[i] {
                 visited[i] = true;
                 stack.extend(self.edges[i].iter().copied());
-                out.insert(self.names[i].to_string());
-                if let Some(def) = self.spec.definitions.get(self.names[i]) {
-                    out.extend(
-                        direct_refs(def)
-                            .into_iter()
-                            .filter(|r| !self.index_of.contains_key(r.as_str())),
-                    );
-                }
             }
         }
-        out
+        false
     }
 
     /// The contract projection of one endpoint: the endpoint itself plus the closure digest of

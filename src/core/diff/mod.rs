@@ -103,7 +103,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
     }
     let pairs = match_endpoints(&old.endpoints, &new.endpoints);
     note_possible_renames(&pairs, &mut out);
-    let mut unexplained: Vec<(String, BTreeSet<String>)> = Vec::new();
+    let mut unexplained: Vec<(&EndpointSpec, &EndpointSpec)> = Vec::new();
     for pair in &pairs {
         match pair {
             EndpointPair::Removed(o) => out.emit(
@@ -142,22 +142,19 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                     && old_index.endpoint_fingerprints().get(&o.identity())
                         != new_index.endpoint_fingerprints().get(&n.identity())
                 {
-                    let endpoint_value =
-                        |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);
-                    let mut reached = old_index.reachable(&endpoint_value(o));
-                    reached.extend(new_index.reachable(&endpoint_value(n)));
-                    unexplained.push((endpoint_path(n), reached));
+                    unexplained.push((o, n));
                 }
             }
         }
     }
     // An endpoint whose only difference lies in a shared definition is explained when that
     // definition's change was reported (possibly while comparing another endpoint).
-    for (path, reached) in unexplained {
-        if reached.is_disjoint(&schemas.changed_definitions) {
+    for (o, n) in unexplained {
+        let changed = &schemas.changed_definitions;
+        if !old_index.reaches_any(o, changed) && !new_index.reaches_any(n, changed) {
             out.emit(
                 "unclassified-change",
-                &path,
+                &endpoint_path(n),
                 "unclassified_change",
                 None,
                 None,
