@@ -40,8 +40,16 @@ fn normalize_and_fingerprint(c: &mut Criterion) {
 
 fn diff_vs_floor(c: &mut Criterion) {
     for (label, old_rel, new_rel) in [
-        ("github-pair", "github-rest/v2021-03-08.json", "github-rest/v2021-10-10.json"),
-        ("stripe-pair", "stripe/v2021-11-01.json", "stripe/v2022-03-02.json"),
+        (
+            "github-pair",
+            "github-rest/v2021-03-08.json",
+            "github-rest/v2021-10-10.json",
+        ),
+        (
+            "stripe-pair",
+            "stripe/v2021-11-01.json",
+            "stripe/v2022-03-02.json",
+        ),
     ] {
         let old = corpus(old_rel);
         let new = corpus(new_rel);

@@ -5,7 +5,7 @@
 //! request bodies, responses, headers, path items) are resolved in place.
 //! Endpoint identity is `METHOD path` with path parameter names normalized to `{}`.
 
-use super::schema::normalize_schema;
+use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
 use crate::core::model::{
@@ -28,11 +28,23 @@ enum Version {
 
 /// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
-    let root = parse_document(bytes)?;
-    normalize_value(watch, &root)
+    normalize_owned(watch, parse_document(bytes)?)
 }
 
+/// Normalizes an already parsed document (copying it).
 pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+    normalize_owned(watch, root.clone())
+}
+
+/// Normalizes a parsed document, moving named definitions out of it instead of copying them.
+pub fn normalize_owned(watch: &str, mut root: Value) -> Result<ToolSpec, NormalizeError> {
+    let mut spec = normalize_operations(watch, &root)?;
+    spec.definitions = collect_definitions(&mut root, &spec.endpoints)?;
+    Ok(spec)
+}
+
+/// Everything but the definitions, read from the borrowed document.
+fn normalize_operations(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
     let Value::Object(doc) = root else {
         return Err(NormalizeError::NotOpenApi(
             "the document is not an object".into(),
@@ -109,7 +121,6 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     endpoints.sort_by_key(|e| e.identity());
 
-    let definitions = ctx.collect_definitions(&endpoints)?;
     Ok(ToolSpec {
         namespace,
         name,
@@ -131,7 +142,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             }),
         },
         endpoints,
-        definitions,
+        definitions: BTreeMap::new(),
         instructions: None,
     })
 }
@@ -173,6 +184,24 @@ pub fn resolve_pointer<'a>(root: &'a Value, reference: &str) -> Option<&'a Value
         current = match current {
             Value::Object(map) => map.get(&token)?,
             Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// Mutable twin of [`resolve_pointer`].
+fn resolve_pointer_mut<'a>(root: &'a mut Value, reference: &str) -> Option<&'a mut Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let mut current = root;
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let token = percent_decode(raw).replace("~1", "/").replace("~0", "~");
+        current = match current {
+            Value::Object(map) => map.get_mut(&token)?,
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
             _ => return None,
         };
     }
@@ -646,39 +675,60 @@ impl<'a> Context<'a> {
         list.dedup();
         list
     }
+}
 
-    /// Every definition reachable from the endpoints, normalized, keyed by JSON pointer.
-    fn collect_definitions(
-        &self,
-        endpoints: &[EndpointSpec],
-    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
-        let mut definitions = BTreeMap::new();
-        let mut pending: Vec<(String, String)> = Vec::new();
-        for endpoint in endpoints {
-            for schema in endpoint.schemas() {
-                collect_refs(schema, &endpoint.name, &mut pending);
-            }
+/// Every definition reachable from the endpoints, normalized, keyed by JSON pointer. Targets
+/// are moved out of the document unless another reachable pointer lies inside them.
+fn collect_definitions(
+    root: &mut Value,
+    endpoints: &[EndpointSpec],
+) -> Result<BTreeMap<String, Value>, NormalizeError> {
+    // 1. Discover every reachable local pointer, reading the document.
+    let mut reachable: BTreeMap<String, String> = BTreeMap::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for endpoint in endpoints {
+        for schema in endpoint.schemas() {
+            collect_refs(schema, &endpoint.name, &mut pending);
         }
-        while let Some((reference, at)) = pending.pop() {
-            if definitions.contains_key(&reference) {
-                continue;
-            }
-            if !reference.starts_with('#') {
-                // External references are kept as written; their targets are not fetched.
-                continue;
-            }
-            let target = resolve_pointer(self.root, &reference).ok_or_else(|| {
-                NormalizeError::UnresolvedRef {
-                    reference: reference.clone(),
-                    at: at.clone(),
-                }
-            })?;
-            let normalized = normalize_schema(target);
-            collect_refs(&normalized, &reference, &mut pending);
-            definitions.insert(reference, normalized);
-        }
-        Ok(definitions)
     }
+    while let Some((reference, at)) = pending.pop() {
+        // External references are kept as written; their targets are not fetched.
+        if !reference.starts_with('#') || reachable.contains_key(&reference) {
+            continue;
+        }
+        let target =
+            resolve_pointer(root, &reference).ok_or_else(|| NormalizeError::UnresolvedRef {
+                reference: reference.clone(),
+                at: at.clone(),
+            })?;
+        collect_refs(target, &reference, &mut pending);
+        reachable.insert(reference, at);
+    }
+    // 2. Copy the targets other pointers reach into, then move the rest out.
+    let pointers: Vec<String> = reachable.into_keys().collect();
+    // `pointers` is sorted, so the first pointer at or after `outer/` tells.
+    let encloses = |outer: &str| {
+        let prefix = format!("{outer}/");
+        let at = pointers.partition_point(|p| p.as_str() < prefix.as_str());
+        pointers.get(at).is_some_and(|p| p.starts_with(&prefix))
+    };
+    let (copied, moved): (Vec<&String>, Vec<&String>) =
+        pointers.iter().partition(|p| encloses(p) || *p == "#");
+    let mut definitions = BTreeMap::new();
+    for reference in copied {
+        if let Some(target) = resolve_pointer(root, reference) {
+            definitions.insert(reference.clone(), normalize_schema(target));
+        }
+    }
+    for reference in moved {
+        if let Some(target) = resolve_pointer_mut(root, reference) {
+            definitions.insert(
+                reference.clone(),
+                normalize_schema_owned(std::mem::take(target)),
+            );
+        }
+    }
+    Ok(definitions)
 }
 
 fn collect_refs(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
