@@ -938,20 +938,7 @@ fn scrambled_key_order_and_number_spelling_keep_fingerprints_and_reports() {
 /// exceptions to the safety property. Each is a product finding (reported, not hidden), caused
 /// by a contract feature our projection or rules leave out; when one is fixed, the test prints
 /// that it can be removed from this list. Any other unsafe pair fails the test.
-const KNOWN_UNSAFE: &[(&str, &str, &str)] = &[
-    (
-        "data/checker/request_parameter_extensible_enum_base.yaml",
-        "data/checker/request_parameter_extensible_enum_revision.yaml",
-        "`x-extensible-enum` (a Zalando vendor extension) lost a value in a request parameter; \
-         every `x-*` schema keyword is judged `documentation-changed` (info), so we say \
-         compatible. oasdiff treats it as a request enum.",
-    ),
-    (
-        "data/checker/request_property_extensible_enum_base.yaml",
-        "data/checker/request_property_extensible_enum_revision.yaml",
-        "same as above, for a request body property's `x-extensible-enum`",
-    ),
-];
+const KNOWN_UNSAFE: &[(&str, &str, &str)] = &[];
 
 /// Why we are more severe than oasdiff on these pairs (oasdiff: changelog-only or
 /// no-breaking-change; we: breaking or security_review), by the rule that decides it.

@@ -660,3 +660,30 @@ fn a_changed_security_scheme_is_a_security_change() {
         .iter()
         .all(|c| c.rule == "security-requirements-changed"));
 }
+
+#[test]
+fn extensible_enums_may_grow_but_not_shrink_on_the_request_side() {
+    let with = |values: Value| {
+        normalize_value(
+            "acme.pets",
+            &doc(move |d| {
+                at(d, NEW_PET)["properties"]["kind"] =
+                    json!({"type": "string", "x-extensible-enum": values});
+            }),
+        )
+        .unwrap()
+    };
+    let base = with(json!(["cat", "dog"]));
+    let grown = classify(
+        &base,
+        &with(json!(["cat", "dog", "fox"])),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(grown.compatibility, Compatibility::Compatible);
+    let shrunk = classify(&base, &with(json!(["cat"])), &SeverityOverrides::new());
+    assert_eq!(shrunk.compatibility, Compatibility::Breaking);
+    assert!(shrunk
+        .changes
+        .iter()
+        .any(|c| c.rule == "request-enum-value-removed"));
+}
