@@ -16,6 +16,7 @@ pub const TOOL_DOMAIN: &str = "schemawatch.tool.v1";
 pub const ENDPOINT_DOMAIN: &str = "schemawatch.endpoint.v1";
 pub const DEFINITION_DOMAIN: &str = "schemawatch.definition.v1";
 pub const DEFINITION_CLOSURE_DOMAIN: &str = "schemawatch.definition-closure.v1";
+pub const SCHEMA_DIGEST_DOMAIN: &str = "schemawatch.schema-digest.v1";
 
 /// `sha256:<64 lowercase hex>` of `domain NUL canonical_json`.
 pub fn digest(domain: &str, projection: &Value) -> String {
@@ -211,6 +212,35 @@ impl<'a> SpecIndex<'a> {
         out.push_str(&endpoint_text);
         out.push('}');
         out
+    }
+
+    /// Digest of what an endpoint accepts and returns (parameters, body, responses, input and
+    /// output schemas, and the definitions they reach) — no names, descriptions or side-effect
+    /// facts. The catalog's `schema_digest`.
+    pub fn schema_digest(&self, endpoint: &EndpointSpec) -> String {
+        let mut defs = Map::new();
+        for r in endpoint_refs(endpoint) {
+            let closure = self
+                .index_of
+                .get(r.as_str())
+                .map(|i| self.closure[*i].clone());
+            defs.insert(r, closure.map_or(Value::Null, Value::String));
+        }
+        let input = json!({
+            "parameters": endpoint.parameters.iter().map(|p| json!({
+                "name": p.name, "location": p.location, "required": p.required, "style": p.style, "schema": p.schema,
+            })).collect::<Vec<_>>(),
+            "request_body": endpoint.request_body.as_ref().map(|b| json!({"required": b.required, "content": b.content})),
+            "input_schema": endpoint.input_schema,
+        });
+        let output = json!({
+            "responses": endpoint.responses.iter().map(|(status, r)| (status.clone(), json!({"content": r.content, "headers": r.headers}))).collect::<Map<_, _>>(),
+            "output_schema": endpoint.output_schema,
+        });
+        digest(
+            SCHEMA_DIGEST_DOMAIN,
+            &json!({"input": input, "output": output, "definitions": defs}),
+        )
     }
 
     pub fn endpoint_fingerprint(&self, endpoint: &EndpointSpec) -> String {
