@@ -84,7 +84,10 @@ async fn fetch_json(
         FetchOutcome::NotModified => return Err(FetchError::UnexpectedNotModified),
     };
     *budget = budget.saturating_sub(bytes.len() as u64);
-    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&bytes).to_vec();
+    let bytes = bytes
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(&bytes)
+        .to_vec();
     let text = String::from_utf8(bytes).map_err(|_| FetchError::Decode {
         detail: format!("/{relative} is not UTF-8"),
     })?;
