@@ -949,4 +949,77 @@ mod tests {
         assert!(normalize("a.b", truncated.as_bytes()).is_err());
         assert!(normalize("a.b", b"<html></html>").is_err());
     }
+
+    #[test]
+    fn function_becoming_action_is_an_escalation() {
+        use crate::core::diff::classify;
+        use crate::core::model::Compatibility;
+        let as_action = V4
+            .replace(
+                r#"<Function Name="Count" IsBound="true">"#,
+                r#"<Action Name="Count" IsBound="true">"#,
+            )
+            .replace("</ReturnType></Function>", "</ReturnType></Action>")
+            .replace(
+                r#"Nullable="false"/></Function>"#,
+                r#"Nullable="false"/></Action>"#,
+            );
+        assert_ne!(as_action, V4);
+        let old = normalize("ns.demo", V4.as_bytes()).unwrap();
+        let new = normalize("ns.demo", as_action.as_bytes()).unwrap();
+        let report = classify(&old, &new, &Default::default());
+        assert_eq!(
+            report.compatibility,
+            Compatibility::SecurityReview,
+            "{:#?}",
+            report.changes
+        );
+        assert!(
+            report.changes.iter().any(|c| c.rule == "method-escalated"),
+            "{:#?}",
+            report.changes
+        );
+        assert!(!report.changes.iter().any(|c| c.rule == "endpoint-removed"));
+    }
+
+    #[test]
+    fn v3_associations_and_function_imports() {
+        let v3 = r#"<edmx:Edmx Version="1.0" xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx">
+  <edmx:DataServices m:DataServiceVersion="1.0" m:MaxDataServiceVersion="3.0" xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata">
+    <Schema Namespace="NW" xmlns="http://schemas.microsoft.com/ado/2008/09/edm">
+      <EntityType Name="Order"><Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.Int32" Nullable="false"/>
+        <NavigationProperty Name="Lines" Relationship="NW.Order_Lines" FromRole="Order" ToRole="Lines"/></EntityType>
+      <EntityType Name="Line"><Key><PropertyRef Name="ID"/></Key>
+        <Property Name="ID" Type="Edm.Int32" Nullable="false"/></EntityType>
+      <Association Name="Order_Lines"><End Role="Order" Type="NW.Order" Multiplicity="1"/>
+        <End Role="Lines" Type="NW.Line" Multiplicity="*"/></Association>
+      <EntityContainer Name="Entities" m:IsDefaultEntityContainer="true">
+        <EntitySet Name="Orders" EntityType="NW.Order"/>
+        <FunctionImport Name="TopOrders" ReturnType="Collection(NW.Order)" EntitySet="Orders" m:HttpMethod="GET">
+          <Parameter Name="n" Type="Edm.Int32" Mode="In"/></FunctionImport>
+        <FunctionImport Name="Purge" m:HttpMethod="POST"/>
+      </EntityContainer>
+    </Schema>
+  </edmx:DataServices>
+</edmx:Edmx>"#;
+        let spec = normalize("ns.nw", v3.as_bytes()).unwrap();
+        assert_eq!(spec.remote.transport, "odata-v3");
+        let order = &spec.definitions["#/types/NW.Order"];
+        assert_eq!(
+            order["properties"]["Lines"],
+            json!({"type": "array", "items": {"$ref": "#/types/NW.Line"}})
+        );
+        let top = spec
+            .endpoints
+            .iter()
+            .find(|e| e.name == "TopOrders")
+            .unwrap();
+        assert_eq!(top.method, "FUNCTION");
+        assert!(top.read_only);
+        assert_eq!(top.parameters[0].name, "n");
+        let purge = spec.endpoints.iter().find(|e| e.name == "Purge").unwrap();
+        assert_eq!(purge.method, "ACTION");
+        assert!(!purge.read_only);
+    }
 }
