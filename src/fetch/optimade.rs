@@ -79,9 +79,16 @@ async fn fetch_json(
     sub.source = Source::Url(url);
     sub.validators = None;
     sub.max_bytes = *budget;
-    let bytes = match super::fetch(&sub).await? {
-        FetchOutcome::Body { bytes, .. } => bytes,
-        FetchOutcome::NotModified => return Err(FetchError::UnexpectedNotModified),
+    let bytes = match super::fetch(&sub).await {
+        Ok(FetchOutcome::Body { bytes, .. }) => bytes,
+        Ok(FetchOutcome::NotModified) => return Err(FetchError::UnexpectedNotModified),
+        // The cap covers all info documents together; report the configured limit.
+        Err(FetchError::TooLarge { .. }) => {
+            return Err(FetchError::TooLarge {
+                limit: request.max_bytes,
+            })
+        }
+        Err(e) => return Err(e),
     };
     *budget = budget.saturating_sub(bytes.len() as u64);
     let bytes = bytes
