@@ -7,6 +7,7 @@
 
 mod file;
 mod http;
+pub mod optimade;
 mod secrets;
 
 use std::collections::BTreeMap;

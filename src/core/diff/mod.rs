@@ -525,7 +525,30 @@ fn compare_parameters(
                         format!("{} parameter '{}' became {word}.", n.location, n.name),
                     );
                 }
-                if o.style != n.style {
+                // A positional (JSON-RPC) parameter's index is judged on its own below.
+                let without_position = |p: &ParameterSpec| {
+                    let mut style = p.style.clone();
+                    style.remove("position");
+                    style
+                };
+                if let (Some(op), Some(np)) = (o.style.get("position"), n.style.get("position")) {
+                    if op != np {
+                        out.emit(
+                            "request-parameter-reordered",
+                            &format!("{p_at}.position"),
+                            "parameter_reordered",
+                            Some(op.clone()),
+                            Some(np.clone()),
+                            format!(
+                                "Positional parameter '{}' moved from position {op} to {np}.",
+                                n.name
+                            ),
+                        );
+                    }
+                }
+                if without_position(o) != without_position(n)
+                    || o.style.contains_key("position") != n.style.contains_key("position")
+                {
                     out.emit(
                         "request-parameter-style-changed",
                         &format!("{p_at}.style"),
@@ -570,8 +593,20 @@ fn compare_parameters(
             continue;
         }
         let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
+        // A positional parameter may only be added after every parameter callers already send.
+        let not_trailing = position_of(n).is_some_and(|pos| {
+            new.iter()
+                .filter(|p| old_by.contains_key(&key(p)))
+                .filter_map(position_of)
+                .any(|existing| existing > pos)
+        });
         let (rule, word) = if n.required {
             ("request-parameter-added-required", "Required")
+        } else if not_trailing {
+            (
+                "request-parameter-added-not-trailing",
+                "Optional (not trailing, so positions shift)",
+            )
         } else {
             ("request-parameter-added-optional", "Optional")
         };
@@ -584,6 +619,11 @@ fn compare_parameters(
             format!("{word} {} parameter '{}' was added.", n.location, n.name),
         );
     }
+}
+
+/// The index of a positional (JSON-RPC) parameter, when it has one.
+fn position_of(p: &ParameterSpec) -> Option<u64> {
+    p.style.get("position").and_then(Value::as_u64)
 }
 
 fn compare_request_body(

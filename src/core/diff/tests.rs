@@ -400,7 +400,8 @@ fn every_rule_has_a_case_that_fires_it() {
         }
         assert!(
             all.iter().any(|(id, _)| *id == rule.id)
-                || spec_cases().iter().any(|(id, _)| *id == rule.id),
+                || spec_cases().iter().any(|(id, _)| *id == rule.id)
+                || openrpc_cases().iter().any(|(id, _)| *id == rule.id),
             "rule {} has no test case",
             rule.id
         );
@@ -686,4 +687,96 @@ fn extensible_enums_may_grow_but_not_shrink_on_the_request_side() {
         .changes
         .iter()
         .any(|c| c.rule == "request-enum-value-removed"));
+}
+
+/// An OpenRPC method `transfer(from, to, memo?)`; `edit` changes its params.
+fn rpc_doc(edit: impl FnOnce(&mut Vec<Value>)) -> Value {
+    let mut params = vec![
+        json!({"name": "from", "required": true, "schema": {"type": "string"}}),
+        json!({"name": "to", "required": true, "schema": {"type": "string"}}),
+        json!({"name": "memo", "schema": {"type": "string"}}),
+    ];
+    edit(&mut params);
+    json!({"openrpc": "1.2.6", "info": {"title": "t", "version": "1"},
+           "methods": [{"name": "transfer", "params": params,
+                        "result": {"name": "ok", "schema": {"type": "boolean"}}}]})
+}
+
+type RpcEdit = fn(&mut Vec<Value>);
+
+/// Cases for JSON-RPC positional parameters (DESIGN.md: reordering is breaking, and only a
+/// trailing optional parameter may be added).
+fn openrpc_cases() -> Vec<(&'static str, RpcEdit)> {
+    vec![
+        ("request-parameter-reordered", |p| p.swap(0, 1)),
+        ("request-parameter-added-not-trailing", |p| {
+            p.insert(1, json!({"name": "fee", "schema": {"type": "integer"}}))
+        }),
+    ]
+}
+
+#[test]
+fn openrpc_positional_cases_fire_their_rule() {
+    use crate::core::normalize::openrpc;
+    let base = openrpc::normalize_value("acme.rpc", &rpc_doc(|_| {})).unwrap();
+    for (rule, edit) in openrpc_cases() {
+        let new = openrpc::normalize_value("acme.rpc", &rpc_doc(edit)).unwrap();
+        let report = classify(&base, &new, &SeverityOverrides::new());
+        let hit = report.changes.iter().find(|c| c.rule == rule);
+        assert!(
+            hit.is_some(),
+            "case {rule} did not fire it; got {:#?}",
+            report.changes
+        );
+        assert_eq!(report.compatibility, Compatibility::Breaking, "{rule}");
+        assert!(!report
+            .changes
+            .iter()
+            .any(|c| c.rule == "unclassified-change"));
+    }
+    // A trailing optional parameter is the one compatible addition.
+    let new = openrpc::normalize_value(
+        "acme.rpc",
+        &rpc_doc(|p| p.push(json!({"name": "fee", "schema": {"type": "integer"}}))),
+    )
+    .unwrap();
+    let report = classify(&base, &new, &SeverityOverrides::new());
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Compatible,
+        "{:#?}",
+        report.changes
+    );
+    assert!(report
+        .changes
+        .iter()
+        .any(|c| c.rule == "request-parameter-added-optional"));
+    // by-name methods: order does not matter.
+    let named = |edit: RpcEdit| {
+        let mut d = rpc_doc(edit);
+        d["methods"][0]["paramStructure"] = json!("by-name");
+        openrpc::normalize_value("acme.rpc", &d).unwrap()
+    };
+    let report = classify(
+        &named(|_| {}),
+        &named(|p| p.swap(0, 1)),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Identical,
+        "{:#?}",
+        report.changes
+    );
+    let report = classify(
+        &named(|_| {}),
+        &named(|p| p.insert(0, json!({"name": "fee", "schema": {}}))),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Compatible,
+        "{:#?}",
+        report.changes
+    );
 }

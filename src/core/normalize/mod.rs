@@ -1,6 +1,9 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
+pub mod odata;
 pub mod openapi;
+pub mod openrpc;
+pub mod optimade;
 pub mod schema;
 
 use crate::core::json::ParseError;
@@ -40,6 +43,9 @@ pub fn split_watch_name(watch: &str) -> (String, String) {
 pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
     match kind {
         Kind::Openapi => openapi::normalize(watch, bytes),
+        Kind::Openrpc => openrpc::normalize(watch, bytes),
+        Kind::Odata => odata::normalize(watch, bytes),
+        Kind::Optimade => optimade::normalize(watch, bytes),
         other => Err(NormalizeError::UnsupportedKind(other)),
     }
 }
