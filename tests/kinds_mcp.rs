@@ -445,6 +445,48 @@ async fn a_silent_server_times_out_within_the_deadline() {
     assert!(elapsed >= Duration::from_secs(3), "took {elapsed:?}");
 }
 
+/// Whether any process runs with exactly this command line.
+fn process_running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| {
+                        c.split(|b| *b == 0)
+                            .filter(|a| !a.is_empty())
+                            .collect::<Vec<_>>()
+                            .join(&b' ')
+                            == cmdline.as_bytes()
+                    })
+                    .unwrap_or(false)
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_hung_server_and_what_it_spawned_are_killed() {
+    // A wrapper (like npx) whose own child hangs too; both must be gone afterwards.
+    let marker = "sleep 613.25";
+    let err = fetch_tools(&sh(
+        &format!("{marker} & exec sleep 600"),
+        Duration::from_secs(2),
+    ))
+    .await
+    .expect_err("a silent server");
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
+    if std::path::Path::new("/proc/self/cmdline").exists() {
+        let gone = Instant::now() + Duration::from_secs(5);
+        while process_running(marker) {
+            assert!(
+                Instant::now() < gone,
+                "the server's child {marker:?} survived"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_silent_http_server_times_out_within_the_deadline() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -49,6 +49,9 @@ impl StdioConn {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
+        // Its own process group, so shutdown also reaches what it spawned (`npx` → node).
+        #[cfg(unix)]
+        command.process_group(0);
         for name in INHERITED_ENV {
             if let Some(value) = std::env::var_os(name) {
                 command.env(name, value);
@@ -197,10 +200,18 @@ impl StdioConn {
             .await
     }
 
-    /// Closes stdin, waits briefly, kills if needed, and reaps.
+    /// Closes stdin, waits briefly, kills what is left of its process group, and reaps.
     pub(super) async fn close(mut self) {
         drop(self.stdin.take());
-        if let Ok(Ok(_)) = tokio::time::timeout(EXIT_GRACE, self.child.wait()).await {
+        let group = self.child.id();
+        let exited = matches!(
+            tokio::time::timeout(EXIT_GRACE, self.child.wait()).await,
+            Ok(Ok(_))
+        );
+        if let Some(group) = group {
+            kill_group(group).await;
+        }
+        if exited {
             return;
         }
         let _ = self.child.start_kill();
@@ -215,4 +226,23 @@ impl StdioConn {
             );
         }
     }
+}
+
+/// SIGKILL to every process left in the child's group (grandchildren a wrapper such as `npx`
+/// started). Uses kill(1): no `unsafe` and no extra crate; where it is missing, only the direct
+/// child is killed (by `start_kill`).
+async fn kill_group(group: u32) {
+    #[cfg(unix)]
+    {
+        let run = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{group}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .status();
+        let _ = tokio::time::timeout(REAP_WAIT, run).await;
+    }
+    #[cfg(not(unix))]
+    let _ = group;
 }

@@ -139,7 +139,12 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                 format!("Endpoint {} ({}) was removed.", o.name, o.identity()),
             ),
             EndpointPair::Added(n) => {
-                let (rule, why) = if n.read_only {
+                let (rule, why) = if new.kind == Kind::Mcp {
+                    (
+                        "tool-added",
+                        "its description and schema are new text that reaches a model",
+                    )
+                } else if n.read_only {
                     ("endpoint-added-read-only", "it is read-only")
                 } else {
                     (
