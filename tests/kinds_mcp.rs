@@ -296,6 +296,42 @@ fn annotation_flip_over_stdio_goes_to_security_review() {
     assert!(!String::from_utf8_lossy(&sb.transcript()).contains(common::CANARY));
 }
 
+#[test]
+fn annotation_flip_over_http_goes_to_security_review() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let port = free_port();
+    let serve = |mode: &str| {
+        let mut command = Command::new(&python);
+        command.arg(flipserver()).arg("http");
+        start_http(command, port, &[("MODE", mode)])
+    };
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"notes.http\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"60s\"\n"
+    ));
+    let server = serve("safe");
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+    drop(server);
+    let _server = serve("flip");
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    assert_eq!(o["compatibility"], "security_review", "{}", run.describe());
+}
+
 #[tokio::test]
 async fn dropping_read_only_hint_is_security_review() {
     let python = need!(python_mcp(), "python with PyPI mcp 2.x");
