@@ -62,6 +62,12 @@ pub struct Server {
 pub enum SourceConfig {
     Url(url::Url),
     Path(PathBuf),
+    /// An MCP server over stdio: the program and its arguments, plus environment variables
+    /// for the child (value templates: `${VAR}`, `${file:PATH}`; expanded at spawn time).
+    Command {
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
 }
 
 impl SourceConfig {
@@ -70,8 +76,18 @@ impl SourceConfig {
         match self {
             SourceConfig::Url(u) => format!("url:{u}"),
             SourceConfig::Path(p) => format!("path:{}", p.display()),
+            SourceConfig::Command { argv, .. } => command_identity(argv),
         }
     }
+}
+
+/// The identity of a stdio command: its argv (environment values may be secrets, so they are
+/// not part of it).
+pub fn command_identity(argv: &[String]) -> String {
+    format!(
+        "command:{}",
+        serde_json::to_string(argv).unwrap_or_else(|_| argv.join(" "))
+    )
 }
 
 #[derive(Debug, Clone)]
@@ -132,6 +148,8 @@ struct RawWatch {
     kind: String,
     url: Option<String>,
     path: Option<String>,
+    command: Option<Vec<String>>,
+    env: Option<BTreeMap<String, String>>,
     interval: Option<String>,
     apply_compatible: Option<bool>,
     timeout: Option<String>,
@@ -229,7 +247,30 @@ impl Config {
                     w.kind
                 ))
             })?;
+            if w.command.is_some() && kind != Kind::Mcp {
+                return Err(invalid(format!("{at}: `command` is only for kind \"mcp\"")));
+            }
+            if w.env.is_some() && w.command.is_none() {
+                return Err(invalid(format!(
+                    "{at}: `env` is only for an MCP `command` (stdio)"
+                )));
+            }
             let source = match (&w.url, &w.path) {
+                (None, None) if w.command.is_some() => {
+                    let argv = w.command.clone().unwrap_or_default();
+                    if argv.first().is_none_or(|p| p.is_empty()) {
+                        return Err(invalid(format!("{at}: `command` needs a program")));
+                    }
+                    SourceConfig::Command {
+                        argv,
+                        env: w.env.clone().unwrap_or_default(),
+                    }
+                }
+                _ if w.command.is_some() => {
+                    return Err(invalid(format!(
+                        "{at}: set exactly one of `url`, `path` or `command`"
+                    )))
+                }
                 (Some(u), None) => {
                     let url = url::Url::parse(u).map_err(|e| invalid(format!("{at}: url: {e}")))?;
                     if !matches!(url.scheme(), "http" | "https") {
@@ -432,6 +473,30 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.watches[0].severity.len(), 2);
+    }
+
+    #[test]
+    fn mcp_command_sources() {
+        let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = [\"node\", \"server.js\"]\nenv = { TOKEN = \"${T}\" }\n").unwrap();
+        match &c.watches[0].source {
+            SourceConfig::Command { argv, env } => {
+                assert_eq!(argv, &["node".to_string(), "server.js".to_string()]);
+                assert_eq!(env.get("TOKEN").map(String::as_str), Some("${T}"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            c.watches[0].source.identity(),
+            r#"command:["node","server.js"]"#
+        );
+        for bad in [
+            "[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\ncommand = [\"x\"]\n",
+            "[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = []\n",
+            "[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = [\"x\"]\nurl = \"http://127.0.0.1/mcp\"\n",
+            "[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1/mcp\"\nenv = { A = \"b\" }\n",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

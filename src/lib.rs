@@ -10,5 +10,6 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod fetch;
+pub mod mcp;
 pub mod refresh;
 pub mod registry;

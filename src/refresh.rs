@@ -80,6 +80,7 @@ pub fn source_identity(source: &SourceConfig) -> String {
             format!("url:{u}")
         }
         SourceConfig::Path(p) => format!("path:{}", p.display()),
+        SourceConfig::Command { argv, .. } => crate::config::command_identity(argv),
     }
 }
 
@@ -88,6 +89,8 @@ fn fetch_request(watch: &WatchConfig, validators: Option<Validators>) -> FetchRe
         source: match &watch.source {
             SourceConfig::Url(u) => Source::Url(u.clone()),
             SourceConfig::Path(p) => Source::Path(p.clone()),
+            // Never fetched here: MCP sources go through `crate::mcp` (see refresh_inner).
+            SourceConfig::Command { .. } => Source::Path(std::path::PathBuf::new()),
         },
         headers: watch.schema_headers.clone(),
         timeout: watch.timeout,
@@ -179,12 +182,23 @@ async fn refresh_inner(
     } else {
         None
     };
-    let fetched = match watch.kind {
+    let fetched = match crate::mcp::McpRequest::for_watch(watch) {
+        // MCP: a full tool-list walk every time, no validators (DESIGN.md "Fetching").
+        Some(request) => FetchOutcome::Body {
+            bytes: crate::mcp::fetch_document(&request)
+                .await
+                .map_err(|e| e.to_string())?,
+            validators: Validators::default(),
+            final_url: None,
+        },
         // Multi-resource: no single validator covers the contract, so always a full fetch.
-        Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
-        _ => fetch::fetch(&fetch_request(watch, stored_validators)).await,
-    }
-    .map_err(|e| e.to_string())?;
+        None if watch.kind == Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None))
+            .await
+            .map_err(|e| e.to_string())?,
+        None => fetch::fetch(&fetch_request(watch, stored_validators))
+            .await
+            .map_err(|e| e.to_string())?,
+    };
     let (bytes, validators) = match fetched {
         FetchOutcome::NotModified => {
             mark_ok(&mut state, "unchanged", None);

@@ -10,8 +10,8 @@ mod tests;
 
 use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
-    Change, Compatibility, DriftReport, EndpointSpec, ParameterSpec, RequestBody, ResponseSpec,
-    Severity, ToolSpec, ValueOrd,
+    Change, Compatibility, DriftReport, EndpointSpec, Kind, ParameterSpec, RequestBody,
+    ResponseSpec, Severity, ToolSpec, ValueOrd,
 };
 use rules::SeverityOverrides;
 use schema::{Direction, SchemaDiffer};
@@ -22,6 +22,8 @@ use std::collections::{BTreeMap, BTreeSet};
 pub struct Emitter<'o> {
     overrides: &'o SeverityOverrides,
     pub changes: Vec<Change>,
+    /// The kind whose rules apply (MCP swaps in stricter rules for model-facing text).
+    kind: Option<Kind>,
 }
 
 impl<'o> Emitter<'o> {
@@ -29,7 +31,14 @@ impl<'o> Emitter<'o> {
         Emitter {
             overrides,
             changes: Vec::new(),
+            kind: None,
         }
+    }
+
+    /// Judges changes with the rules of `kind` where they differ from the general ones.
+    pub fn for_kind(mut self, kind: Kind) -> Self {
+        self.kind = Some(kind);
+        self
     }
 
     pub fn emit(
@@ -41,6 +50,10 @@ impl<'o> Emitter<'o> {
         after: Option<Value>,
         message: String,
     ) {
+        let rule_id = match self.kind {
+            Some(kind) => kind_rule(kind, rule_id),
+            None => rule_id,
+        };
         let severity = self
             .overrides
             .get(rule_id)
@@ -60,6 +73,18 @@ impl<'o> Emitter<'o> {
     }
 }
 
+/// The rule a kind uses in place of a general one. For MCP every piece of text reaches a
+/// model (tool poisoning), so text changes and new tools are security (DESIGN.md).
+fn kind_rule(kind: Kind, rule_id: &'static str) -> &'static str {
+    match (kind, rule_id) {
+        (Kind::Mcp, "description-changed") => "tool-description-changed",
+        (Kind::Mcp, "title-changed") => "tool-title-changed",
+        (Kind::Mcp, "documentation-changed") => "tool-schema-text-changed",
+        (Kind::Mcp, "endpoint-added-read-only" | "endpoint-added-write") => "tool-added",
+        _ => rule_id,
+    }
+}
+
 /// Compares two contracts of the same watch.
 pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -> DriftReport {
     let (old_index, new_index) = (SpecIndex::new(old), SpecIndex::new(new));
@@ -73,7 +98,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
             changes: Vec::new(),
         };
     }
-    let mut out = Emitter::new(overrides);
+    let mut out = Emitter::new(overrides).for_kind(new.kind);
     let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions);
 
     if old.remote != new.remote {
@@ -115,7 +140,12 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                 format!("Endpoint {} ({}) was removed.", o.name, o.identity()),
             ),
             EndpointPair::Added(n) => {
-                let (rule, why) = if n.read_only {
+                let (rule, why) = if new.kind == Kind::Mcp {
+                    (
+                        "tool-added",
+                        "its description and schema are new text that reaches a model",
+                    )
+                } else if n.read_only {
                     ("endpoint-added-read-only", "it is read-only")
                 } else {
                     (

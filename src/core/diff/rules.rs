@@ -89,6 +89,10 @@ pub const RULES: &[Rule] = &[
     rule("side-effects-escalated", Security, "The same endpoint gained side effects: read-only to write, non-destructive to destructive, idempotent to not, or closed to open world."),
     rule("side-effects-reduced", Compatible, "The same endpoint lost side effects (e.g. became read-only or idempotent)."),
     rule("title-changed", Info, "An endpoint's display title changed."),
+    rule("tool-added", Security, "A new MCP tool appeared; its name, description and schema are new text that reaches a model."),
+    rule("tool-description-changed", Security, "An MCP tool's description changed; it is model-facing text (tool poisoning)."),
+    rule("tool-schema-text-changed", Security, "Text inside an MCP tool's inputSchema or outputSchema changed (description, title, examples); it reaches a model."),
+    rule("tool-title-changed", Security, "An MCP tool's title changed; it is model-facing text."),
     rule("unclassified-change", Breaking, "The fingerprint changed and no other rule explains it; never assumed safe."),
 ];
 

@@ -1,5 +1,6 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
+pub mod mcp;
 pub mod odata;
 pub mod openapi;
 pub mod openrpc;
@@ -46,6 +47,7 @@ pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, Norm
         Kind::Openrpc => openrpc::normalize(watch, bytes),
         Kind::Odata => odata::normalize(watch, bytes),
         Kind::Optimade => optimade::normalize(watch, bytes),
+        Kind::Mcp => mcp::normalize(watch, bytes),
         other => Err(NormalizeError::UnsupportedKind(other)),
     }
 }

@@ -1,0 +1,432 @@
+//! MCP tool lists → ToolSpec.
+//!
+//! Input: the snapshot document the MCP client writes (`{"tools": [...], "instructions": ...,
+//! "serverInfo": ..., "protocolVersion": ..., "transport": ..., "url": ...}`), a bare
+//! `tools/list` result (`{"tools": [...]}`) or a whole JSON-RPC response
+//! (`{"jsonrpc": "2.0", "result": {"tools": [...]}}`), as JSON or YAML.
+//!
+//! Each tool becomes one `TOOL` endpoint whose identity is its name. Inside the contract:
+//! name, title, description, `inputSchema`, `outputSchema`, the four annotation hints
+//! normalized with the spec defaults (an explicit boolean hint always wins), the tool's
+//! `_meta`, every tool field schemawatch does not model (kept verbatim beside `_meta` so a
+//! future or vendor field still changes the fingerprint), and the server `instructions`.
+//! Outside: envelope fields (`nextCursor`, `ttlMs`, `cacheScope`, `resultType`), server info
+//! and the protocol version (descriptive metadata), and tool order.
+//!
+//! Local `$ref`s inside a tool's schema (`#/$defs/X`, `#`) point into that schema, so they are
+//! rewritten to document-wide pointers (`#/tools/<name>/inputSchema/$defs/X`) and their
+//! targets collected into `ToolSpec::definitions`, as the OpenAPI normalizer does for
+//! `#/components/schemas`.
+
+use super::openapi::resolve_pointer;
+use super::schema::normalize_schema;
+use super::{split_watch_name, NormalizeError};
+use crate::core::json::parse_document;
+use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Tool fields with a dedicated place in [`EndpointSpec`]; anything else is kept in `meta`.
+const MODELED_TOOL_FIELDS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "_meta",
+];
+const HINTS: &[&str] = &[
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+];
+
+/// Normalizes an MCP tool list for the watch named `watch` (`namespace.name`).
+pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    let root = parse_document(bytes)?;
+    normalize_value(watch, &root)
+}
+
+pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+    let not_mcp = |why: &str| NormalizeError::Invalid {
+        at: "document".into(),
+        problem: format!("not an MCP tool list: {why}"),
+    };
+    let Value::Object(doc) = root else {
+        return Err(not_mcp("the document is not an object"));
+    };
+    // A whole JSON-RPC response: look inside `result`.
+    let doc = match (doc.get("tools"), doc.get("result")) {
+        (None, Some(Value::Object(result))) => result,
+        _ => doc,
+    };
+    let tools = match doc.get("tools") {
+        Some(Value::Array(tools)) => tools,
+        Some(_) => return Err(invalid("tools", "must be an array")),
+        None => return Err(not_mcp("no \"tools\" array")),
+    };
+    let text = |key: &str| doc.get(key).and_then(Value::as_str).map(String::from);
+    let instructions = match doc.get("instructions") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(_) => return Err(invalid("instructions", "must be a string")),
+    };
+
+    let mut endpoints = Vec::with_capacity(tools.len());
+    let mut definitions = BTreeMap::new();
+    let mut names = BTreeSet::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let endpoint = tool_endpoint(tool, i, &mut definitions)?;
+        if !names.insert(endpoint.name.clone()) {
+            return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
+        }
+        endpoints.push(endpoint);
+    }
+    endpoints.sort_by_key(|e| e.identity());
+
+    let server_info = doc.get("serverInfo").and_then(Value::as_object);
+    let server_text = |key: &str| {
+        server_info
+            .and_then(|s| s.get(key))
+            .and_then(Value::as_str)
+            .map(String::from)
+    };
+    let (namespace, name) = split_watch_name(watch);
+    Ok(ToolSpec {
+        namespace,
+        name,
+        kind: Kind::Mcp,
+        remote: Remote {
+            base_urls: text("url").into_iter().collect(),
+            transport: text("transport").unwrap_or_else(|| "mcp".into()),
+        },
+        evidence: Evidence {
+            source_type: "mcp".into(),
+            license: None,
+        },
+        metadata: Metadata {
+            title: server_text("title").or_else(|| server_text("name")),
+            version: server_text("version"),
+            format: Some(match text("protocolVersion") {
+                Some(v) => format!("mcp {v}"),
+                None => "mcp".into(),
+            }),
+        },
+        endpoints,
+        definitions,
+        instructions,
+    })
+}
+
+fn invalid(at: &str, problem: &str) -> NormalizeError {
+    NormalizeError::Invalid {
+        at: at.into(),
+        problem: problem.into(),
+    }
+}
+
+/// The effective side-effect facts of a tool: (read_only, destructive, idempotent, open_world).
+/// Defaults per the spec: readOnlyHint false, destructiveHint true unless read-only,
+/// idempotentHint false, openWorldHint true. A hint that is present but not a boolean counts
+/// as absent here (and is kept verbatim in `meta`, so it still reaches the fingerprint).
+pub fn effective_hints(annotations: Option<&Map<String, Value>>) -> (bool, bool, bool, bool) {
+    let hint = |key: &str| {
+        annotations
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_bool)
+    };
+    let read_only = hint("readOnlyHint").unwrap_or(false);
+    let destructive = hint("destructiveHint").unwrap_or(!read_only);
+    let idempotent = hint("idempotentHint").unwrap_or(false);
+    let open_world = hint("openWorldHint").unwrap_or(true);
+    (read_only, destructive, idempotent, open_world)
+}
+
+fn tool_endpoint(
+    tool: &Value,
+    index: usize,
+    definitions: &mut BTreeMap<String, Value>,
+) -> Result<EndpointSpec, NormalizeError> {
+    let at = format!("tools[{index}]");
+    let tool = tool
+        .as_object()
+        .ok_or_else(|| invalid(&at, "a tool must be an object"))?;
+    let name = match tool.get("name") {
+        Some(Value::String(n)) if !n.is_empty() => n.clone(),
+        _ => return Err(invalid(&at, "a tool needs a non-empty string \"name\"")),
+    };
+    let at = format!("tools.{name}");
+    let optional_text = |key: &str| match tool.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(&format!("{at}.{key}"), "must be a string")),
+    };
+    let description = optional_text("description")?;
+    let annotations = match tool.get("annotations") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(a)) => Some(a),
+        Some(_) => return Err(invalid(&format!("{at}.annotations"), "must be an object")),
+    };
+    // Display precedence (spec): title > annotations.title > name.
+    let annotation_title = annotations
+        .and_then(|a| a.get("title"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    let title = optional_text("title")?.or(annotation_title.clone());
+    let (read_only, destructive, idempotent, open_world) = effective_hints(annotations);
+
+    // Everything the model or a client may see that has no field of its own.
+    let mut meta = Map::new();
+    if let Some(m) = tool.get("_meta") {
+        meta.insert("_meta".into(), m.clone());
+    }
+    for (key, value) in tool {
+        if !MODELED_TOOL_FIELDS.contains(&key.as_str()) {
+            meta.insert(key.clone(), value.clone());
+        }
+    }
+    if let Some(a) = annotations {
+        let mut extra = Map::new();
+        for (key, value) in a {
+            let modeled = (HINTS.contains(&key.as_str()) && value.is_boolean())
+                // annotations.title is the title unless a top-level title shadows it.
+                || (key == "title" && value.is_string() && tool.get("title").is_none());
+            if !modeled {
+                extra.insert(key.clone(), value.clone());
+            }
+        }
+        if !extra.is_empty() {
+            meta.insert("annotations".into(), Value::Object(extra));
+        }
+    }
+
+    let mut schema = |key: &str| -> Result<Option<Value>, NormalizeError> {
+        match tool.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(s @ (Value::Object(_) | Value::Bool(_))) => {
+                Ok(Some(tool_schema(&name, key, s, definitions)?))
+            }
+            Some(_) => Err(invalid(
+                &format!("{at}.{key}"),
+                "must be a JSON Schema object",
+            )),
+        }
+    };
+    let input_schema = schema("inputSchema")?;
+    let output_schema = schema("outputSchema")?;
+
+    Ok(EndpointSpec {
+        aliases: Vec::new(),
+        deprecated: false,
+        description,
+        destructive,
+        idempotent,
+        input_schema,
+        meta: if meta.is_empty() {
+            None
+        } else {
+            Some(Value::Object(meta))
+        },
+        method: "TOOL".into(),
+        name: name.clone(),
+        open_world,
+        operation_id: None,
+        output_schema,
+        parameters: Vec::new(),
+        path: name.clone(),
+        path_template: name,
+        read_only,
+        request_body: None,
+        responses: BTreeMap::new(),
+        security: Vec::new(),
+        title,
+    })
+}
+
+/// Escapes one JSON pointer token.
+fn pointer_token(text: &str) -> String {
+    text.replace('~', "~0").replace('/', "~1")
+}
+
+/// Normalizes one tool schema; local `$ref`s are made document-wide and their targets
+/// collected into `definitions`.
+fn tool_schema(
+    tool: &str,
+    key: &str,
+    raw: &Value,
+    definitions: &mut BTreeMap<String, Value>,
+) -> Result<Value, NormalizeError> {
+    let prefix = format!("#/tools/{}/{key}", pointer_token(tool));
+    let at = format!("tools.{tool}.{key}");
+    let mut pending: Vec<String> = Vec::new();
+    let mut root = strip_root_containers(normalize_schema(raw));
+    rewrite_refs(&mut root, &prefix, &mut pending);
+    while let Some(local) = pending.pop() {
+        let global = format!("{prefix}{}", local.trim_start_matches('#'));
+        if definitions.contains_key(&global) {
+            continue;
+        }
+        let target = resolve_pointer(raw, &local).ok_or_else(|| NormalizeError::UnresolvedRef {
+            reference: local.clone(),
+            at: at.clone(),
+        })?;
+        let mut normalized = normalize_schema(target);
+        if local == "#" {
+            normalized = strip_root_containers(normalized);
+        }
+        rewrite_refs(&mut normalized, &prefix, &mut pending);
+        definitions.insert(global, normalized);
+    }
+    Ok(root)
+}
+
+/// `$defs` / `definitions` at a schema's root only hold targets of `$ref`s, which are
+/// collected separately; keeping them inline would report each change twice.
+fn strip_root_containers(mut schema: Value) -> Value {
+    if let Value::Object(map) = &mut schema {
+        map.remove("$defs");
+        map.remove("definitions");
+    }
+    schema
+}
+
+fn rewrite_refs(value: &mut Value, prefix: &str, pending: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref") {
+                if r.starts_with('#') {
+                    pending.push(r.clone());
+                    *r = format!("{prefix}{}", r.trim_start_matches('#'));
+                }
+            }
+            for (key, v) in map.iter_mut() {
+                if key != "$ref" {
+                    rewrite_refs(v, prefix, pending);
+                }
+            }
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| rewrite_refs(v, prefix, pending)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::fingerprint::tool_fingerprint;
+    use serde_json::json;
+
+    fn spec(doc: Value) -> ToolSpec {
+        normalize_value("ns.srv", &doc).unwrap()
+    }
+
+    #[test]
+    fn annotation_defaults_and_explicit_hints() {
+        assert_eq!(effective_hints(None), (false, true, false, true));
+        let ro = json!({"readOnlyHint": true});
+        assert_eq!(effective_hints(ro.as_object()), (true, false, false, true));
+        let explicit =
+            json!({"readOnlyHint": true, "destructiveHint": true, "openWorldHint": false});
+        assert_eq!(
+            effective_hints(explicit.as_object()),
+            (true, true, false, false)
+        );
+        let junk = json!({"readOnlyHint": "yes"});
+        assert_eq!(
+            effective_hints(junk.as_object()),
+            (false, true, false, true)
+        );
+    }
+
+    #[test]
+    fn envelope_order_and_key_order_are_outside_the_fingerprint() {
+        let a = spec(json!({"tools": [
+            {"name": "b", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}},
+            {"name": "a", "description": "A.", "inputSchema": {"type": "object"}}
+        ], "nextCursor": null, "ttlMs": 5000, "cacheScope": "public"}));
+        let b = spec(
+            json!({"jsonrpc": "2.0", "id": 7, "result": {"resultType": "complete", "tools": [
+            {"inputSchema": {"type": "object"}, "description": "A.", "name": "a"},
+            {"name": "b", "inputSchema": {"properties": {"x": {"type": "string"}}, "type": "object"}}
+        ], "ttlMs": 0}}),
+        );
+        assert_eq!(tool_fingerprint(&a), tool_fingerprint(&b));
+        assert_eq!(a.endpoints[0].name, "a");
+        assert_eq!(a.endpoints[0].identity(), "TOOL a");
+    }
+
+    #[test]
+    fn unmodelled_fields_reach_the_fingerprint() {
+        let base = json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]});
+        let with_execution = json!({"tools": [{"name": "a", "inputSchema": {"type": "object"},
+            "execution": {"taskSupport": "optional"}, "annotations": {"vendorHint": 1}}]});
+        let s = spec(with_execution);
+        assert_eq!(
+            s.endpoints[0].meta,
+            Some(
+                json!({"execution": {"taskSupport": "optional"}, "annotations": {"vendorHint": 1}})
+            )
+        );
+        assert_ne!(tool_fingerprint(&spec(base)), tool_fingerprint(&s));
+    }
+
+    #[test]
+    fn titles_follow_display_precedence() {
+        let s = spec(json!({"tools": [
+            {"name": "a", "annotations": {"title": "Ann"}},
+            {"name": "b", "title": "Top", "annotations": {"title": "Ann"}}
+        ]}));
+        assert_eq!(s.endpoints[0].title.as_deref(), Some("Ann"));
+        assert_eq!(s.endpoints[0].meta, None);
+        assert_eq!(s.endpoints[1].title.as_deref(), Some("Top"));
+        // The shadowed annotations.title is still in the contract.
+        assert_eq!(
+            s.endpoints[1].meta,
+            Some(json!({"annotations": {"title": "Ann"}}))
+        );
+    }
+
+    #[test]
+    fn local_refs_become_document_wide_definitions() {
+        let s = spec(json!({"tools": [{"name": "t", "inputSchema": {
+            "type": "object",
+            "properties": {"node": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {
+                "next": {"$ref": "#/$defs/Node"}, "root": {"$ref": "#"}}}}
+        }}]}));
+        let input = s.endpoints[0].input_schema.as_ref().unwrap();
+        assert_eq!(
+            input["properties"]["node"]["$ref"],
+            json!("#/tools/t/inputSchema/$defs/Node")
+        );
+        assert!(input.get("$defs").is_none());
+        assert!(s
+            .definitions
+            .contains_key("#/tools/t/inputSchema/$defs/Node"));
+        assert!(s.definitions.contains_key("#/tools/t/inputSchema"));
+        let err = normalize_value(
+            "ns.srv",
+            &json!({"tools": [{"name": "t", "inputSchema": {"$ref": "#/$defs/Nope"}}]}),
+        )
+        .unwrap_err();
+        assert!(matches!(err, NormalizeError::UnresolvedRef { .. }), "{err}");
+    }
+
+    #[test]
+    fn malformed_lists_are_errors() {
+        for bad in [
+            json!([]),
+            json!({"tools": {}}),
+            json!({"tools": [{"description": "no name"}]}),
+            json!({"tools": [{"name": "a"}, {"name": "a"}]}),
+            json!({"tools": [{"name": "a", "annotations": []}]}),
+            json!({"tools": [{"name": "a", "inputSchema": "object"}]}),
+        ] {
+            assert!(normalize_value("ns.srv", &bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,663 @@
+//! A minimal MCP client that reads a server's tool list, for fingerprinting.
+//!
+//! Hand-rolled JSON-RPC on `serde_json::Value` (notes/mcp.md §4): every byte a server sends
+//! about its tools is kept, including vendor keys and fields newer than this code, and
+//! nothing is cached or served stale.
+//!
+//! - Transports: stdio (a child process we spawn with a minimal environment, drain, and always
+//!   kill and reap) and Streamable HTTP (JSON or SSE responses, legacy sessions).
+//! - Protocol eras: the stateless 2026-07-28 protocol (`server/discover`, `_meta` on every
+//!   request, `MCP-Protocol-Version` and `Mcp-Method` headers) is probed first; a non-modern
+//!   answer (or, on stdio, no answer within the probe timeout) falls back to the legacy
+//!   handshake (`initialize`, `notifications/initialized`, `Mcp-Session-Id`).
+//! - `tools/list` is walked from no cursor to the end: one consistent snapshot, bounded by a
+//!   total deadline, a byte budget over everything the server sends, and a page limit.
+//!
+//! The result is a snapshot document that [`crate::core::normalize::mcp`] turns into a
+//! ToolSpec; envelope fields (`ttlMs`, `cacheScope`, `nextCursor`, session ids) are dropped.
+
+mod http;
+mod stdio;
+
+use serde_json::{json, Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::time::Instant;
+
+use crate::config::{SourceConfig, WatchConfig};
+use crate::core::model::Kind;
+
+/// The stateless protocol version (per-request `_meta`, no handshake).
+pub const MODERN_VERSION: &str = "2026-07-28";
+/// The version asked for in a legacy `initialize`.
+pub const LEGACY_VERSION: &str = "2025-11-25";
+/// Legacy versions a server may answer `initialize` with.
+pub const LEGACY_VERSIONS: &[&str] = &[
+    "2024-11-05",
+    "2025-03-26",
+    "2025-06-18",
+    "2025-11-25",
+    "2024-10-07",
+];
+/// Most `tools/list` pages read before giving up.
+pub const DEFAULT_MAX_PAGES: usize = 1000;
+/// How long a stdio server may stay silent on the modern probe before it is taken as legacy.
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+const CLIENT_NAME: &str = "schemawatch";
+const CLIENT_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Where the server is.
+#[derive(Clone)]
+pub enum Target {
+    /// Spawn `argv` with a minimal environment plus `env` (values are templates: `${VAR}`,
+    /// `${file:PATH}`, expanded at spawn time and never logged).
+    Stdio {
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+    /// Streamable HTTP endpoint; `headers` are templates like the watch's `schema_headers`.
+    Http {
+        url: url::Url,
+        headers: BTreeMap<String, String>,
+        ca_file: Option<PathBuf>,
+        proxy: Option<String>,
+    },
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Stdio { argv, env } => f
+                .debug_struct("Stdio")
+                .field("argv", argv)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+            Target::Http { headers, .. } => f
+                .debug_struct("Http")
+                .field("headers", &headers.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+/// One tool-list fetch and its bounds.
+#[derive(Clone, Debug)]
+pub struct McpRequest {
+    pub target: Target,
+    /// Total deadline: spawn or connect, handshake, every page.
+    pub timeout: Duration,
+    /// Cap on all bytes the server sends (stdout lines, HTTP bodies).
+    pub max_bytes: u64,
+    pub max_pages: usize,
+    pub probe_timeout: Duration,
+}
+
+impl McpRequest {
+    pub fn new(target: Target) -> Self {
+        McpRequest {
+            target,
+            timeout: crate::config::DEFAULT_TIMEOUT,
+            max_bytes: crate::config::DEFAULT_MAX_BYTES,
+            max_pages: DEFAULT_MAX_PAGES,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+        }
+    }
+
+    /// The request for an MCP watch with a live source (`url` or `command`); `None` for other
+    /// kinds and for `path` (a saved tool list, read like any document).
+    pub fn for_watch(watch: &WatchConfig) -> Option<McpRequest> {
+        if watch.kind != Kind::Mcp {
+            return None;
+        }
+        let target = match &watch.source {
+            SourceConfig::Url(url) => Target::Http {
+                url: url.clone(),
+                headers: watch.schema_headers.clone(),
+                ca_file: watch.ca_file.clone(),
+                proxy: watch.proxy.clone(),
+            },
+            SourceConfig::Command { argv, env } => Target::Stdio {
+                argv: argv.clone(),
+                env: env.clone(),
+            },
+            SourceConfig::Path(_) => return None,
+        };
+        Some(McpRequest {
+            timeout: watch.timeout,
+            max_bytes: watch.max_bytes,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT.min(watch.timeout / 3),
+            ..McpRequest::new(target)
+        })
+    }
+}
+
+/// Which protocol generation the server spoke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Era {
+    Legacy,
+    Modern,
+}
+
+/// What one fetch read.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub era: Era,
+    pub protocol_version: String,
+    pub server_info: Option<Value>,
+    pub instructions: Option<String>,
+    /// Every tool, in server order, verbatim.
+    pub tools: Vec<Value>,
+    pub pages: usize,
+    /// `stdio` or `streamable-http`.
+    pub transport: &'static str,
+    /// The endpoint URL without userinfo (HTTP only).
+    pub url: Option<String>,
+}
+
+impl Snapshot {
+    /// The snapshot document the MCP normalizer reads.
+    pub fn document(&self) -> Value {
+        let mut doc = Map::new();
+        doc.insert("protocolVersion".into(), json!(self.protocol_version));
+        doc.insert("transport".into(), json!(self.transport));
+        if let Some(url) = &self.url {
+            doc.insert("url".into(), json!(url));
+        }
+        if let Some(info) = &self.server_info {
+            doc.insert("serverInfo".into(), info.clone());
+        }
+        if let Some(text) = &self.instructions {
+            doc.insert("instructions".into(), json!(text));
+        }
+        doc.insert("tools".into(), Value::Array(self.tools.clone()));
+        Value::Object(doc)
+    }
+}
+
+/// Why a tool list could not be read. Messages never carry header or environment values.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("MCP server did not finish within the deadline ({phase})")]
+    Timeout { phase: String },
+    #[error("cannot start MCP server `{program}`: {detail}")]
+    Spawn { program: String, detail: String },
+    #[error("`command` is empty")]
+    EmptyCommand,
+    #[error("env `{name}`: {reason}")]
+    Env { name: String, reason: String },
+    #[error("header `{name}`: {reason}")]
+    Header { name: String, reason: String },
+    #[error("MCP server sent more than the limit of {limit} bytes")]
+    TooLarge { limit: u64 },
+    #[error("MCP server sent something that is not JSON-RPC: {detail}")]
+    Garbage { detail: String },
+    #[error("MCP protocol error: {detail}")]
+    Protocol { detail: String },
+    #[error("MCP server answered {method} with error {code}: {message}")]
+    Rpc {
+        method: String,
+        code: i64,
+        message: String,
+    },
+    #[error("MCP server exited or closed its output before answering {method} ({status})")]
+    Closed { method: String, status: String },
+    #[error("MCP server answered HTTP {status} to {method}")]
+    Status { method: String, status: u16 },
+    #[error("MCP transport failure: {detail}")]
+    Transport { detail: String },
+    #[error("MCP server speaks protocol {offered}, which schemawatch does not (it speaks {MODERN_VERSION} and {LEGACY_VERSION} back to 2024-11-05)")]
+    UnsupportedVersion { offered: String },
+    #[error("MCP server did not answer the protocol probe in time")]
+    ProbeSilent,
+    #[error("tools/list has more than {limit} pages")]
+    TooManyPages { limit: usize },
+    #[error("tools/list repeated a cursor; the pagination never ends")]
+    CursorLoop,
+}
+
+/// A JSON-RPC answer to one request.
+#[derive(Debug)]
+enum Reply {
+    Result(Value),
+    Error {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+}
+
+impl Reply {
+    /// Splits a JSON-RPC response object.
+    fn from_message(message: &Value) -> Reply {
+        match message.get("error") {
+            Some(error) => Reply::Error {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+                message: error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(|m| m.chars().take(200).collect())
+                    .unwrap_or_default(),
+                data: error.get("data").cloned(),
+            },
+            None => Reply::Result(message.get("result").cloned().unwrap_or(Value::Null)),
+        }
+    }
+
+    fn into_result(self, method: &str) -> Result<Value, McpError> {
+        match self {
+            Reply::Result(r) => Ok(r),
+            Reply::Error { code, message, .. } => Err(McpError::Rpc {
+                method: method.into(),
+                code,
+                message,
+            }),
+        }
+    }
+}
+
+/// The byte budget shared by everything one fetch reads.
+#[derive(Debug)]
+struct Budget {
+    used: u64,
+    limit: u64,
+}
+
+impl Budget {
+    fn take(&mut self, n: usize) -> Result<(), McpError> {
+        self.used = self.used.saturating_add(n as u64);
+        if self.used > self.limit {
+            return Err(McpError::TooLarge { limit: self.limit });
+        }
+        Ok(())
+    }
+}
+
+enum Conn {
+    Stdio(stdio::StdioConn),
+    Http(http::HttpConn),
+}
+
+impl Conn {
+    async fn call(
+        &mut self,
+        method: &str,
+        params: Value,
+        era: Era,
+        wait: Option<Duration>,
+    ) -> Result<Reply, McpError> {
+        match self {
+            Conn::Stdio(c) => c.call(method, params, wait).await,
+            Conn::Http(c) => c.call(method, params, era).await,
+        }
+    }
+
+    async fn notify(&mut self, method: &str) -> Result<(), McpError> {
+        match self {
+            Conn::Stdio(c) => c.notify(method).await,
+            Conn::Http(c) => c.notify(method).await,
+        }
+    }
+
+    fn set_legacy_version(&mut self, version: &str) {
+        if let Conn::Http(c) = self {
+            c.protocol_version = Some(version.to_string());
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Conn::Stdio(c) => c.close().await,
+            Conn::Http(c) => c.close().await,
+        }
+    }
+}
+
+/// Reads the whole tool list of the server, within the request's bounds. A stdio child is
+/// killed and reaped on every path, success, error or timeout.
+pub async fn fetch_tools(request: &McpRequest) -> Result<Snapshot, McpError> {
+    let deadline = Instant::now() + request.timeout;
+    let budget = Budget {
+        used: 0,
+        limit: request.max_bytes,
+    };
+    let (mut conn, transport, url) = match &request.target {
+        Target::Stdio { argv, env } => (
+            Conn::Stdio(stdio::StdioConn::spawn(argv, env, budget)?),
+            "stdio",
+            None,
+        ),
+        Target::Http {
+            url,
+            headers,
+            ca_file,
+            proxy,
+        } => (
+            Conn::Http(
+                http::HttpConn::new(
+                    url,
+                    headers,
+                    ca_file.as_deref(),
+                    proxy.as_deref(),
+                    budget,
+                    request.timeout,
+                )
+                .await?,
+            ),
+            "streamable-http",
+            Some(reportable(url)),
+        ),
+    };
+    let mut phase = String::from("discover");
+    let outcome = tokio::time::timeout_at(deadline, session(&mut conn, request, &mut phase)).await;
+    conn.close().await;
+    let mut snapshot = match outcome {
+        Ok(result) => result?,
+        Err(_elapsed) => return Err(McpError::Timeout { phase }),
+    };
+    snapshot.transport = transport;
+    snapshot.url = url;
+    Ok(snapshot)
+}
+
+/// [`fetch_tools`], rendered as the snapshot document's bytes.
+pub async fn fetch_document(request: &McpRequest) -> Result<Vec<u8>, McpError> {
+    let snapshot = fetch_tools(request).await?;
+    serde_json::to_vec(&snapshot.document()).map_err(|e| McpError::Protocol {
+        detail: format!("cannot serialize the snapshot: {e}"),
+    })
+}
+
+fn reportable(url: &url::Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    url.to_string()
+}
+
+/// `params` with the modern per-request `_meta`.
+fn modern_params(mut params: Map<String, Value>) -> Value {
+    params.insert(
+        "_meta".into(),
+        json!({
+            "io.modelcontextprotocol/protocolVersion": MODERN_VERSION,
+            "io.modelcontextprotocol/clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }),
+    );
+    Value::Object(params)
+}
+
+/// Modern-era error codes (HeaderMismatch, MissingRequiredClientCapability,
+/// UnsupportedProtocolVersion): an answer with one of them comes from a modern server.
+const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
+
+async fn session(
+    conn: &mut Conn,
+    request: &McpRequest,
+    phase: &mut String,
+) -> Result<Snapshot, McpError> {
+    // Era detection: probe with server/discover; anything but a modern answer means legacy.
+    let probe = conn
+        .call(
+            "server/discover",
+            modern_params(Map::new()),
+            Era::Modern,
+            Some(request.probe_timeout),
+        )
+        .await;
+    let (era, protocol_version, server_info, instructions) = match probe {
+        Ok(Reply::Result(discovered)) => {
+            let info = discovered
+                .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+                .or_else(|| discovered.get("serverInfo"))
+                .cloned();
+            (
+                Era::Modern,
+                MODERN_VERSION.to_string(),
+                info,
+                text_field(&discovered, "instructions")?,
+            )
+        }
+        Ok(Reply::Error {
+            code,
+            message,
+            data,
+        }) if MODERN_ERRORS.contains(&code) => {
+            if code == -32022 {
+                let offered = data
+                    .as_ref()
+                    .and_then(|d| d.get("supported"))
+                    .map(crate::core::json::to_canonical_string)
+                    .unwrap_or_else(|| "(unknown)".into());
+                return Err(McpError::UnsupportedVersion { offered });
+            }
+            return Err(McpError::Rpc {
+                method: "server/discover".into(),
+                code,
+                message,
+            });
+        }
+        Ok(Reply::Error { .. }) | Err(McpError::Status { .. }) | Err(McpError::ProbeSilent) => {
+            *phase = "initialize".into();
+            legacy_handshake(conn).await?
+        }
+        Err(other) => return Err(other),
+    };
+
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = BTreeSet::new();
+    let mut pages = 0;
+    loop {
+        pages += 1;
+        if pages > request.max_pages {
+            return Err(McpError::TooManyPages {
+                limit: request.max_pages,
+            });
+        }
+        *phase = format!("tools/list page {pages}");
+        let mut params = Map::new();
+        if let Some(c) = &cursor {
+            params.insert("cursor".into(), json!(c));
+        }
+        let params = match era {
+            Era::Modern => modern_params(params),
+            Era::Legacy => Value::Object(params),
+        };
+        let result = conn
+            .call("tools/list", params, era, None)
+            .await?
+            .into_result("tools/list")?;
+        match result.get("resultType").and_then(Value::as_str) {
+            None | Some("complete") => {}
+            Some(other) => {
+                return Err(McpError::Protocol {
+                    detail: format!(
+                        "tools/list returned resultType {other:?}, not a complete list"
+                    ),
+                })
+            }
+        }
+        match result.get("tools") {
+            Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+            _ => {
+                return Err(McpError::Protocol {
+                    detail: "tools/list result has no \"tools\" array".into(),
+                })
+            }
+        }
+        match result.get("nextCursor") {
+            None | Some(Value::Null) => break,
+            Some(Value::String(next)) => {
+                if !seen.insert(next.clone()) {
+                    return Err(McpError::CursorLoop);
+                }
+                cursor = Some(next.clone());
+            }
+            Some(_) => {
+                return Err(McpError::Protocol {
+                    detail: "tools/list nextCursor is not a string".into(),
+                })
+            }
+        }
+    }
+    Ok(Snapshot {
+        era,
+        protocol_version,
+        server_info,
+        instructions,
+        tools,
+        pages,
+        transport: "",
+        url: None,
+    })
+}
+
+type Handshake = (Era, String, Option<Value>, Option<String>);
+
+async fn legacy_handshake(conn: &mut Conn) -> Result<Handshake, McpError> {
+    let params = json!({
+        "protocolVersion": LEGACY_VERSION,
+        "capabilities": {},
+        "clientInfo": {"name": CLIENT_NAME, "version": CLIENT_VERSION},
+    });
+    let result = conn
+        .call("initialize", params, Era::Legacy, None)
+        .await?
+        .into_result("initialize")?;
+    let version = result
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::Protocol {
+            detail: "initialize result has no protocolVersion".into(),
+        })?
+        .to_string();
+    if !LEGACY_VERSIONS.contains(&version.as_str()) {
+        return Err(McpError::UnsupportedVersion { offered: version });
+    }
+    conn.set_legacy_version(&version);
+    conn.notify("notifications/initialized").await?;
+    Ok((
+        Era::Legacy,
+        version,
+        result.get("serverInfo").cloned(),
+        text_field(&result, "instructions")?,
+    ))
+}
+
+fn text_field(result: &Value, key: &str) -> Result<Option<String>, McpError> {
+    match result.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(McpError::Protocol {
+            detail: format!("{key} is not a string"),
+        }),
+    }
+}
+
+/// What to do with one incoming JSON-RPC message while waiting for the answer to `id`.
+enum Incoming {
+    /// The answer.
+    Reply(Reply),
+    /// A server → client request: answer it (ping) or refuse it (anything else).
+    Request { id: Value, method: String },
+    /// A notification or an answer to something else.
+    Ignore,
+}
+
+fn classify_message(message: &Value, id: i64) -> Result<Incoming, McpError> {
+    let Value::Object(map) = message else {
+        return Err(McpError::Garbage {
+            detail: "a message is not a JSON object".into(),
+        });
+    };
+    let method = map.get("method").and_then(Value::as_str);
+    match (method, map.get("id")) {
+        (Some(method), Some(request_id)) if !request_id.is_null() => Ok(Incoming::Request {
+            id: request_id.clone(),
+            method: method.to_string(),
+        }),
+        (Some(_), _) => Ok(Incoming::Ignore),
+        (None, Some(answer_id)) if map.contains_key("result") || map.contains_key("error") => {
+            if answer_id.as_i64() == Some(id) {
+                Ok(Incoming::Reply(Reply::from_message(message)))
+            } else {
+                Ok(Incoming::Ignore)
+            }
+        }
+        _ => Err(McpError::Garbage {
+            detail: "a message is neither a request, a notification nor a response".into(),
+        }),
+    }
+}
+
+/// The answer a client gives to a server's request.
+fn answer_server_request(id: &Value, method: &str) -> Value {
+    if method == "ping" {
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    } else {
+        json!({"jsonrpc": "2.0", "id": id,
+               "error": {"code": -32601, "message": "schemawatch only reads tool lists"}})
+    }
+}
+
+/// Parses one message (or a batch) strictly: duplicate keys, deep nesting and bad numbers are
+/// errors, as for every other document schemawatch reads.
+fn parse_messages(bytes: &[u8]) -> Result<Vec<Value>, McpError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| McpError::Garbage {
+        detail: "output is not UTF-8".into(),
+    })?;
+    let value = crate::core::json::parse_json(text).map_err(|e| McpError::Garbage {
+        detail: e.to_string(),
+    })?;
+    Ok(match value {
+        Value::Array(items) => items,
+        other => vec![other],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_classified() {
+        let reply = json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}});
+        assert!(matches!(
+            classify_message(&reply, 3),
+            Ok(Incoming::Reply(Reply::Result(_)))
+        ));
+        assert!(matches!(classify_message(&reply, 4), Ok(Incoming::Ignore)));
+        let ping = json!({"jsonrpc": "2.0", "id": "s1", "method": "ping"});
+        assert!(matches!(
+            classify_message(&ping, 3),
+            Ok(Incoming::Request { .. })
+        ));
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}});
+        assert!(matches!(classify_message(&note, 3), Ok(Incoming::Ignore)));
+        assert!(classify_message(&json!({"hello": 1}), 3).is_err());
+        assert!(classify_message(&json!([1]), 3).is_err());
+        assert_eq!(
+            answer_server_request(&json!("s1"), "ping"),
+            json!({"jsonrpc": "2.0", "id": "s1", "result": {}})
+        );
+    }
+
+    #[test]
+    fn strict_parsing_rejects_duplicates_and_garbage() {
+        assert!(parse_messages(br#"{"id":1,"id":2}"#).is_err());
+        assert!(parse_messages(b"hello world").is_err());
+        assert_eq!(parse_messages(br#"[{"a":1},{"b":2}]"#).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn modern_params_carry_meta() {
+        let p = modern_params(Map::new());
+        assert_eq!(
+            p.pointer("/_meta/io.modelcontextprotocol~1protocolVersion"),
+            Some(&json!(MODERN_VERSION))
+        );
+    }
+}
