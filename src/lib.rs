@@ -5,9 +5,12 @@
 //! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
 //! and the CLI in `main.rs`.
 
+pub mod api;
 pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod fetch;
+pub mod metrics;
 pub mod refresh;
 pub mod registry;
+pub mod views;
