@@ -130,10 +130,16 @@ fn read_token(config: &Config) -> Option<String> {
     std::env::var(var).ok().filter(|t| !t.trim().is_empty())
 }
 
+/// Host header values `/v1` accepts: the configured listen address, the bound address, and
+/// when the API listens on loopback or on every interface, the loopback names with the port
+/// (a DNS-rebinding page sends its own host name, never these).
 fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
     let mut hosts = vec![listen.to_string(), bound.to_string()];
-    if bound.ip().is_loopback() {
-        hosts.push(format!("localhost:{}", bound.port()));
+    if bound.ip().is_loopback() || bound.ip().is_unspecified() {
+        let port = bound.port();
+        hosts.push(format!("localhost:{port}"));
+        hosts.push(format!("127.0.0.1:{port}"));
+        hosts.push(format!("[::1]:{port}"));
     }
     hosts.sort();
     hosts.dedup();
@@ -683,5 +689,9 @@ mod tests {
         assert!(!hosts.iter().any(|h| h.contains("evil")));
         let pod: SocketAddr = "10.1.2.3:9477".parse().unwrap();
         assert_eq!(allowed_hosts("10.1.2.3:9477", pod), vec!["10.1.2.3:9477"]);
+        let any: SocketAddr = "0.0.0.0:9477".parse().unwrap();
+        let hosts = allowed_hosts("0.0.0.0:9477", any);
+        assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
+        assert!(!hosts.contains(&"10.1.2.3:9477".to_string()));
     }
 }
