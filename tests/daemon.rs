@@ -626,3 +626,31 @@ fn max_concurrency_bounds_refreshes_in_flight() {
     let (status, _) = d.terminate(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn a_second_sigterm_ends_the_drain_at_once() {
+    let server = SlowServer::start(Duration::from_secs(120));
+    let sb = Sandbox::new();
+    let watch = format!(
+        "{}\ntimeout = \"100s\"\n\n",
+        url_watch("slow.api", &server.url("openapi.json"), "1s").trim_end()
+    );
+    // A drain deadline far longer than this test's bound.
+    sb.write_config(
+        &config_text(&watch, "").replace("drain_timeout = \"2s\"", "drain_timeout = \"300s\""),
+    );
+    let mut d = Daemon::start(&sb, None);
+    let start = Instant::now();
+    while server.requests.load(Ordering::SeqCst) == 0 {
+        assert!(start.elapsed() < PATIENCE, "the daemon never fetched");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    d.signal("TERM");
+    d.wait_for_log("daemon_draining", |_| true);
+    let (status, _) = d.terminate(Duration::from_secs(30));
+    assert_eq!(status.code(), Some(0), "{}", d.log_text());
+    assert!(d
+        .logs()
+        .iter()
+        .any(|v| v["event"] == "daemon_stopped" && v["forced"] == true));
+}

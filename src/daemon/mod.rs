@@ -610,9 +610,15 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
     }
     let _ = api_stop_tx.send(());
-    let api_grace = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_millis(500));
+    // Open API requests (a `POST /v1/check`) get what is left of the drain; a second signal
+    // leaves them half a second.
+    let api_grace = if forced {
+        Duration::from_millis(500)
+    } else {
+        deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(500))
+    };
     let server_abort = server.abort_handle();
     if tokio::time::timeout(api_grace, server).await.is_err() {
         server_abort.abort();
