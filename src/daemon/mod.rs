@@ -247,10 +247,19 @@ impl Shared {
             self.semaphore.add_permits(wanted - *permits);
             *permits = wanted;
         } else if wanted < *permits {
-            // Only idle permits can be forgotten now; in-flight ones return normally, so the
-            // limit converges to `wanted` as refreshes finish... except those not forgotten.
-            let forgotten = self.semaphore.forget_permits(*permits - wanted);
-            *permits -= forgotten;
+            // Idle permits are forgotten now; the rest as in-flight refreshes return them.
+            let excess = *permits - wanted;
+            let forgotten = self.semaphore.forget_permits(excess);
+            let semaphore = self.semaphore.clone();
+            tokio::spawn(async move {
+                for _ in forgotten..excess {
+                    match semaphore.acquire().await {
+                        Ok(permit) => permit.forget(),
+                        Err(_) => return,
+                    }
+                }
+            });
+            *permits = wanted;
         }
     }
 
@@ -699,5 +708,34 @@ mod tests {
         let hosts = allowed_hosts("0.0.0.0:9477", any);
         assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
         assert!(!hosts.contains(&"10.1.2.3:9477".to_string()));
+    }
+
+    #[tokio::test]
+    async fn max_concurrency_shrinks_and_grows_on_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let config = Config::parse(&path, "[daemon]\nmax_concurrency = 4\n").unwrap();
+        let registry = Registry::open(&config.storage.path).unwrap();
+        let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
+        let held: Vec<_> = futures_take(&shared, 3).await;
+        assert_eq!(shared.semaphore.available_permits(), 1);
+        shared.set_max_concurrency(2);
+        // One idle permit was forgotten at once; one more as the held ones come back.
+        assert_eq!(shared.semaphore.available_permits(), 0);
+        drop(held);
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(shared.semaphore.available_permits(), 2);
+        shared.set_max_concurrency(5);
+        assert_eq!(shared.semaphore.available_permits(), 5);
+    }
+
+    async fn futures_take(shared: &Shared, n: usize) -> Vec<OwnedSemaphorePermit> {
+        let mut permits = Vec::new();
+        for _ in 0..n {
+            permits.push(shared.permit().await.unwrap());
+        }
+        permits
     }
 }
