@@ -654,3 +654,34 @@ fn a_second_sigterm_ends_the_drain_at_once() {
         .iter()
         .any(|v| v["event"] == "daemon_stopped" && v["forced"] == true));
 }
+
+/// notes/reliability.md P19/D6: after a pause of many intervals (SIGSTOP, a suspended VM),
+/// each watch is refreshed once on resume, not once per missed interval.
+#[test]
+fn a_paused_daemon_does_not_burst_on_resume() {
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let watches: String = (0..3)
+        .map(|i| url_watch(&format!("acme.w{i}"), &server.url(), "1s"))
+        .collect();
+    sb.write_config(&config_text(&watches, ""));
+    let mut d = Daemon::start(&sb, None);
+    d.wait_json("/v1/watches", |v| {
+        v.as_array()
+            .is_some_and(|a| a.iter().all(|w| w["status"] == "unchanged"))
+    });
+    d.signal("STOP");
+    std::thread::sleep(Duration::from_secs(5)); // five intervals missed
+    let before = server.counters().requests;
+    d.signal("CONT");
+    // The next refresh of a watch comes at least 0.9 s after its previous one ended, so
+    // within 0.5 s of the resume each watch can have been fetched at most once.
+    std::thread::sleep(Duration::from_millis(500));
+    let burst = server.counters().requests - before;
+    assert!(
+        burst <= 3,
+        "{burst} fetches right after resume for 3 watches"
+    );
+    let (status, _) = d.terminate(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0));
+}
