@@ -5,11 +5,14 @@
 //! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
 //! and the CLI in `main.rs`.
 
+pub mod api;
 pub mod artifacts;
 pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod fetch;
 pub mod mcp;
+pub mod metrics;
 pub mod refresh;
 pub mod registry;
+pub mod views;

@@ -12,8 +12,9 @@ use schemawatch::core::normalize::normalize;
 use schemawatch::core::report::{report_json, report_markdown, report_text};
 use schemawatch::fetch::{self, FetchOutcome, FetchRequest, Source};
 use schemawatch::refresh::{refresh, Action};
-use schemawatch::registry::{Registry, RegistryError, Review};
-use serde_json::{json, Value};
+use schemawatch::registry::{Registry, RegistryError};
+use schemawatch::views;
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -60,6 +61,11 @@ enum Command {
         /// Log format (overrides `[daemon] log_format`).
         #[arg(long, value_enum)]
         log_format: Option<LogFormat>,
+    },
+    /// Exit 0 when the daemon of this config answers `/readyz` (for container HEALTHCHECKs).
+    Healthcheck {
+        #[command(flatten)]
+        config: ConfigArg,
     },
     /// Run one refresh cycle of every (or the named) watch now.
     Check {
@@ -344,6 +350,12 @@ async fn dispatch(cli: Cli, log_format: Option<LogFormat>) -> Outcome {
                 .await
                 .map_err(|e| Failure::Usage(e.into()))
         }
+        Command::Healthcheck { config } => {
+            let config = load_config(&config)?;
+            schemawatch::api::probe_ready(&config.server.listen)
+                .await
+                .map_err(Failure::Reported)
+        }
         Command::Check {
             config,
             watches,
@@ -450,7 +462,7 @@ async fn check(config: &Config, only: &[String], json: bool) -> Outcome {
     }
     let registry_version = registry.registry_version().map_err(anyhow::Error::from)?;
     if json {
-        print_json(&json!({ "registry_version": registry_version, "outcomes": outcomes }));
+        print_json(&views::check_json(registry_version, &outcomes));
     } else {
         for o in &outcomes {
             let mut line = format!("{:<30} {}", o.watch, o.action.as_str());
@@ -484,32 +496,15 @@ async fn check(config: &Config, only: &[String], json: bool) -> Outcome {
 
 fn status(config: &Config, json: bool) -> Outcome {
     let registry = open_registry(config)?;
-    let registry_version = registry.registry_version().map_err(anyhow::Error::from)?;
-    let mut rows = Vec::new();
-    for watch in &config.watches {
-        let state = registry
-            .watch_state(&watch.name)
-            .map_err(anyhow::Error::from)?;
-        let tool = registry.tool(&watch.name).map_err(anyhow::Error::from)?;
-        let pending = registry
-            .open_change_count(&watch.name)
-            .map_err(anyhow::Error::from)?;
-        rows.push(json!({
-            "watch": watch.name,
-            "kind": watch.kind.as_str(),
-            "status": state.as_ref().map_or("idle", |s| s.status.as_str()),
-            "last_compatibility": state.as_ref().and_then(|s| s.last_compatibility.clone()),
-            "pending_change_count": pending,
-            "last_checked_at": state.as_ref().and_then(|s| s.last_checked_at.clone()),
-            "last_error": state.as_ref().and_then(|s| s.last_error.clone()),
-            "fingerprint": tool.map(|t| t.fingerprint),
-        }));
-    }
+    let status = views::status_json(config, &registry).map_err(anyhow::Error::from)?;
+    let registry_version = &status["registry_version"];
+    let empty = Vec::new();
+    let rows = status["watches"].as_array().unwrap_or(&empty);
     if json {
-        print_json(&json!({ "registry_version": registry_version, "watches": rows }));
+        print_json(&status);
     } else {
         say!("registry version {registry_version}");
-        for r in &rows {
+        for r in rows {
             let text = |k: &str| r[k].as_str().unwrap_or("-").to_string();
             say!(
                 "{:<30} {:<8} {:<15} last {:<16} pending {:<4} checked {}{}",
@@ -529,19 +524,6 @@ fn status(config: &Config, json: bool) -> Outcome {
     Ok(())
 }
 
-fn review_summary(r: &Review) -> Value {
-    json!({
-        "id": r.id,
-        "watch": r.watch,
-        "compatibility": r.compatibility,
-        "change_count": r.change_count,
-        "created_at": r.created_at,
-        "base_registry_version": r.base_registry_version,
-        "candidate_fingerprint": r.candidate_fingerprint,
-        "state": r.state,
-    })
-}
-
 fn decision_failure(e: RegistryError) -> Failure {
     match e {
         RegistryError::Superseded { .. } | RegistryError::ReviewNotFound { .. } => {
@@ -558,7 +540,7 @@ fn pending(action: PendingCommand) -> Outcome {
             let registry = open_registry(&config)?;
             let reviews = registry.reviews(true).map_err(anyhow::Error::from)?;
             if json {
-                print_json(&Value::Array(reviews.iter().map(review_summary).collect()));
+                print_json(&views::pending_list_json(&reviews));
             } else if reviews.is_empty() {
                 say!("no pending reviews");
             } else {
@@ -580,16 +562,7 @@ fn pending(action: PendingCommand) -> Outcome {
             let registry = open_registry(&config)?;
             let review = registry.review(id).map_err(decision_failure)?;
             if json {
-                let mut value = review_summary(&review);
-                value["report"] = report_json(&review.report);
-                value["reviewer"] = json!(review.reviewer);
-                value["reason"] = json!(review.reason);
-                value["decided_at"] = json!(review.decided_at);
-                print_json(&stamp(
-                    value,
-                    &review.report,
-                    &format!("review:{}", review.watch),
-                ));
+                print_json(&views::review_detail(&review));
             } else {
                 say!(
                     "review {} for {} ({}), {}, created {}",
@@ -616,7 +589,7 @@ fn pending(action: PendingCommand) -> Outcome {
                 .accept(id, &reviewer, &reason, config.storage.keep_versions)
                 .map_err(decision_failure)?;
             if json {
-                print_json(&json!({"id": id, "state": "accepted", "registry_version": version}));
+                print_json(&views::accepted_json(id, version));
             } else {
                 say!("review {id} accepted; registry version {version}");
             }
@@ -635,7 +608,7 @@ fn pending(action: PendingCommand) -> Outcome {
                 .reject(id, &reviewer, &reason)
                 .map_err(decision_failure)?;
             if json {
-                print_json(&json!({"id": id, "state": "rejected"}));
+                print_json(&views::rejected_json(id));
             } else {
                 say!("review {id} rejected; this candidate will not be queued again");
             }
@@ -907,7 +880,7 @@ fn triage(config: &Config, classification: Option<&Path>, json: bool) -> Outcome
         .map_err(|e| anyhow!("{}: {}", path.display(), e.message()))?;
     let drift = surface::drift(&buckets.keys().cloned().collect(), &parsed);
     if json {
-        print_json(&json!({"summary": summary, "drift": drift.to_json()}));
+        print_json(&serde_json::json!({"summary": summary, "drift": drift.to_json()}));
     } else {
         say!("{}", if drift.ok() { "ok" } else { "drift" });
         for (label, items) in [

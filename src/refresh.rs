@@ -56,6 +56,16 @@ pub struct Outcome {
     pub error: Option<String>,
     #[serde(skip)]
     pub report: Option<DriftReport>,
+    /// Body bytes fetched this cycle (0 for a 304); for metrics, not part of the JSON.
+    #[serde(skip)]
+    pub fetched_bytes: u64,
+    /// The server answered 304 Not Modified.
+    #[serde(skip)]
+    pub not_modified: bool,
+    /// A coarse, value-free error class (`timeout`, `connect`, `tls`, `http_status`,
+    /// `too_large`, `fetch`, `parse`, `registry`, `conflict`) when the cycle failed.
+    #[serde(skip)]
+    pub error_class: Option<&'static str>,
 }
 
 impl Outcome {
@@ -67,6 +77,9 @@ impl Outcome {
             review_id: None,
             error: None,
             report: None,
+            fetched_bytes: 0,
+            not_modified: false,
+            error_class: None,
         }
     }
 }
@@ -104,7 +117,43 @@ fn fetch_request(watch: &WatchConfig, validators: Option<Validators>) -> FetchRe
 
 /// Runs one refresh cycle of `watch` against `registry`.
 pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions: u32) -> Outcome {
-    match refresh_inner(registry, watch, keep_versions).await {
+    let mut stats = Stats::default();
+    let mut outcome = refresh_recorded(registry, watch, keep_versions, &mut stats).await;
+    outcome.fetched_bytes = stats.fetched_bytes;
+    outcome.not_modified = stats.not_modified;
+    if outcome.action == Action::Error {
+        outcome.error_class = Some(stats.error_class.unwrap_or("registry"));
+    }
+    outcome
+}
+
+/// What a cycle observed on the way, for metrics.
+#[derive(Default)]
+struct Stats {
+    fetched_bytes: u64,
+    not_modified: bool,
+    error_class: Option<&'static str>,
+}
+
+fn fetch_error_class(e: &fetch::FetchError) -> &'static str {
+    use fetch::FetchError as F;
+    match e {
+        F::Timeout => "timeout",
+        F::Connect { .. } => "connect",
+        F::Tls { .. } => "tls",
+        F::Status { .. } | F::UnexpectedNotModified => "http_status",
+        F::TooLarge { .. } => "too_large",
+        _ => "fetch",
+    }
+}
+
+async fn refresh_recorded(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    keep_versions: u32,
+    stats: &mut Stats,
+) -> Outcome {
+    match refresh_inner(registry, watch, keep_versions, stats).await {
         Ok(outcome) => outcome,
         Err(message) => {
             let mut state = registry
@@ -140,6 +189,7 @@ async fn refresh_inner(
     registry: &mut Registry,
     watch: &WatchConfig,
     keep_versions: u32,
+    stats: &mut Stats,
 ) -> Result<Outcome, String> {
     let db = |e: RegistryError| e.to_string();
     let identity = source_identity(&watch.source);
@@ -185,22 +235,29 @@ async fn refresh_inner(
     let fetched = match crate::mcp::McpRequest::for_watch(watch) {
         // MCP: a full tool-list walk every time, no validators (DESIGN.md "Fetching").
         Some(request) => FetchOutcome::Body {
-            bytes: crate::mcp::fetch_document(&request)
-                .await
-                .map_err(|e| e.to_string())?,
+            bytes: crate::mcp::fetch_document(&request).await.map_err(|e| {
+                stats.error_class = Some("mcp");
+                e.to_string()
+            })?,
             validators: Validators::default(),
             final_url: None,
         },
-        // Multi-resource: no single validator covers the contract, so always a full fetch.
-        None if watch.kind == Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None))
-            .await
-            .map_err(|e| e.to_string())?,
-        None => fetch::fetch(&fetch_request(watch, stored_validators))
-            .await
-            .map_err(|e| e.to_string())?,
+        None => {
+            let result = if watch.kind == Kind::Optimade {
+                // Multi-resource: no single validator covers the contract, so always a full fetch.
+                fetch::optimade::fetch(&fetch_request(watch, None)).await
+            } else {
+                fetch::fetch(&fetch_request(watch, stored_validators)).await
+            };
+            result.map_err(|e| {
+                stats.error_class = Some(fetch_error_class(&e));
+                e.to_string()
+            })?
+        }
     };
     let (bytes, validators) = match fetched {
         FetchOutcome::NotModified => {
+            stats.not_modified = true;
             mark_ok(&mut state, "unchanged", None);
             registry.record_unchanged(&state, None).map_err(db)?;
             tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
@@ -210,8 +267,11 @@ async fn refresh_inner(
             bytes, validators, ..
         } => (bytes, validators),
     };
-    let spec = normalize(watch.kind, &watch.name, &bytes)
-        .map_err(|e| format!("invalid {} document: {e}", watch.kind))?;
+    stats.fetched_bytes = bytes.len() as u64;
+    let spec = normalize(watch.kind, &watch.name, &bytes).map_err(|e| {
+        stats.error_class = Some("parse");
+        format!("invalid {} document: {e}", watch.kind)
+    })?;
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
     let new_validators = (
@@ -336,6 +396,7 @@ async fn refresh_inner(
             }
         }
     }
+    stats.error_class = Some("conflict");
     Err(format!("the registry kept changing under this refresh ({CAS_ATTEMPTS} compare-and-swap attempts lost); it will be retried"))
 }
 

@@ -1,0 +1,372 @@
+//! The HTTP API (axum): probes, metrics, status and review actions.
+//!
+//! - `GET /healthz` (process alive), `GET /readyz` (config loaded, registry open, scheduler
+//!   started), `GET /metrics` (OpenMetrics text): any Host, so probes and scrapers reach them.
+//! - Under `/v1` the Host header must be the listen address (or `localhost:PORT` on
+//!   loopback): a DNS-rebinding page in a browser cannot read or drive the API.
+//! - `GET /v1/status`, `/v1/watches`, `/v1/watches/{name}`, `/v1/pending`,
+//!   `/v1/pending/{id}`: the same JSON as the CLI's `--json` (see [`crate::views`]).
+//! - `POST /v1/pending/{id}/accept|reject` (`{"reviewer", "reason"}`) and `POST /v1/check`
+//!   (optional `?watch=NAME`) need `Authorization: Bearer TOKEN`, the token being the value of
+//!   the environment variable named by `server.admin_token_env`. No token configured: 403.
+//!   Wrong or missing token: 401. Tokens are compared in constant time.
+
+use crate::daemon::Shared;
+use crate::registry::{Registry, RegistryError};
+use crate::views;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// An error answer: a status and a JSON `{"error": message}` body.
+#[derive(Debug)]
+pub struct ApiError {
+    status: StatusCode,
+    message: String,
+}
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, Json(json!({ "error": self.message }))).into_response();
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+impl From<RegistryError> for ApiError {
+    fn from(e: RegistryError) -> ApiError {
+        let status = match e {
+            RegistryError::ReviewNotFound { .. } => StatusCode::NOT_FOUND,
+            RegistryError::Superseded { .. } | RegistryError::Conflict { .. } => {
+                StatusCode::CONFLICT
+            }
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError::new(status, e.to_string())
+    }
+}
+
+type ApiResult = Result<Json<Value>, ApiError>;
+
+/// The router of the daemon's API.
+pub fn router(shared: Arc<Shared>) -> Router {
+    let v1 = Router::new()
+        .route("/status", get(status))
+        .route("/watches", get(watches))
+        .route("/watches/{name}", get(watch))
+        .route("/pending", get(pending))
+        .route("/pending/{id}", get(pending_one))
+        .route("/pending/{id}/accept", post(accept))
+        .route("/pending/{id}/reject", post(reject))
+        .route("/check", post(check))
+        .layer(middleware::from_fn_with_state(shared.clone(), host_guard));
+    Router::new()
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .nest("/v1", v1)
+        .with_state(shared)
+}
+
+async fn host_guard(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("");
+    if !shared.host_allowed(host) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "the Host header does not name this server's listen address",
+        )
+        .into_response();
+    }
+    next.run(request).await
+}
+
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    if shared.is_ready() {
+        (StatusCode::OK, "ready\n").into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n").into_response()
+    }
+}
+
+async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        shared.metrics.encode(),
+    )
+        .into_response()
+}
+
+/// Runs registry work on the blocking pool with a connection of its own.
+async fn with_registry<T, F>(shared: Arc<Shared>, work: F) -> Result<T, ApiError>
+where
+    T: Send + 'static,
+    F: FnOnce(&mut Registry, &crate::config::Config) -> Result<T, ApiError> + Send + 'static,
+{
+    tokio::task::spawn_blocking(move || {
+        let mut registry = shared.take_registry()?;
+        let config = shared.config();
+        let result = work(&mut registry, &config);
+        shared.give_back(registry);
+        result
+    })
+    .await
+    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
+}
+
+async fn status(State(shared): State<Arc<Shared>>) -> ApiResult {
+    with_registry(shared, |r, c| Ok(Json(views::status_json(c, r)?))).await
+}
+
+async fn watches(State(shared): State<Arc<Shared>>) -> ApiResult {
+    with_registry(shared, |r, c| {
+        Ok(Json(Value::Array(views::watch_rows(c, r)?)))
+    })
+    .await
+}
+
+async fn watch(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> ApiResult {
+    with_registry(shared, move |r, c| match views::watch_row(c, r, &name)? {
+        Some(row) => Ok(Json(row)),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no watch named {name:?}"),
+        )),
+    })
+    .await
+}
+
+async fn pending(State(shared): State<Arc<Shared>>) -> ApiResult {
+    with_registry(shared, |r, _| {
+        Ok(Json(views::pending_list_json(&r.reviews(true)?)))
+    })
+    .await
+}
+
+async fn pending_one(State(shared): State<Arc<Shared>>, Path(id): Path<i64>) -> ApiResult {
+    with_registry(shared, move |r, _| {
+        Ok(Json(views::review_detail(&r.review(id)?)))
+    })
+    .await
+}
+
+/// SHA-256 both sides, then compare the digests without an early exit: the time taken says
+/// nothing about the token's length or content.
+fn tokens_equal(given: &str, expected: &str) -> bool {
+    let a = Sha256::digest(given.as_bytes());
+    let b = Sha256::digest(expected.as_bytes());
+    a.iter()
+        .zip(b.iter())
+        .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+        == 0
+}
+
+fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(expected) = shared.admin_token() else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "review actions are disabled: no admin token is configured (server.admin_token_env)",
+        ));
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .map(str::trim);
+    match given {
+        Some(token) if tokens_equal(token, &expected) => Ok(()),
+        _ => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Decision {
+    reviewer: String,
+    reason: String,
+}
+
+fn decision(
+    body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
+) -> Result<Decision, ApiError> {
+    let Json(d) = body.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    if d.reviewer.trim().is_empty() || d.reason.trim().is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "reviewer and reason must not be empty",
+        ));
+    }
+    Ok(d)
+}
+
+async fn accept(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult {
+    authorize(&shared, &headers)?;
+    let d = decision(body)?;
+    let result = with_registry(shared.clone(), move |r, c| {
+        let version = r.accept(id, &d.reviewer, &d.reason, c.storage.keep_versions)?;
+        tracing::info!(event = "review_accepted", review_id = id, reviewer = %d.reviewer, registry_version = version, via = "api");
+        Ok(version)
+    })
+    .await?;
+    refresh_gauges(&shared).await;
+    Ok(Json(views::accepted_json(id, result)))
+}
+
+async fn reject(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+    body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
+) -> ApiResult {
+    authorize(&shared, &headers)?;
+    let d = decision(body)?;
+    with_registry(shared.clone(), move |r, _| {
+        r.reject(id, &d.reviewer, &d.reason)?;
+        tracing::info!(event = "review_rejected", review_id = id, reviewer = %d.reviewer, via = "api");
+        Ok(())
+    })
+    .await?;
+    refresh_gauges(&shared).await;
+    Ok(Json(views::rejected_json(id)))
+}
+
+async fn refresh_gauges(shared: &Arc<Shared>) {
+    let s = shared.clone();
+    let _ = with_registry(shared.clone(), move |r, _| {
+        s.metrics.registry_version.set(r.registry_version()?);
+        s.metrics.pending_reviews.set(r.reviews(true)?.len() as i64);
+        Ok(())
+    })
+    .await;
+}
+
+#[derive(Deserialize)]
+struct CheckQuery {
+    watch: Option<String>,
+}
+
+async fn check(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    Query(query): Query<CheckQuery>,
+) -> ApiResult {
+    authorize(&shared, &headers)?;
+    let config = shared.config();
+    if let Some(name) = &query.watch {
+        if config.watch(name).is_none() {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no watch named {name:?}"),
+            ));
+        }
+    }
+    let mut outcomes = Vec::new();
+    for w in config
+        .watches
+        .iter()
+        .filter(|w| query.watch.as_ref().is_none_or(|n| *n == w.name))
+    {
+        let Some(permit) = shared.permit().await else {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "shutting down",
+            ));
+        };
+        match shared.run_refresh(w, permit).await {
+            Some(o) => outcomes.push(o),
+            None => {
+                return Err(ApiError::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the registry cannot be opened",
+                ))
+            }
+        }
+    }
+    let version = with_registry(shared, |r, _| Ok(r.registry_version()?)).await?;
+    Ok(Json(views::check_json(version, &outcomes)))
+}
+
+/// `schemawatch healthcheck`: asks the daemon at `listen` for `/readyz` (a wildcard listen
+/// address is asked on loopback). `Ok` when it answers 200.
+pub async fn probe_ready(listen: &str) -> Result<(), String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr: std::net::SocketAddr = match listen.parse::<std::net::SocketAddr>() {
+        Ok(mut a) => {
+            if a.ip().is_unspecified() {
+                a.set_ip(if a.is_ipv4() {
+                    std::net::Ipv4Addr::LOCALHOST.into()
+                } else {
+                    std::net::Ipv6Addr::LOCALHOST.into()
+                });
+            }
+            a
+        }
+        Err(_) => tokio::net::lookup_host(listen)
+            .await
+            .map_err(|e| format!("cannot resolve {listen}: {e}"))?
+            .next()
+            .ok_or_else(|| format!("cannot resolve {listen}"))?,
+    };
+    let work = async {
+        let mut stream = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        let request = format!("GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+        stream
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| format!("cannot send to {addr}: {e}"))?;
+        let mut answer = Vec::new();
+        stream
+            .take(64 * 1024)
+            .read_to_end(&mut answer)
+            .await
+            .map_err(|e| format!("cannot read from {addr}: {e}"))?;
+        let text = String::from_utf8_lossy(&answer);
+        let status_line = text.lines().next().unwrap_or("");
+        if status_line.split_whitespace().nth(1) == Some("200") {
+            Ok(())
+        } else {
+            Err(format!("{addr} answered {status_line:?}"))
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), work)
+        .await
+        .map_err(|_| format!("{addr} did not answer within 5 s"))?
+}
