@@ -1,5 +1,6 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
+pub mod graphql;
 pub mod openapi;
 pub mod schema;
 
@@ -40,6 +41,7 @@ pub fn split_watch_name(watch: &str) -> (String, String) {
 pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
     match kind {
         Kind::Openapi => openapi::normalize(watch, bytes),
+        Kind::Graphql => graphql::normalize(watch, bytes),
         other => Err(NormalizeError::UnsupportedKind(other)),
     }
 }
