@@ -68,6 +68,8 @@ const MODELED: &[&str] = &[
     "default",
     "readOnly",
     "writeOnly",
+    "arguments",
+    "nonNull",
 ];
 
 pub struct SchemaDiffer<'d> {
@@ -251,6 +253,7 @@ impl<'d> SchemaDiffer<'d> {
         for keyword in ["allOf", "anyOf", "oneOf", "prefixItems"] {
             self.compare_composition(keyword, o, n, dir, path, out, depth);
         }
+        self.compare_graphql_keywords(o, n, dir, path, out, depth);
         if o.get("default") != n.get("default") {
             let rule = match dir {
                 Direction::Request => "request-default-changed",
@@ -314,6 +317,51 @@ impl<'d> SchemaDiffer<'d> {
                     format!("Keyword {key} changed at {path}; schemawatch does not model it, so it is treated as breaking."),
                 );
             }
+        }
+    }
+
+    /// GraphQL's two keywords (normalize/graphql): `arguments` of a field (an object schema of
+    /// what a caller sends to select it, so compared in the request direction wherever the
+    /// field sits) and `nonNull` (an optional input that refuses an explicit null).
+    fn compare_graphql_keywords(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        if o.contains_key("arguments") || n.contains_key("arguments") {
+            let none = json!({"type": "object"});
+            self.compare_at(
+                o.get("arguments").unwrap_or(&none),
+                n.get("arguments").unwrap_or(&none),
+                Direction::Request,
+                &format!("{path}.arguments"),
+                out,
+                depth + 1,
+            );
+        }
+        let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
+        if non_null(o) != non_null(n) {
+            let shift = if non_null(n) {
+                Shift::Tightened
+            } else {
+                Shift::Relaxed
+            };
+            self.emit(
+                out,
+                constraint_rule(dir, shift),
+                &format!("{path}.nonNull"),
+                "constraint_changed",
+                o.get("nonNull").cloned(),
+                n.get("nonNull").cloned(),
+                format!(
+                    "{path} {} an explicit null.",
+                    if non_null(n) { "now refuses" } else { "now accepts" }
+                ),
+            );
         }
     }
 
