@@ -169,12 +169,13 @@ impl<'d> SchemaDiffer<'d> {
             }
             (None, None) => {
                 if old == new {
-                    // Identical text can still reach definitions that changed.
+                    // Identical text can still reach definitions that changed (in the
+                    // direction they are used: GraphQL `arguments` are what a caller sends).
                     let mut refs = BTreeSet::new();
-                    collect_refs(old, &mut refs);
-                    for r in refs {
+                    collect_directed_refs(old, dir, &mut refs);
+                    for (r, ref_dir) in refs {
                         let node = json!({ "$ref": r });
-                        self.compare_at(&node, &node, dir, path, out, depth + 1);
+                        self.compare_at(&node, &node, ref_dir, path, out, depth + 1);
                     }
                     return;
                 }
@@ -834,6 +835,30 @@ fn collect_refs(v: &Value, out: &mut BTreeSet<String>) {
             map.values().for_each(|x| collect_refs(x, out));
         }
         Value::Array(items) => items.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
+}
+
+/// Like [`collect_refs`], with the direction each `$ref` is used in: everything below a
+/// GraphQL `arguments` keyword is sent by the caller.
+fn collect_directed_refs(v: &Value, dir: Direction, out: &mut BTreeSet<(String, Direction)>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.insert((r.clone(), dir));
+            }
+            for (key, value) in map {
+                let next = if key == "arguments" {
+                    Direction::Request
+                } else {
+                    dir
+                };
+                collect_directed_refs(value, next, out);
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|x| collect_directed_refs(x, dir, out)),
         _ => {}
     }
 }
