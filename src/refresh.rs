@@ -5,7 +5,7 @@
 use crate::config::{SourceConfig, WatchConfig};
 use crate::core::diff::classify;
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
-use crate::core::model::{Compatibility, DriftReport};
+use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::core::normalize::normalize;
 use crate::fetch::{self, FetchOutcome, FetchRequest, Source, Validators};
 use crate::registry::{
@@ -179,9 +179,13 @@ async fn refresh_inner(
     } else {
         None
     };
-    let fetched = fetch::fetch(&fetch_request(watch, stored_validators))
-        .await
-        .map_err(|e| e.to_string())?;
+    let request = fetch_request(watch, stored_validators);
+    let fetched = match watch.kind {
+        // Introspection is a POST: full fetch every time, no validators (DESIGN.md).
+        Kind::Graphql => fetch::graphql::fetch_schema(&request).await,
+        _ => fetch::fetch(&request).await,
+    }
+    .map_err(|e| e.to_string())?;
     let (bytes, validators) = match fetched {
         FetchOutcome::NotModified => {
             mark_ok(&mut state, "unchanged", None);
