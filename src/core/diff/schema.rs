@@ -360,7 +360,11 @@ impl<'d> SchemaDiffer<'d> {
                 n.get("nonNull").cloned(),
                 format!(
                     "{path} {} an explicit null.",
-                    if non_null(n) { "now refuses" } else { "now accepts" }
+                    if non_null(n) {
+                        "now refuses"
+                    } else {
+                        "now accepts"
+                    }
                 ),
             );
         }

@@ -108,10 +108,7 @@ pub(super) fn read(text: &str) -> Result<Schema, NormalizeError> {
 }
 
 fn list<'v>(v: &'v Value, key: &str) -> impl Iterator<Item = &'v Value> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    v.get(key).and_then(Value::as_array).into_iter().flatten()
 }
 
 fn str_field(v: &Value, key: &str, at: &str) -> Result<String, NormalizeError> {
@@ -143,9 +140,9 @@ fn input_values<'v>(
         let at = format!("{owner}.{name}");
         let default = match v.get("defaultValue") {
             None | Some(Value::Null) => None,
-            Some(Value::String(text)) => Some(
-                parse_value(text).map_err(|e| invalid(&at, format!("defaultValue: {e}")))?,
-            ),
+            Some(Value::String(text)) => {
+                Some(parse_value(text).map_err(|e| invalid(&at, format!("defaultValue: {e}")))?)
+            }
             Some(_) => return Err(invalid(&at, "defaultValue must be a string")),
         };
         out.push(InputValue {

@@ -129,7 +129,9 @@ impl Lexer<'_> {
     }
 
     fn offset(&self) -> usize {
-        self.chars.get(self.pos).map_or(self.text.len(), |(i, _)| *i)
+        self.chars
+            .get(self.pos)
+            .map_or(self.text.len(), |(i, _)| *i)
     }
 
     fn skip_ignored(&mut self) {
@@ -245,7 +247,11 @@ impl Lexer<'_> {
                 } else if tail.starts_with("\"\"\"") {
                     break i + 3;
                 } else {
-                    i += tail.chars().next().ok_or("unterminated block string")?.len_utf8();
+                    i += tail
+                        .chars()
+                        .next()
+                        .ok_or("unterminated block string")?
+                        .len_utf8();
                 }
             }
         } else {

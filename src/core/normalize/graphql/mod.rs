@@ -305,12 +305,7 @@ fn validate(schema: &Schema) -> Result<(), NormalizeError> {
                 Some(TypeKind::InputObject) => {
                     return Err(invalid(&at, "an input object is not an output type"))
                 }
-                None => {
-                    return Err(invalid(
-                        &at,
-                        format!("unknown type {}", field.ty.named()),
-                    ))
-                }
+                None => return Err(invalid(&at, format!("unknown type {}", field.ty.named()))),
                 _ => {}
             }
             for arg in &field.args {

@@ -12,7 +12,8 @@ use apollo_parser::Parser;
 
 /// Deepest nesting the parser follows (type wrappers, value literals, selections).
 pub const MAX_SDL_RECURSION: usize = 128;
-/// Most lexer tokens in one document (GitHub's 1.2 MB schema is about 120 000 tokens).
+/// Most lexer tokens in one document (GitHub's 1.2 MB schema is about 140 000,
+/// whitespace included).
 pub const MAX_SDL_TOKENS: usize = 2_000_000;
 
 pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema, NormalizeError> {
@@ -84,7 +85,11 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
             cst::Definition::InputObjectTypeDefinition(t) => {
                 let name = name_of(t.name(), "input")?;
                 let mut def = TypeDef::new(TypeKind::InputObject, description(t.description())?);
-                def.input_fields = input_values(&name, t.input_fields_definition().map(|d| d.input_value_definitions()))?;
+                def.input_fields = input_values(
+                    &name,
+                    t.input_fields_definition()
+                        .map(|d| d.input_value_definitions()),
+                )?;
                 insert(&mut schema, name, def)?;
             }
             other => extensions.push(other),
@@ -128,12 +133,18 @@ fn apply_extension(
             return Ok(());
         }
         cst::Definition::ScalarTypeExtension(_) => return Ok(()),
-        cst::Definition::ObjectTypeExtension(t) => (name_of(t.name(), "extend type")?, TypeKind::Object),
+        cst::Definition::ObjectTypeExtension(t) => {
+            (name_of(t.name(), "extend type")?, TypeKind::Object)
+        }
         cst::Definition::InterfaceTypeExtension(t) => {
             (name_of(t.name(), "extend interface")?, TypeKind::Interface)
         }
-        cst::Definition::UnionTypeExtension(t) => (name_of(t.name(), "extend union")?, TypeKind::Union),
-        cst::Definition::EnumTypeExtension(t) => (name_of(t.name(), "extend enum")?, TypeKind::Enum),
+        cst::Definition::UnionTypeExtension(t) => {
+            (name_of(t.name(), "extend union")?, TypeKind::Union)
+        }
+        cst::Definition::EnumTypeExtension(t) => {
+            (name_of(t.name(), "extend enum")?, TypeKind::Enum)
+        }
         cst::Definition::InputObjectTypeExtension(t) => {
             (name_of(t.name(), "extend input")?, TypeKind::InputObject)
         }
@@ -143,20 +154,31 @@ fn apply_extension(
         .types
         .get_mut(&name)
         .filter(|d| d.kind == kind)
-        .ok_or_else(|| invalid(&name, "extension of a type that is not defined with that kind"))?;
+        .ok_or_else(|| {
+            invalid(
+                &name,
+                "extension of a type that is not defined with that kind",
+            )
+        })?;
     match ext {
         cst::Definition::ObjectTypeExtension(t) => {
-            def.interfaces.extend(implements(t.implements_interfaces())?);
+            def.interfaces
+                .extend(implements(t.implements_interfaces())?);
             def.fields.extend(fields(&name, t.fields_definition())?);
         }
         cst::Definition::InterfaceTypeExtension(t) => {
             def.fields.extend(fields(&name, t.fields_definition())?);
         }
-        cst::Definition::UnionTypeExtension(t) => def.members.extend(members(t.union_member_types())?),
-        cst::Definition::EnumTypeExtension(t) => def.values.extend(enum_values(t.enum_values_definition())?),
+        cst::Definition::UnionTypeExtension(t) => {
+            def.members.extend(members(t.union_member_types())?)
+        }
+        cst::Definition::EnumTypeExtension(t) => {
+            def.values.extend(enum_values(t.enum_values_definition())?)
+        }
         cst::Definition::InputObjectTypeExtension(t) => def.input_fields.extend(input_values(
             &name,
-            t.input_fields_definition().map(|d| d.input_value_definitions()),
+            t.input_fields_definition()
+                .map(|d| d.input_value_definitions()),
         )?),
         _ => {}
     }
@@ -243,8 +265,12 @@ fn implements(i: Option<cst::ImplementsInterfaces>) -> Result<Vec<String>, Norma
 }
 
 fn members(m: Option<cst::UnionMemberTypes>) -> Result<Vec<String>, NormalizeError> {
-    m.map(|m| m.named_types().map(|n| name_of(n.name(), "union")).collect())
-        .unwrap_or_else(|| Ok(Vec::new()))
+    m.map(|m| {
+        m.named_types()
+            .map(|n| name_of(n.name(), "union"))
+            .collect()
+    })
+    .unwrap_or_else(|| Ok(Vec::new()))
 }
 
 fn type_ref(ty: Option<cst::Type>, at: &str) -> Result<TypeRef, NormalizeError> {
@@ -270,7 +296,11 @@ fn deprecation(d: Option<cst::Directives>, at: &str) -> Result<Deprecation, Norm
     for directive in d.directives() {
         if directive.name().is_some_and(|n| n.text() == "deprecated") {
             let mut reason = DEFAULT_DEPRECATION_REASON.to_string();
-            for arg in directive.arguments().into_iter().flat_map(|a| a.arguments()) {
+            for arg in directive
+                .arguments()
+                .into_iter()
+                .flat_map(|a| a.arguments())
+            {
                 if arg.name().is_some_and(|n| n.text() == "reason") {
                     let text = arg.value().map(|v| v.syntax().text().to_string());
                     match text.as_deref().map(parse_value) {
@@ -293,7 +323,12 @@ fn fields(owner: &str, f: Option<cst::FieldsDefinition>) -> Result<Vec<Field>, N
         let at = format!("{owner}.{name}");
         out.push(Field {
             description: description(field.description())?,
-            args: input_values(&at, field.arguments_definition().map(|a| a.input_value_definitions()))?,
+            args: input_values(
+                &at,
+                field
+                    .arguments_definition()
+                    .map(|a| a.input_value_definitions()),
+            )?,
             ty: type_ref(field.ty(), &at)?,
             deprecated: deprecation(field.directives(), &at)?,
             name,
