@@ -779,6 +779,43 @@ impl<'d> SchemaDiffer<'d> {
         let at = format!("{path}.{keyword}");
         match (o.get(keyword), n.get(keyword)) {
             (None, None) => {}
+            (Some(Value::Array(a)), Some(Value::Array(b))) if a != b => {
+                if let (true, Some(old_refs), Some(new_refs)) = (
+                    matches!(keyword, "anyOf" | "oneOf"),
+                    bare_refs(a),
+                    bare_refs(b),
+                ) {
+                    // Alternatives that are all named types (GraphQL unions and interfaces,
+                    // OpenAPI oneOf of components) and share a member or changed in number:
+                    // pair them by name, not by position, so a member added or removed does
+                    // not hide changes in the others. (Same number, nothing shared: compared
+                    // by position below, so a renamed component is compared by content.)
+                    if a.len() != b.len() || !old_refs.is_disjoint(&new_refs) {
+                        self.compare_named_branches(&at, &old_refs, &new_refs, dir, out, depth);
+                        return;
+                    }
+                }
+                if a.len() == b.len() {
+                    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                        self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
+                    }
+                } else {
+                    let text = format!(
+                        "{keyword} at {path} changed from {} to {} branches; not provably safe.",
+                        a.len(),
+                        b.len()
+                    );
+                    self.emit(
+                        out,
+                        "schema-composition-changed",
+                        &at,
+                        "composition_changed",
+                        Some(json!(a.len())),
+                        Some(json!(b.len())),
+                        text,
+                    );
+                }
+            }
             (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
                     self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
@@ -802,6 +839,67 @@ impl<'d> SchemaDiffer<'d> {
             }
         }
     }
+}
+
+impl SchemaDiffer<'_> {
+    /// Compares `$ref`-only branch lists by name: the common ones recursively, and one
+    /// `schema-composition-changed` naming the branches added and removed.
+    fn compare_named_branches(
+        &mut self,
+        at: &str,
+        old_refs: &BTreeSet<&str>,
+        new_refs: &BTreeSet<&str>,
+        dir: Direction,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        for r in old_refs.intersection(new_refs) {
+            let node = json!({ "$ref": r });
+            self.compare_at(&node, &node, dir, at, out, depth + 1);
+        }
+        let names = |refs: Vec<&&str>| -> Vec<String> {
+            refs.into_iter().map(|r| pointer_path(r)).collect()
+        };
+        let removed = names(old_refs.difference(new_refs).collect());
+        let added = names(new_refs.difference(old_refs).collect());
+        if removed.is_empty() && added.is_empty() {
+            // The same branches in another order: the keyword is a set here.
+            return;
+        }
+        let text = format!(
+            "The branches at {at} changed (added: {}; removed: {}); not provably safe.",
+            if added.is_empty() {
+                "none".to_string()
+            } else {
+                added.join(", ")
+            },
+            if removed.is_empty() {
+                "none".to_string()
+            } else {
+                removed.join(", ")
+            },
+        );
+        self.emit(
+            out,
+            "schema-composition-changed",
+            at,
+            "composition_changed",
+            Some(json!(removed)),
+            Some(json!(added)),
+            text,
+        );
+    }
+}
+
+/// The targets of a branch list in which every branch is exactly `{"$ref": ...}`, if it is.
+fn bare_refs(branches: &[Value]) -> Option<BTreeSet<&str>> {
+    branches
+        .iter()
+        .map(|b| match b.as_object() {
+            Some(m) if m.len() == 1 => m.get("$ref").and_then(Value::as_str),
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Clone, Copy)]

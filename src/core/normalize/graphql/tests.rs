@@ -273,6 +273,49 @@ fn unions_and_interfaces() {
             "types.R.oneOf".to_string()
         )]
     );
+    // Members are paired by name: a new member does not hide a change in another one that
+    // is reachable only through the union.
+    let r = diff(
+        u,
+        &u.replace("A | B", "A | B | C")
+            .replace("type B { x: Int }", "type B { y: Int }"),
+    );
+    let got = rules(&r);
+    assert!(
+        got.contains(&(
+            "response-property-removed".into(),
+            "types.B.properties.x".into()
+        )),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&("schema-composition-changed".into(), "types.R.oneOf".into())),
+        "{got:?}"
+    );
+    // Same for an interface losing one implementation while another changes.
+    let r = diff(
+        u,
+        &u.replace(
+            "type C implements Node { id: ID! }",
+            "type C implements Node { id: ID! z: Int }",
+        )
+        .replace("type A implements Node", "type A"),
+    );
+    let got = rules(&r);
+    assert!(
+        got.contains(&(
+            "response-property-added".into(),
+            "types.C.properties.z".into()
+        )),
+        "{got:?}"
+    );
+    assert!(
+        got.contains(&(
+            "schema-composition-changed".into(),
+            "types.Node.anyOf".into()
+        )),
+        "{got:?}"
+    );
 }
 
 #[test]
