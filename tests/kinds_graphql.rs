@@ -328,6 +328,21 @@ fn introspection_over_post_registers_then_detects_drift() {
     let stored = history[0].to_string();
     assert!(stored.contains(&sdl_fp), "history {stored} lacks {sdl_fp}");
 
+    // `diff URL FILE --kind graphql` introspects the URL: same schema as the SDL file.
+    let sdl = corpus()
+        .join("github/v2021-01-05.graphql")
+        .to_string_lossy()
+        .into_owned();
+    let run = sb.run(&["diff", &server.url(), &sdl, "--kind", "graphql", "--json"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["compatibility"],
+        "identical",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(server.state.lock().unwrap().posts, 3);
+
     // A newer schema with new mutations: review, current contract kept.
     server.set_body(introspection_response(
         "github-introspection/v2021-10-01.json",
