@@ -241,6 +241,17 @@ impl GqlServer {
         // POST only: a GET gets 405 from the router.
         let router = Router::new()
             .route("/graphql", post(serve_introspection))
+            // A moved endpoint: the POST is repeated at the new location.
+            .route(
+                "/moved",
+                post(|| async {
+                    Response::builder()
+                        .status(StatusCode::PERMANENT_REDIRECT)
+                        .header(header::LOCATION, "/graphql")
+                        .body(Body::empty())
+                        .unwrap()
+                }),
+            )
             .with_state(state.clone());
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -342,6 +353,16 @@ fn introspection_over_post_registers_then_detects_drift() {
         run.describe()
     );
     assert_eq!(server.state.lock().unwrap().posts, 3);
+    let moved = server.url().replace("/graphql", "/moved");
+    let run = sb.run(&["diff", &moved, &sdl, "--kind", "graphql", "--json"]);
+    run.assert_code(0);
+    assert_eq!(
+        run.json()["compatibility"],
+        "identical",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(server.state.lock().unwrap().posts, 4);
 
     // A newer schema with new mutations: review, current contract kept.
     server.set_body(introspection_response(

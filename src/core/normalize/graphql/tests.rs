@@ -393,3 +393,20 @@ fn introspection_defaults_and_wrappers_match_sdl() {
     }
     assert!(normalize("t.g", b"{\"data\": {\"__schema\": ").is_err());
 }
+
+#[test]
+fn subscriptions_are_read_only_endpoints() {
+    let s = spec("type Query { a: Int }\ntype Subscription { ticks(every: Int = 1): Int! }");
+    let t = s
+        .endpoints
+        .iter()
+        .find(|e| e.method == "SUBSCRIPTION")
+        .unwrap();
+    assert_eq!(t.identity(), "SUBSCRIPTION Subscription.ticks");
+    assert!(t.read_only && !t.destructive);
+    assert_eq!(
+        t.parameters[0].schema,
+        json!({"type": "integer", "default": 1})
+    );
+    assert!(!t.parameters[0].required);
+}
