@@ -5,6 +5,7 @@
 //! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
 //! and the CLI in `main.rs`.
 
+pub mod artifacts;
 pub mod config;
 pub mod core;
 pub mod daemon;

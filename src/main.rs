@@ -3,6 +3,8 @@
 
 use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
+use schemawatch::artifacts::provenance::stamp;
+use schemawatch::artifacts::{catalog, pin, triage as surface};
 use schemawatch::config::{Config, LogFormat};
 use schemawatch::core::diff::{classify, rules};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
@@ -99,6 +101,9 @@ enum Command {
         json: bool,
         #[arg(long)]
         markdown: bool,
+        /// With --json: stamp the report with its reasoning (`_toulmin`, `_tags`).
+        #[arg(long, requires = "json")]
+        provenance: bool,
         /// Exit 1 when the report is at or above this level.
         #[arg(long, value_parser = ["compatible", "breaking", "security_review"])]
         fail_on: Option<String>,
@@ -112,6 +117,31 @@ enum Command {
     Watch {
         #[command(subcommand)]
         action: WatchCommand,
+    },
+    /// Content-free tool inventory and catalog diff.
+    Catalog {
+        #[command(subcommand)]
+        action: CatalogCommand,
+    },
+    /// Capture or check a pin of reviewed tool versions.
+    Pin {
+        #[command(subcommand)]
+        action: PinCommand,
+    },
+    /// Put every endpoint in one surface bucket; check a classification file against it.
+    Triage {
+        #[command(flatten)]
+        config: ConfigArg,
+        /// TOML: bucket = ["watch/endpoint", ...] (buckets: real_dispatch, read_only, native_only).
+        #[arg(long)]
+        classification: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Compare registries without fetching or writing.
+    Inspect {
+        #[command(subcommand)]
+        action: InspectCommand,
     },
     /// List the drift rules (`--markdown` renders docs/rules.md).
     Rules {
@@ -154,6 +184,57 @@ enum PendingCommand {
         reviewer: String,
         #[arg(long)]
         reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum CatalogCommand {
+    /// Print the inventory of every watched endpoint (canonical JSON).
+    Export {
+        #[command(flatten)]
+        config: ConfigArg,
+    },
+    /// Compare two inventories keyed by (tool_id, version).
+    Diff {
+        base: PathBuf,
+        candidate: PathBuf,
+        #[arg(long, value_parser = ["json", "markdown"], default_value = "json")]
+        format: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum PinCommand {
+    /// Print a pin of the current tool versions (all watches, or the named ones).
+    Capture {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long = "watch")]
+        watches: Vec<String>,
+    },
+    /// Check a pin: exit 0 eligible, 1 re-review required, 2 invalid.
+    Check {
+        pin: PathBuf,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum InspectCommand {
+    /// Classify a tool between two registry files, opened read-only.
+    Diff {
+        tool: String,
+        #[arg(long)]
+        old_db: PathBuf,
+        #[arg(long)]
+        new_db: PathBuf,
+        #[arg(long)]
+        endpoint: Option<String>,
         #[arg(long)]
         json: bool,
     },
@@ -288,8 +369,20 @@ async fn dispatch(cli: Cli, log_format: Option<LogFormat>) -> Outcome {
             kind,
             json,
             markdown,
+            provenance,
             fail_on,
-        } => diff(&old, &new, &kind, json, markdown, fail_on.as_deref()).await,
+        } => {
+            diff(
+                &old,
+                &new,
+                &kind,
+                json,
+                markdown,
+                provenance,
+                fail_on.as_deref(),
+            )
+            .await
+        }
         Command::Config {
             action: ConfigCommand::Check { config },
         } => {
@@ -304,6 +397,26 @@ async fn dispatch(cli: Cli, log_format: Option<LogFormat>) -> Outcome {
             Ok(())
         }
         Command::Watch { action } => watch_command(action),
+        Command::Catalog { action } => catalog_command(action),
+        Command::Pin { action } => pin_command(action),
+        Command::Triage {
+            config,
+            classification,
+            json,
+        } => {
+            let config = load_config(&config)?;
+            triage(&config, classification.as_deref(), json)
+        }
+        Command::Inspect {
+            action:
+                InspectCommand::Diff {
+                    tool,
+                    old_db,
+                    new_db,
+                    endpoint,
+                    json,
+                },
+        } => inspect_diff(&tool, &old_db, &new_db, endpoint.as_deref(), json),
         Command::Rules { markdown } => {
             if markdown {
                 say_raw!("{}", rules::rules_markdown());
@@ -472,7 +585,11 @@ fn pending(action: PendingCommand) -> Outcome {
                 value["reviewer"] = json!(review.reviewer);
                 value["reason"] = json!(review.reason);
                 value["decided_at"] = json!(review.decided_at);
-                print_json(&value);
+                print_json(&stamp(
+                    value,
+                    &review.report,
+                    &format!("review:{}", review.watch),
+                ));
             } else {
                 say!(
                     "review {} for {} ({}), {}, created {}",
@@ -626,13 +743,16 @@ async fn diff(
     kind: &str,
     json: bool,
     markdown: bool,
+    provenance: bool,
     fail_on: Option<&str>,
 ) -> Outcome {
     let kind = Kind::parse(kind).ok_or_else(|| anyhow!("unknown kind {kind:?}"))?;
     let old_spec = load_spec(old, kind).await?;
     let new_spec = load_spec(new, kind).await?;
     let report = classify(&old_spec, &new_spec, &Default::default());
-    if json {
+    if json && provenance {
+        print_json(&stamp(report_json(&report), &report, "diff"));
+    } else if json {
         print_json(&report_json(&report));
     } else if markdown {
         say_raw!("{}", report_markdown(&report));
@@ -643,6 +763,206 @@ async fn diff(
         if report.compatibility >= level {
             return Err(Failure::Reported(String::new()));
         }
+    }
+    Ok(())
+}
+
+/// The current catalog records (with implementation identities) of the configured watches.
+fn current_tools(config: &Config, only: &[String]) -> anyhow::Result<Vec<pin::PinnedTool>> {
+    let registry = open_registry(config)?;
+    let mut out = Vec::new();
+    for watch in config
+        .watches
+        .iter()
+        .filter(|w| only.is_empty() || only.contains(&w.name))
+    {
+        let history: Vec<ToolSpec> = registry
+            .snapshots(&watch.name)?
+            .into_iter()
+            .map(|(_, _, spec)| spec)
+            .collect();
+        out.extend(schemawatch::artifacts::pinned_tools(&watch.name, &history));
+    }
+    Ok(out)
+}
+
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+fn catalog_command(action: CatalogCommand) -> Outcome {
+    match action {
+        CatalogCommand::Export { config } => {
+            let config = load_config(&config)?;
+            let records: Vec<catalog::ToolRecord> = current_tools(&config, &[])?
+                .into_iter()
+                .map(|t| t.record)
+                .collect();
+            say!("{}", catalog::inventory_json(&records));
+            Ok(())
+        }
+        CatalogCommand::Diff {
+            base,
+            candidate,
+            format,
+        } => {
+            let parse = |path: &Path, side: &str| -> anyhow::Result<Vec<catalog::ToolRecord>> {
+                catalog::parse_inventory(&read_text(path)?)
+                    .map_err(|e| anyhow!("{}: {side}.{e}", path.display()))
+            };
+            let diff = catalog::diff(&parse(&base, "baseline")?, &parse(&candidate, "candidate")?);
+            if format == "markdown" {
+                say_raw!("{}", diff.to_markdown());
+            } else {
+                say!("{}", diff.to_json());
+            }
+            Ok(())
+        }
+    }
+}
+
+fn pin_command(action: PinCommand) -> Outcome {
+    match action {
+        PinCommand::Capture { config, watches } => {
+            let config = load_config(&config)?;
+            for name in &watches {
+                if config.watch(name).is_none() {
+                    return Err(Failure::Usage(anyhow!(
+                        "{}: no watch named {name:?}",
+                        config.path.display()
+                    )));
+                }
+            }
+            say!("{}", pin::capture(&current_tools(&config, &watches)?));
+            Ok(())
+        }
+        PinCommand::Check {
+            pin: pin_path,
+            config,
+            json,
+        } => {
+            let config = load_config(&config)?;
+            let text = read_text(&pin_path)?;
+            let current = current_tools(&config, &[])?
+                .into_iter()
+                .map(|t| (t.record.tool_id.clone(), t))
+                .collect();
+            let result = pin::check(&text, &current);
+            if json {
+                print_json(&result.to_json());
+            } else {
+                say!(
+                    "{}{}",
+                    if result.eligible() {
+                        "eligible"
+                    } else {
+                        "re-review-required"
+                    },
+                    if result.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", result.reasons.join(", "))
+                    }
+                );
+            }
+            if result.reasons.contains(&"invalid_snapshot") {
+                Err(Failure::Usage(anyhow!(
+                    "{}: invalid pin",
+                    pin_path.display()
+                )))
+            } else if result.eligible() {
+                Ok(())
+            } else {
+                Err(Failure::Reported(String::new()))
+            }
+        }
+    }
+}
+
+fn triage(config: &Config, classification: Option<&Path>, json: bool) -> Outcome {
+    let registry = open_registry(config)?;
+    let mut buckets = std::collections::BTreeMap::new();
+    for watch in &config.watches {
+        if let Some(tool) = registry.tool(&watch.name).map_err(anyhow::Error::from)? {
+            for e in &tool.spec.endpoints {
+                buckets.insert(format!("{}/{}", watch.name, e.name), surface::bucket_of(e));
+            }
+        }
+    }
+    let summary = surface::summary(&buckets);
+    let Some(path) = classification else {
+        if json {
+            print_json(&summary);
+        } else {
+            for b in surface::BUCKETS {
+                say!("{b}: {}", summary["counts"][b]);
+            }
+            say!(
+                "total: {}, executes server-side: {}",
+                summary["total"],
+                summary["executes_server_side"]
+            );
+        }
+        return Ok(());
+    };
+    let parsed: std::collections::BTreeMap<String, Vec<String>> = toml::from_str(&read_text(path)?)
+        .map_err(|e| anyhow!("{}: {}", path.display(), e.message()))?;
+    let drift = surface::drift(&buckets.keys().cloned().collect(), &parsed);
+    if json {
+        print_json(&json!({"summary": summary, "drift": drift.to_json()}));
+    } else {
+        say!("{}", if drift.ok() { "ok" } else { "drift" });
+        for (label, items) in [
+            ("unclassified", &drift.unclassified),
+            ("unknown_buckets", &drift.unknown_buckets),
+            ("unknown_tools", &drift.unknown_tools),
+        ] {
+            for item in items {
+                say!("{label}: {item}");
+            }
+        }
+        for (id, in_buckets) in &drift.multiply_classified {
+            say!("multiply_classified: {id} in {}", in_buckets.join(", "));
+        }
+    }
+    if drift.ok() {
+        Ok(())
+    } else {
+        Err(Failure::Reported(String::new()))
+    }
+}
+
+fn inspect_diff(
+    tool: &str,
+    old_db: &Path,
+    new_db: &Path,
+    endpoint: Option<&str>,
+    json: bool,
+) -> Outcome {
+    let load = |path: &Path| -> anyhow::Result<ToolSpec> {
+        let registry = Registry::open_read_only(path)
+            .with_context(|| format!("cannot open registry {}", path.display()))?;
+        let stored = registry
+            .tool(tool)?
+            .ok_or_else(|| anyhow!("{}: no tool named {tool:?}", path.display()))?;
+        Ok(stored.spec)
+    };
+    let (mut old, mut new) = (load(old_db)?, load(new_db)?);
+    if let Some(name) = endpoint {
+        let keep = |spec: &mut ToolSpec| spec.endpoints.retain(|e| e.name == name);
+        keep(&mut old);
+        keep(&mut new);
+        if old.endpoints.is_empty() && new.endpoints.is_empty() {
+            return Err(Failure::Usage(anyhow!(
+                "no endpoint named {name:?} in either registry"
+            )));
+        }
+    }
+    let report = classify(&old, &new, &Default::default());
+    if json {
+        print_json(&report_json(&report));
+    } else {
+        say_raw!("{}", report_text(&report));
     }
     Ok(())
 }

@@ -179,11 +179,12 @@ async fn refresh_inner(
     } else {
         None
     };
-    let request = fetch_request(watch, stored_validators);
     let fetched = match watch.kind {
         // Introspection is a POST: full fetch every time, no validators (DESIGN.md).
-        Kind::Graphql => fetch::graphql::fetch_schema(&request).await,
-        _ => fetch::fetch(&request).await,
+        Kind::Graphql => fetch::graphql::fetch_schema(&fetch_request(watch, None)).await,
+        // Multi-resource: no single validator covers the contract, so always a full fetch.
+        Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
+        _ => fetch::fetch(&fetch_request(watch, stored_validators)).await,
     }
     .map_err(|e| e.to_string())?;
     let (bytes, validators) = match fetched {

@@ -39,25 +39,38 @@ fn normalize_and_fingerprint(c: &mut Criterion) {
 }
 
 fn diff_vs_floor(c: &mut Criterion) {
-    let old = corpus("github-rest/v2021-03-08.json");
-    let new = corpus("github-rest/v2021-10-10.json");
-    let mut group = c.benchmark_group("github-pair");
-    group.sample_size(20);
-    group.bench_function("floor: serde_json parse both + sha256 bytes", |b| {
-        b.iter(|| {
-            let a: serde_json::Value = serde_json::from_slice(black_box(&old)).expect("json");
-            let z: serde_json::Value = serde_json::from_slice(black_box(&new)).expect("json");
-            black_box((a, z, Sha256::digest(&old), Sha256::digest(&new)))
-        })
-    });
-    group.bench_function("diff: normalize both + classify", |b| {
-        b.iter(|| {
-            let a = openapi::normalize("bench.doc", black_box(&old)).expect("normalizes");
-            let z = openapi::normalize("bench.doc", black_box(&new)).expect("normalizes");
-            black_box(classify(&a, &z, &Default::default()))
-        })
-    });
-    group.finish();
+    for (label, old_rel, new_rel) in [
+        (
+            "github-pair",
+            "github-rest/v2021-03-08.json",
+            "github-rest/v2021-10-10.json",
+        ),
+        (
+            "stripe-pair",
+            "stripe/v2021-11-01.json",
+            "stripe/v2022-03-02.json",
+        ),
+    ] {
+        let old = corpus(old_rel);
+        let new = corpus(new_rel);
+        let mut group = c.benchmark_group(label);
+        group.sample_size(20);
+        group.bench_function("floor: serde_json parse both + sha256 bytes", |b| {
+            b.iter(|| {
+                let a: serde_json::Value = serde_json::from_slice(black_box(&old)).expect("json");
+                let z: serde_json::Value = serde_json::from_slice(black_box(&new)).expect("json");
+                black_box((a, z, Sha256::digest(&old), Sha256::digest(&new)))
+            })
+        });
+        group.bench_function("diff: normalize both + classify", |b| {
+            b.iter(|| {
+                let a = openapi::normalize("bench.doc", black_box(&old)).expect("normalizes");
+                let z = openapi::normalize("bench.doc", black_box(&new)).expect("normalizes");
+                black_box(classify(&a, &z, &Default::default()))
+            })
+        });
+        group.finish();
+    }
 }
 
 criterion_group!(benches, normalize_and_fingerprint, diff_vs_floor);

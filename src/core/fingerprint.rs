@@ -16,6 +16,7 @@ pub const TOOL_DOMAIN: &str = "schemawatch.tool.v1";
 pub const ENDPOINT_DOMAIN: &str = "schemawatch.endpoint.v1";
 pub const DEFINITION_DOMAIN: &str = "schemawatch.definition.v1";
 pub const DEFINITION_CLOSURE_DOMAIN: &str = "schemawatch.definition-closure.v1";
+pub const SCHEMA_DIGEST_DOMAIN: &str = "schemawatch.schema-digest.v1";
 
 /// `sha256:<64 lowercase hex>` of `domain NUL canonical_json`.
 pub fn digest(domain: &str, projection: &Value) -> String {
@@ -55,23 +56,6 @@ pub fn direct_refs(value: &Value) -> BTreeSet<String> {
         }
     }
     out
-}
-
-/// The definitions (by JSON pointer) reachable from `roots`, following `$ref`s transitively.
-pub fn reachable_definitions<'a>(
-    roots: impl IntoIterator<Item = &'a Value>,
-    definitions: &BTreeMap<String, Value>,
-) -> BTreeSet<String> {
-    let mut seen = BTreeSet::new();
-    let mut stack: Vec<String> = roots.into_iter().flat_map(direct_refs).collect();
-    while let Some(target) = stack.pop() {
-        if seen.insert(target.clone()) {
-            if let Some(def) = definitions.get(&target) {
-                stack.extend(direct_refs(def));
-            }
-        }
-    }
-    seen
 }
 
 /// Precomputed digests of one spec's definitions and their reference graph.
@@ -159,35 +143,32 @@ impl<'a> SpecIndex<'a> {
         }
     }
 
-    /// Definitions reachable from an endpoint (or any value), by pointer, including pointers
-    /// that are not definitions of this spec.
-    pub fn reachable(&self, value: &Value) -> BTreeSet<String> {
-        let mut visited = vec![false; self.names.len()];
-        let mut out = BTreeSet::new();
-        let mut stack = Vec::new();
-        for r in direct_refs(value) {
-            match self.index_of.get(r.as_str()) {
-                Some(i) => stack.push(*i),
-                None => {
-                    out.insert(r);
-                }
-            }
+    /// Whether `endpoint` reaches (through `$ref`s, transitively) any of `pointers`.
+    pub fn reaches_any(&self, endpoint: &EndpointSpec, pointers: &BTreeSet<String>) -> bool {
+        let targets: Vec<usize> = pointers
+            .iter()
+            .filter_map(|p| self.index_of.get(p.as_str()).copied())
+            .collect();
+        if targets.is_empty() {
+            return false;
         }
+        let mut wanted = vec![false; self.names.len()];
+        targets.into_iter().for_each(|i| wanted[i] = true);
+        let mut visited = vec![false; self.names.len()];
+        let mut stack: Vec<usize> = endpoint_refs(endpoint)
+            .iter()
+            .filter_map(|r| self.index_of.get(r.as_str()).copied())
+            .collect();
         while let Some(i) = stack.pop() {
+            if wanted[i] {
+                return true;
+            }
             if !visited[i] {
                 visited[i] = true;
                 stack.extend(self.edges[i].iter().copied());
-                out.insert(self.names[i].to_string());
-                if let Some(def) = self.spec.definitions.get(self.names[i]) {
-                    out.extend(
-                        direct_refs(def)
-                            .into_iter()
-                            .filter(|r| !self.index_of.contains_key(r.as_str())),
-                    );
-                }
             }
         }
-        out
+        false
     }
 
     /// The contract projection of one endpoint: the endpoint itself plus the closure digest of
@@ -231,6 +212,35 @@ impl<'a> SpecIndex<'a> {
         out.push_str(&endpoint_text);
         out.push('}');
         out
+    }
+
+    /// Digest of what an endpoint accepts and returns (parameters, body, responses, input and
+    /// output schemas, and the definitions they reach) — no names, descriptions or side-effect
+    /// facts. The catalog's `schema_digest`.
+    pub fn schema_digest(&self, endpoint: &EndpointSpec) -> String {
+        let mut defs = Map::new();
+        for r in endpoint_refs(endpoint) {
+            let closure = self
+                .index_of
+                .get(r.as_str())
+                .map(|i| self.closure[*i].clone());
+            defs.insert(r, closure.map_or(Value::Null, Value::String));
+        }
+        let input = json!({
+            "parameters": endpoint.parameters.iter().map(|p| json!({
+                "name": p.name, "location": p.location, "required": p.required, "style": p.style, "schema": p.schema,
+            })).collect::<Vec<_>>(),
+            "request_body": endpoint.request_body.as_ref().map(|b| json!({"required": b.required, "content": b.content})),
+            "input_schema": endpoint.input_schema,
+        });
+        let output = json!({
+            "responses": endpoint.responses.iter().map(|(status, r)| (status.clone(), json!({"content": r.content, "headers": r.headers}))).collect::<Map<_, _>>(),
+            "output_schema": endpoint.output_schema,
+        });
+        digest(
+            SCHEMA_DIGEST_DOMAIN,
+            &json!({"input": input, "output": output, "definitions": defs}),
+        )
     }
 
     pub fn endpoint_fingerprint(&self, endpoint: &EndpointSpec) -> String {

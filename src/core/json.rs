@@ -13,6 +13,9 @@ use std::fmt;
 /// Deepest nesting of arrays/objects accepted in any document.
 pub const MAX_DEPTH: usize = 128;
 
+/// Events a YAML document may replay through aliases in total (alias-bomb guard).
+pub const MAX_YAML_ALIAS_REPLAY: usize = 200_000;
+
 /// Integers with up to this many digits are written in plain notation.
 pub const MAX_PLAIN_INTEGER_DIGITS: i64 = 100;
 
@@ -61,7 +64,8 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
 }
 
 /// Parses YAML 1.2 with budgets (nodes, events, aliases, depth), duplicate keys rejected,
-/// and strict booleans (`yes` stays a string).
+/// and strict booleans (`yes` stays a string). Numbers keep their exact decimal value: the
+/// parser's f64/i64 view is replaced by the scalar's own text, located through its span.
 pub fn parse_yaml(text: &str) -> Result<Value, ParseError> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
@@ -72,10 +76,157 @@ pub fn parse_yaml(text: &str) -> Result<Value, ParseError> {
         },
         duplicate_keys: serde_saphyr::options::DuplicateKeyPolicy::Error,
         strict_booleans: true,
+        // Alias replay is where bombs explode; real schemas replay little.
+        alias_limits: serde_saphyr::alias_limits! { max_total_replayed_events: MAX_YAML_ALIAS_REPLAY },
+        // Overflowing literals like 1e400 reach us and are kept exactly; `.inf`/`.nan` are
+        // refused below because they have no decimal value.
+        non_finite_float_policy: serde_saphyr::options::NonFiniteFloatPolicy::PassThrough,
     };
-    let value: Value = serde_saphyr::from_str_with_options(text, options)
+    let node: serde_saphyr::Spanned<YamlNode> = serde_saphyr::from_str_with_options(text, options)
         .map_err(|e| ParseError::Yaml(first_line(&e.to_string())))?;
-    canonicalize_numbers(value)
+    yaml_to_value(node, text)
+}
+
+/// A YAML node as the parser typed it; numbers are resolved against the source text later.
+enum YamlNode {
+    Null,
+    Bool(bool),
+    Number,
+    String(String),
+    Seq(Vec<serde_saphyr::Spanned<YamlNode>>),
+    Map(Vec<(String, serde_saphyr::Spanned<YamlNode>)>),
+}
+
+impl<'de> serde::Deserialize<'de> for YamlNode {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct NodeVisitor;
+        impl<'de> serde::de::Visitor<'de> for NodeVisitor {
+            type Value = YamlNode;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a YAML value")
+            }
+            fn visit_unit<E>(self) -> Result<YamlNode, E> {
+                Ok(YamlNode::Null)
+            }
+            fn visit_none<E>(self) -> Result<YamlNode, E> {
+                Ok(YamlNode::Null)
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<YamlNode, E> {
+                Ok(YamlNode::Bool(v))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<YamlNode, E> {
+                Ok(YamlNode::Number)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<YamlNode, E> {
+                Ok(YamlNode::Number)
+            }
+            fn visit_i128<E>(self, _: i128) -> Result<YamlNode, E> {
+                Ok(YamlNode::Number)
+            }
+            fn visit_u128<E>(self, _: u128) -> Result<YamlNode, E> {
+                Ok(YamlNode::Number)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<YamlNode, E> {
+                // Non-finite spellings (`.inf`, `.nan`) fail when the text is read as a number.
+                Ok(YamlNode::Number)
+            }
+            fn visit_str<E>(self, v: &str) -> Result<YamlNode, E> {
+                Ok(YamlNode::String(v.to_string()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<YamlNode, E> {
+                Ok(YamlNode::String(v))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<YamlNode, A::Error> {
+                let mut items = Vec::new();
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(YamlNode::Seq(items))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<YamlNode, A::Error> {
+                let mut entries = Vec::new();
+                while let Some(entry) = map.next_entry::<String, _>()? {
+                    entries.push(entry);
+                }
+                Ok(YamlNode::Map(entries))
+            }
+        }
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+/// Builds the JSON value, reading each number's text from the source by the span where it was
+/// defined (an alias's value is read at its anchor).
+fn yaml_to_value(node: serde_saphyr::Spanned<YamlNode>, text: &str) -> Result<Value, ParseError> {
+    Ok(match node.value {
+        YamlNode::Null => Value::Null,
+        YamlNode::Bool(b) => Value::Bool(b),
+        YamlNode::String(s) => Value::String(s),
+        YamlNode::Number => {
+            let span = node.defined.span();
+            let lexeme = match (span.byte_offset(), span.byte_len()) {
+                (Some(start), Some(len)) => usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(len).ok())
+                    .and_then(|(start, len)| text.get(start..start.checked_add(len)?)),
+                _ => None,
+            }
+            .ok_or_else(|| ParseError::Yaml("cannot locate a number in the source".into()))?;
+            Value::Number(yaml_number(lexeme.trim())?)
+        }
+        YamlNode::Seq(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| yaml_to_value(item, text))
+                .collect::<Result<_, _>>()?,
+        ),
+        YamlNode::Map(entries) => {
+            let mut map = Map::new();
+            for (key, value) in entries {
+                map.insert(key, yaml_to_value(value, text)?);
+            }
+            Value::Object(map)
+        }
+    })
+}
+
+/// A YAML 1.2 core-schema number (`+1`, `0x1F`, `0o17`, `.5`, `1_000` where the parser allows)
+/// as a canonical exact number.
+fn yaml_number(lexeme: &str) -> Result<Number, ParseError> {
+    let bad = || {
+        ParseError::Yaml(format!(
+            "unsupported number {:?}",
+            lexeme.chars().take(40).collect::<String>()
+        ))
+    };
+    let (negative, body) = match lexeme.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, lexeme.strip_prefix('+').unwrap_or(lexeme)),
+    };
+    let radix = match body.get(..2) {
+        Some("0x") => Some(16),
+        Some("0o") => Some(8),
+        Some("0b") => Some(2),
+        _ => None,
+    };
+    if let Some(radix) = radix {
+        let value = u128::from_str_radix(&body[2..].replace('_', ""), radix).map_err(|_| bad())?;
+        return canonical_number(&format!("{}{value}", if negative { "-" } else { "" }));
+    }
+    let body = body.replace('_', "");
+    let body = if body.starts_with('.') {
+        format!("0{body}")
+    } else {
+        body
+    };
+    let body = body.strip_suffix('.').map(str::to_string).unwrap_or(body);
+    canonical_number(&format!("{}{body}", if negative { "-" } else { "" })).map_err(|_| bad())
 }
 
 fn first_line(message: &str) -> String {
@@ -586,6 +737,17 @@ mod tests {
             canon("{\"\u{fb33}\":1,\"\u{1f600}\":2}"),
             "{\"\u{1f600}\":2,\"\u{fb33}\":1}"
         );
+    }
+
+    #[test]
+    fn yaml_numbers_are_exact() {
+        let v = parse_yaml("a: 12345678901234567890123\nb: 0.1000000000000000055511\nc: 1e400\nd: 0x1F\ne: -.5\nf: &x 2.50\ng: *x\nh: '7'\n").unwrap();
+        assert_eq!(
+            to_canonical_string(&v),
+            r#"{"a":12345678901234567890123,"b":0.1000000000000000055511,"c":1e+400,"d":31,"e":-0.5,"f":2.5,"g":2.5,"h":"7"}"#
+        );
+        assert!(parse_yaml("a: .inf\n").is_err());
+        assert!(parse_yaml("a: .nan\n").is_err());
     }
 
     #[test]

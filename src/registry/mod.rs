@@ -161,6 +161,45 @@ impl Registry {
         Ok(registry)
     }
 
+    /// Opens an existing registry read-only (for inspection): no migration, no writes. A
+    /// registry whose schema is not the current one is refused.
+    pub fn open_read_only(path: &Path) -> Result<Registry> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if version != migrate::latest() {
+            return Err(RegistryError::TooNew {
+                found: version,
+                supported: migrate::latest(),
+            });
+        }
+        Ok(Registry { conn })
+    }
+
+    /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
+    /// applied with, contract).
+    pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<String>, ToolSpec)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT version, compatibility, spec_json FROM tool_versions WHERE tool = ?1 ORDER BY version",
+        )?;
+        let rows: Vec<(i64, Option<String>, String)> = stmt
+            .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.into_iter()
+            .map(|(version, compatibility, json)| {
+                let spec = parse_spec("tool_versions", &format!("{tool}@{version}"), &json)?;
+                Ok((version, compatibility, spec))
+            })
+            .collect()
+    }
+
     fn write_tx(&mut self) -> Result<Transaction<'_>> {
         Ok(self
             .conn

@@ -102,7 +102,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
         );
     }
     let pairs = match_endpoints(&old.endpoints, &new.endpoints);
-    let mut unexplained: Vec<(String, BTreeSet<String>)> = Vec::new();
+    note_possible_renames(&pairs, &mut out);
+    let mut unexplained: Vec<(&EndpointSpec, &EndpointSpec)> = Vec::new();
     for pair in &pairs {
         match pair {
             EndpointPair::Removed(o) => out.emit(
@@ -141,22 +142,19 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, overrides: &SeverityOverrides) -
                     && old_index.endpoint_fingerprints().get(&o.identity())
                         != new_index.endpoint_fingerprints().get(&n.identity())
                 {
-                    let endpoint_value =
-                        |e: &EndpointSpec| serde_json::to_value(e).unwrap_or(Value::Null);
-                    let mut reached = old_index.reachable(&endpoint_value(o));
-                    reached.extend(new_index.reachable(&endpoint_value(n)));
-                    unexplained.push((endpoint_path(n), reached));
+                    unexplained.push((o, n));
                 }
             }
         }
     }
     // An endpoint whose only difference lies in a shared definition is explained when that
     // definition's change was reported (possibly while comparing another endpoint).
-    for (path, reached) in unexplained {
-        if reached.is_disjoint(&schemas.changed_definitions) {
+    for (o, n) in unexplained {
+        let changed = &schemas.changed_definitions;
+        if !old_index.reaches_any(o, changed) && !new_index.reaches_any(n, changed) {
             out.emit(
                 "unclassified-change",
-                &path,
+                &endpoint_path(n),
                 "unclassified_change",
                 None,
                 None,
@@ -201,6 +199,54 @@ fn describe_remote(spec: &ToolSpec) -> String {
 
 fn endpoint_path(e: &EndpointSpec) -> String {
     format!("endpoints.{}", e.name)
+}
+
+/// A removed and an added endpoint whose contracts are otherwise equal are probably a rename:
+/// both stay reported (removal is breaking), and an info change pairs them for the reviewer.
+fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
+    let strip = |e: &EndpointSpec| {
+        let mut e = e.clone();
+        e.name.clear();
+        e.operation_id = None;
+        e.path.clear();
+        e.path_template.clear();
+        e.description = None;
+        e
+    };
+    let added: Vec<(&EndpointSpec, EndpointSpec)> = pairs
+        .iter()
+        .filter_map(|p| match p {
+            EndpointPair::Added(n) => Some((*n, strip(n))),
+            _ => None,
+        })
+        .collect();
+    let mut used = BTreeSet::new();
+    for pair in pairs {
+        let EndpointPair::Removed(o) = pair else {
+            continue;
+        };
+        let body = strip(o);
+        if let Some((n, _)) = added
+            .iter()
+            .find(|(n, stripped)| *stripped == body && !used.contains(&n.identity()))
+        {
+            used.insert(n.identity());
+            out.emit(
+                "endpoint-possibly-renamed",
+                &endpoint_path(n),
+                "endpoint_possibly_renamed",
+                Some(json!(o.identity())),
+                Some(json!(n.identity())),
+                format!(
+                    "{} ({}) looks like a rename of the removed {} ({}): same contract, new name.",
+                    n.name,
+                    n.identity(),
+                    o.name,
+                    o.identity()
+                ),
+            );
+        }
+    }
 }
 
 enum EndpointPair<'a> {
@@ -390,15 +436,22 @@ fn compare_endpoint(
             format!("The vendor metadata (_meta) of {} changed.", n.name),
         );
     }
-    compare_parameters(&at, &o.parameters, &n.parameters, schemas, out);
+    // Webhooks and callbacks run the other way: the provider sends, the consumer answers.
+    let (send, receive) = if is_reversed(n) {
+        (Direction::Response, Direction::Request)
+    } else {
+        (Direction::Request, Direction::Response)
+    };
+    compare_parameters(send, &at, &o.parameters, &n.parameters, schemas, out);
     compare_request_body(
+        send,
         &at,
         o.request_body.as_ref(),
         n.request_body.as_ref(),
         schemas,
         out,
     );
-    compare_responses(&at, &o.responses, &n.responses, schemas, out);
+    compare_responses(receive, &at, &o.responses, &n.responses, schemas, out);
     for (label, old_schema, new_schema, direction) in [
         (
             "input_schema",
@@ -425,6 +478,7 @@ fn compare_endpoint(
 }
 
 fn compare_parameters(
+    send: Direction,
     at: &str,
     old: &[ParameterSpec],
     new: &[ParameterSpec],
@@ -471,7 +525,30 @@ fn compare_parameters(
                         format!("{} parameter '{}' became {word}.", n.location, n.name),
                     );
                 }
-                if o.style != n.style {
+                // A positional (JSON-RPC) parameter's index is judged on its own below.
+                let without_position = |p: &ParameterSpec| {
+                    let mut style = p.style.clone();
+                    style.remove("position");
+                    style
+                };
+                if let (Some(op), Some(np)) = (o.style.get("position"), n.style.get("position")) {
+                    if op != np {
+                        out.emit(
+                            "request-parameter-reordered",
+                            &format!("{p_at}.position"),
+                            "parameter_reordered",
+                            Some(op.clone()),
+                            Some(np.clone()),
+                            format!(
+                                "Positional parameter '{}' moved from position {op} to {np}.",
+                                n.name
+                            ),
+                        );
+                    }
+                }
+                if without_position(o) != without_position(n)
+                    || o.style.contains_key("position") != n.style.contains_key("position")
+                {
                     out.emit(
                         "request-parameter-style-changed",
                         &format!("{p_at}.style"),
@@ -507,13 +584,7 @@ fn compare_parameters(
                         format!("{} parameter '{}' deprecation changed.", n.location, n.name),
                     );
                 }
-                schemas.compare(
-                    &o.schema,
-                    &n.schema,
-                    Direction::Request,
-                    &format!("{p_at}.schema"),
-                    out,
-                );
+                schemas.compare(&o.schema, &n.schema, send, &format!("{p_at}.schema"), out);
             }
         }
     }
@@ -522,8 +593,20 @@ fn compare_parameters(
             continue;
         }
         let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
+        // A positional parameter may only be added after every parameter callers already send.
+        let not_trailing = position_of(n).is_some_and(|pos| {
+            new.iter()
+                .filter(|p| old_by.contains_key(&key(p)))
+                .filter_map(position_of)
+                .any(|existing| existing > pos)
+        });
         let (rule, word) = if n.required {
             ("request-parameter-added-required", "Required")
+        } else if not_trailing {
+            (
+                "request-parameter-added-not-trailing",
+                "Optional (not trailing, so positions shift)",
+            )
         } else {
             ("request-parameter-added-optional", "Optional")
         };
@@ -538,7 +621,13 @@ fn compare_parameters(
     }
 }
 
+/// The index of a positional (JSON-RPC) parameter, when it has one.
+fn position_of(p: &ParameterSpec) -> Option<u64> {
+    p.style.get("position").and_then(Value::as_u64)
+}
+
 fn compare_request_body(
+    send: Direction,
     at: &str,
     old: Option<&RequestBody>,
     new: Option<&RequestBody>,
@@ -611,7 +700,7 @@ fn compare_request_body(
                     Some(new_schema) => schemas.compare(
                         old_schema,
                         new_schema,
-                        Direction::Request,
+                        send,
                         &format!("{m_at}.schema"),
                         out,
                     ),
@@ -631,11 +720,17 @@ fn compare_request_body(
     }
 }
 
+/// Webhook and callback endpoints are called by the provider, so their directions flip.
+fn is_reversed(e: &EndpointSpec) -> bool {
+    matches!(e.method.as_str(), "WEBHOOK" | "CALLBACK")
+}
+
 fn is_success(status: &str) -> bool {
     status.starts_with('2')
 }
 
 fn compare_responses(
+    receive: Direction,
     at: &str,
     old: &BTreeMap<String, ResponseSpec>,
     new: &BTreeMap<String, ResponseSpec>,
@@ -684,7 +779,7 @@ fn compare_responses(
                 Some(new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
-                    Direction::Response,
+                    receive,
                     &format!("{m_at}.schema"),
                     out,
                 ),
@@ -714,7 +809,7 @@ fn compare_responses(
                 Some(new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
-                    Direction::Response,
+                    receive,
                     &format!("{h_at}.schema"),
                     out,
                 ),

@@ -38,6 +38,8 @@ const LOWER_BOUNDS: &[&str] = &[
     "minContains",
     "multipleOf",
 ];
+/// Zalando's open enum extension, compared by its own rule rather than as documentation.
+const EXTENSIBLE_ENUM: &str = "x-extensible-enum";
 const DOC_KEYWORDS: &[&str] = &[
     "description",
     "title",
@@ -283,9 +285,11 @@ impl<'d> SchemaDiffer<'d> {
                 );
             }
         }
+        self.compare_extensible_enum(o, n, dir, path, out);
         let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
         for key in keys {
             if MODELED.contains(&key.as_str())
+                || key == EXTENSIBLE_ENUM
                 || UPPER_BOUNDS.contains(&key.as_str())
                 || LOWER_BOUNDS.contains(&key.as_str())
                 || o.get(key) == n.get(key)
@@ -563,6 +567,57 @@ impl<'d> SchemaDiffer<'d> {
                     ),
                 );
             }
+        }
+    }
+
+    /// `x-extensible-enum` (Zalando's guidelines): the listed values may grow, so receivers must
+    /// tolerate new ones; a sender that stops accepting a listed value still breaks callers.
+    fn compare_extensible_enum(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+    ) {
+        let values = |m: &Map<String, Value>| -> BTreeMap<String, Value> {
+            m.get(EXTENSIBLE_ENUM)
+                .and_then(Value::as_array)
+                .map(|vs| {
+                    vs.iter()
+                        .map(|v| (to_canonical_string(v), v.clone()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let (before, after) = (values(o), values(n));
+        let at = format!("{path}.{EXTENSIBLE_ENUM}");
+        for (text, value) in before.iter().filter(|(t, _)| !after.contains_key(*t)) {
+            let rule = match dir {
+                Direction::Request => "request-enum-value-removed",
+                Direction::Response => "response-enum-value-removed",
+            };
+            self.emit(
+                out,
+                rule,
+                &at,
+                "enum_value_removed",
+                Some(value.clone()),
+                None,
+                format!("{path} lost the extensible enum value {text}."),
+            );
+        }
+        for (text, value) in after.iter().filter(|(t, _)| !before.contains_key(*t)) {
+            // Extensible: receivers already handle unknown values, so an addition is safe both ways.
+            self.emit(
+                out,
+                "documentation-changed",
+                &at,
+                "extensible_enum_value_added",
+                None,
+                Some(value.clone()),
+                format!("{path} lists the new extensible enum value {text}."),
+            );
         }
     }
 

@@ -87,6 +87,15 @@ fn cases() -> Vec<(&'static str, Edit)> {
         ("endpoint-added-write", |d| {
             at(d, "/paths")["/toys"] = json!({"delete": {"operationId": "deleteToys", "responses": {"204": {"description": "ok"}}}});
         }),
+        ("endpoint-possibly-renamed", |d| {
+            let create = at(d, CREATE).clone();
+            at(d, "/paths/~1pets")
+                .as_object_mut()
+                .unwrap()
+                .remove("post");
+            at(d, "/paths")["/animals"] = json!({"post": create});
+            at(d, "/paths/~1animals/post")["operationId"] = json!("createAnimal");
+        }),
         ("endpoint-removed", |d| {
             at(d, "/paths/~1pets")
                 .as_object_mut()
@@ -391,7 +400,8 @@ fn every_rule_has_a_case_that_fires_it() {
         }
         assert!(
             all.iter().any(|(id, _)| *id == rule.id)
-                || spec_cases().iter().any(|(id, _)| *id == rule.id),
+                || spec_cases().iter().any(|(id, _)| *id == rule.id)
+                || openrpc_cases().iter().any(|(id, _)| *id == rule.id),
             "rule {} has no test case",
             rule.id
         );
@@ -540,4 +550,233 @@ fn report_order_does_not_depend_on_input_order() {
     let mut sorted = a.changes.clone();
     sorted.sort();
     assert_eq!(a.changes, sorted);
+}
+
+#[test]
+fn webhook_payloads_are_compared_in_the_receiving_direction() {
+    let hook = |required: &[&str], extra: bool| {
+        let mut props = json!({"id": {"type": "string"}});
+        if extra {
+            props["note"] = json!({"type": "string"});
+        }
+        json!({"post": {"operationId": "petCreated",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object", "required": required, "properties": props}}}},
+            "responses": {"200": {"description": "ack"}}}})
+    };
+    let with = |hook_item: Value| {
+        normalize_value(
+            "acme.pets",
+            &doc(move |d| {
+                d["openapi"] = json!("3.1.0");
+                d["webhooks"] = json!({"newPet": hook_item});
+            }),
+        )
+        .unwrap()
+    };
+    let old = with(hook(&["id"], false));
+    assert!(old
+        .endpoints
+        .iter()
+        .any(|e| e.method == "WEBHOOK" && e.name == "petCreated"));
+    // The provider now sends a new required field: the consumer just receives more.
+    let grown = classify(
+        &old,
+        &with(hook(&["id", "note"], true)),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        grown.compatibility,
+        Compatibility::Compatible,
+        "{:#?}",
+        grown.changes
+    );
+    // The provider stops sending a field the consumer may read: breaking.
+    let mut shrunk_hook = hook(&[], false);
+    shrunk_hook["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"] =
+        json!({});
+    let shrunk = classify(&old, &with(shrunk_hook), &SeverityOverrides::new());
+    assert!(
+        shrunk
+            .changes
+            .iter()
+            .any(|c| c.rule == "response-property-removed"),
+        "{:#?}",
+        shrunk.changes
+    );
+    // A new webhook is compatible (nothing the consumer calls); a removed one is breaking.
+    let none = normalize_value("acme.pets", &doc(|d| d["openapi"] = json!("3.1.0"))).unwrap();
+    assert_eq!(
+        classify(&none, &old, &SeverityOverrides::new()).compatibility,
+        Compatibility::Compatible
+    );
+    assert_eq!(
+        classify(&old, &none, &SeverityOverrides::new()).compatibility,
+        Compatibility::Breaking
+    );
+}
+
+#[test]
+fn callbacks_are_endpoints() {
+    let spec = normalize_value("acme.pets", &doc(|d| {
+        at(d, CREATE)["callbacks"] = json!({"onAdopted": {"{$request.body#/callbackUrl}": {"post": {
+            "requestBody": {"content": {"application/json": {"schema": {"type": "object"}}}},
+            "responses": {"204": {"description": "ok"}}}}}});
+    }))
+    .unwrap();
+    let cb = spec
+        .endpoints
+        .iter()
+        .find(|e| e.method == "CALLBACK")
+        .expect("callback endpoint");
+    assert_eq!(
+        cb.path,
+        "createPet.onAdopted {$request.body#/callbackUrl} POST"
+    );
+}
+
+#[test]
+fn a_changed_security_scheme_is_a_security_change() {
+    let with_scheme = |scheme: Value| {
+        normalize_value(
+            "acme.pets",
+            &doc(move |d| {
+                d["security"] = json!([{"auth": []}]);
+                d["components"]["securitySchemes"] = json!({"auth": scheme});
+            }),
+        )
+        .unwrap()
+    };
+    let bearer = with_scheme(json!({"type": "http", "scheme": "bearer", "description": "a"}));
+    let described = with_scheme(json!({"type": "http", "scheme": "bearer", "description": "b"}));
+    let api_key = with_scheme(json!({"type": "apiKey", "in": "query", "name": "key"}));
+    assert_eq!(
+        classify(&bearer, &described, &SeverityOverrides::new()).compatibility,
+        Compatibility::Identical
+    );
+    let report = classify(&bearer, &api_key, &SeverityOverrides::new());
+    assert_eq!(report.compatibility, Compatibility::SecurityReview);
+    assert!(report
+        .changes
+        .iter()
+        .all(|c| c.rule == "security-requirements-changed"));
+}
+
+#[test]
+fn extensible_enums_may_grow_but_not_shrink_on_the_request_side() {
+    let with = |values: Value| {
+        normalize_value(
+            "acme.pets",
+            &doc(move |d| {
+                at(d, NEW_PET)["properties"]["kind"] =
+                    json!({"type": "string", "x-extensible-enum": values});
+            }),
+        )
+        .unwrap()
+    };
+    let base = with(json!(["cat", "dog"]));
+    let grown = classify(
+        &base,
+        &with(json!(["cat", "dog", "fox"])),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(grown.compatibility, Compatibility::Compatible);
+    let shrunk = classify(&base, &with(json!(["cat"])), &SeverityOverrides::new());
+    assert_eq!(shrunk.compatibility, Compatibility::Breaking);
+    assert!(shrunk
+        .changes
+        .iter()
+        .any(|c| c.rule == "request-enum-value-removed"));
+}
+
+/// An OpenRPC method `transfer(from, to, memo?)`; `edit` changes its params.
+fn rpc_doc(edit: impl FnOnce(&mut Vec<Value>)) -> Value {
+    let mut params = vec![
+        json!({"name": "from", "required": true, "schema": {"type": "string"}}),
+        json!({"name": "to", "required": true, "schema": {"type": "string"}}),
+        json!({"name": "memo", "schema": {"type": "string"}}),
+    ];
+    edit(&mut params);
+    json!({"openrpc": "1.2.6", "info": {"title": "t", "version": "1"},
+           "methods": [{"name": "transfer", "params": params,
+                        "result": {"name": "ok", "schema": {"type": "boolean"}}}]})
+}
+
+type RpcEdit = fn(&mut Vec<Value>);
+
+/// Cases for JSON-RPC positional parameters (DESIGN.md: reordering is breaking, and only a
+/// trailing optional parameter may be added).
+fn openrpc_cases() -> Vec<(&'static str, RpcEdit)> {
+    vec![
+        ("request-parameter-reordered", |p| p.swap(0, 1)),
+        ("request-parameter-added-not-trailing", |p| {
+            p.insert(1, json!({"name": "fee", "schema": {"type": "integer"}}))
+        }),
+    ]
+}
+
+#[test]
+fn openrpc_positional_cases_fire_their_rule() {
+    use crate::core::normalize::openrpc;
+    let base = openrpc::normalize_value("acme.rpc", &rpc_doc(|_| {})).unwrap();
+    for (rule, edit) in openrpc_cases() {
+        let new = openrpc::normalize_value("acme.rpc", &rpc_doc(edit)).unwrap();
+        let report = classify(&base, &new, &SeverityOverrides::new());
+        let hit = report.changes.iter().find(|c| c.rule == rule);
+        assert!(
+            hit.is_some(),
+            "case {rule} did not fire it; got {:#?}",
+            report.changes
+        );
+        assert_eq!(report.compatibility, Compatibility::Breaking, "{rule}");
+        assert!(!report
+            .changes
+            .iter()
+            .any(|c| c.rule == "unclassified-change"));
+    }
+    // A trailing optional parameter is the one compatible addition.
+    let new = openrpc::normalize_value(
+        "acme.rpc",
+        &rpc_doc(|p| p.push(json!({"name": "fee", "schema": {"type": "integer"}}))),
+    )
+    .unwrap();
+    let report = classify(&base, &new, &SeverityOverrides::new());
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Compatible,
+        "{:#?}",
+        report.changes
+    );
+    assert!(report
+        .changes
+        .iter()
+        .any(|c| c.rule == "request-parameter-added-optional"));
+    // by-name methods: order does not matter.
+    let named = |edit: RpcEdit| {
+        let mut d = rpc_doc(edit);
+        d["methods"][0]["paramStructure"] = json!("by-name");
+        openrpc::normalize_value("acme.rpc", &d).unwrap()
+    };
+    let report = classify(
+        &named(|_| {}),
+        &named(|p| p.swap(0, 1)),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Identical,
+        "{:#?}",
+        report.changes
+    );
+    let report = classify(
+        &named(|_| {}),
+        &named(|p| p.insert(0, json!({"name": "fee", "schema": {}}))),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Compatible,
+        "{:#?}",
+        report.changes
+    );
 }

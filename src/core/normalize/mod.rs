@@ -1,7 +1,10 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
 pub mod graphql;
+pub mod odata;
 pub mod openapi;
+pub mod openrpc;
+pub mod optimade;
 pub mod schema;
 
 use crate::core::json::ParseError;
@@ -42,6 +45,9 @@ pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, Norm
     match kind {
         Kind::Openapi => openapi::normalize(watch, bytes),
         Kind::Graphql => graphql::normalize(watch, bytes),
+        Kind::Openrpc => openrpc::normalize(watch, bytes),
+        Kind::Odata => odata::normalize(watch, bytes),
+        Kind::Optimade => optimade::normalize(watch, bytes),
         other => Err(NormalizeError::UnsupportedKind(other)),
     }
 }

@@ -5,7 +5,7 @@
 //! request bodies, responses, headers, path items) are resolved in place.
 //! Endpoint identity is `METHOD path` with path parameter names normalized to `{}`.
 
-use super::schema::normalize_schema;
+use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
 use crate::core::model::{
@@ -28,11 +28,23 @@ enum Version {
 
 /// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
-    let root = parse_document(bytes)?;
-    normalize_value(watch, &root)
+    normalize_owned(watch, parse_document(bytes)?)
 }
 
+/// Normalizes an already parsed document (copying it).
 pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+    normalize_owned(watch, root.clone())
+}
+
+/// Normalizes a parsed document, moving named definitions out of it instead of copying them.
+pub fn normalize_owned(watch: &str, mut root: Value) -> Result<ToolSpec, NormalizeError> {
+    let mut spec = normalize_operations(watch, &root)?;
+    spec.definitions = collect_definitions(&mut root, &spec.endpoints)?;
+    Ok(spec)
+}
+
+/// Everything but the definitions, read from the borrowed document.
+fn normalize_operations(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
     let Value::Object(doc) = root else {
         return Err(NormalizeError::NotOpenApi(
             "the document is not an object".into(),
@@ -86,16 +98,29 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
                     continue;
                 };
                 let endpoint = ctx.operation(path, method, item, operation)?;
-                if !identities.insert(endpoint.identity()) {
-                    return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
+                let callbacks = ctx.callbacks(&endpoint.name, operation)?;
+                for e in std::iter::once(endpoint).chain(callbacks) {
+                    if !identities.insert(e.identity()) {
+                        return Err(NormalizeError::DuplicateEndpoint(e.identity()));
+                    }
+                    endpoints.push(e);
                 }
-                endpoints.push(endpoint);
+            }
+        }
+    }
+    // OpenAPI 3.1 webhooks: requests the provider sends to the consumer.
+    if let Some(Value::Object(webhooks)) = doc.get("webhooks") {
+        for (name, item) in webhooks {
+            for e in ctx.reversed_endpoints("WEBHOOK", name, item)? {
+                if !identities.insert(e.identity()) {
+                    return Err(NormalizeError::DuplicateEndpoint(e.identity()));
+                }
+                endpoints.push(e);
             }
         }
     }
     endpoints.sort_by_key(|e| e.identity());
 
-    let definitions = ctx.collect_definitions(&endpoints)?;
     Ok(ToolSpec {
         namespace,
         name,
@@ -117,7 +142,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             }),
         },
         endpoints,
-        definitions,
+        definitions: BTreeMap::new(),
         instructions: None,
     })
 }
@@ -159,6 +184,24 @@ pub fn resolve_pointer<'a>(root: &'a Value, reference: &str) -> Option<&'a Value
         current = match current {
             Value::Object(map) => map.get(&token)?,
             Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(current)
+}
+
+/// Mutable twin of [`resolve_pointer`].
+fn resolve_pointer_mut<'a>(root: &'a mut Value, reference: &str) -> Option<&'a mut Value> {
+    let pointer = reference.strip_prefix('#')?;
+    if pointer.is_empty() {
+        return Some(root);
+    }
+    let mut current = root;
+    for raw in pointer.strip_prefix('/')?.split('/') {
+        let token = percent_decode(raw).replace("~1", "/").replace("~0", "~");
+        current = match current {
+            Value::Object(map) => map.get_mut(&token)?,
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
             _ => return None,
         };
     }
@@ -431,7 +474,7 @@ impl<'a> Context<'a> {
         }
 
         let security_source = op.get("security").or_else(|| self.root.get("security"));
-        let security = security_requirements(security_source);
+        let security = security_requirements(security_source, self.security_schemes());
         let description = op
             .get("description")
             .or_else(|| op.get("summary"))
@@ -466,6 +509,67 @@ impl<'a> Context<'a> {
             meta: None,
             title: None,
         })
+    }
+
+    /// The callbacks of an operation, as endpoints the provider calls.
+    fn callbacks(
+        &self,
+        owner: &str,
+        operation: &Value,
+    ) -> Result<Vec<EndpointSpec>, NormalizeError> {
+        let mut out = Vec::new();
+        if let Some(Value::Object(callbacks)) = operation.get("callbacks") {
+            for (name, callback) in callbacks {
+                let at = format!("{owner}.callbacks.{name}");
+                let callback = self.resolve(callback, &at)?;
+                let Some(expressions) = callback.as_object() else {
+                    return Err(invalid(&at, "callback must be an object"));
+                };
+                for (expression, item) in expressions {
+                    out.extend(self.reversed_endpoints(
+                        "CALLBACK",
+                        &format!("{owner}.{name} {expression}"),
+                        item,
+                    )?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Operations of a path item the provider sends to the consumer (webhooks, callbacks):
+    /// method `WEBHOOK`/`CALLBACK`, identity by `label` and verb. They cause no side effect at
+    /// the provider, so they count as read-only.
+    fn reversed_endpoints(
+        &self,
+        kind: &str,
+        label: &str,
+        item: &Value,
+    ) -> Result<Vec<EndpointSpec>, NormalizeError> {
+        let at = format!("{kind} {label}");
+        let item = self.resolve(item, &at)?;
+        let Some(item_map) = item.as_object() else {
+            return Err(invalid(&at, "path item must be an object"));
+        };
+        let mut out = Vec::new();
+        for method in METHODS {
+            let Some(operation) = item_map.get(method) else {
+                continue;
+            };
+            let mut e = self.operation(label, method, item_map, operation)?;
+            let verb = method.to_ascii_uppercase();
+            e.path = format!("{label} {verb}");
+            e.path_template = e.path.clone();
+            if e.operation_id.is_none() {
+                e.name = format!("{kind} {label} {verb}");
+            }
+            e.method = kind.to_string();
+            e.read_only = true;
+            e.destructive = false;
+            e.idempotent = true;
+            out.push(e);
+        }
+        Ok(out)
     }
 
     fn parameter(&self, location: &str, name: &str, p: &Value) -> ParameterSpec {
@@ -537,6 +641,18 @@ impl<'a> Context<'a> {
         Ok(out)
     }
 
+    /// `components.securitySchemes` (3.x) or `securityDefinitions` (Swagger 2.0).
+    fn security_schemes(&self) -> Option<&'a Map<String, Value>> {
+        match self.version {
+            Version::OpenApi3 => self
+                .root
+                .get("components")?
+                .get("securitySchemes")?
+                .as_object(),
+            Version::Swagger2 => self.root.get("securityDefinitions")?.as_object(),
+        }
+    }
+
     /// Swagger `consumes`/`produces` of the operation, else of the document, else `default`.
     fn media_list(&self, op: &Map<String, Value>, key: &str, default: &str) -> Vec<String> {
         let list = op
@@ -559,39 +675,60 @@ impl<'a> Context<'a> {
         list.dedup();
         list
     }
+}
 
-    /// Every definition reachable from the endpoints, normalized, keyed by JSON pointer.
-    fn collect_definitions(
-        &self,
-        endpoints: &[EndpointSpec],
-    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
-        let mut definitions = BTreeMap::new();
-        let mut pending: Vec<(String, String)> = Vec::new();
-        for endpoint in endpoints {
-            for schema in endpoint.schemas() {
-                collect_refs(schema, &endpoint.name, &mut pending);
-            }
+/// Every definition reachable from the endpoints, normalized, keyed by JSON pointer. Targets
+/// are moved out of the document unless another reachable pointer lies inside them.
+fn collect_definitions(
+    root: &mut Value,
+    endpoints: &[EndpointSpec],
+) -> Result<BTreeMap<String, Value>, NormalizeError> {
+    // 1. Discover every reachable local pointer, reading the document.
+    let mut reachable: BTreeMap<String, String> = BTreeMap::new();
+    let mut pending: Vec<(String, String)> = Vec::new();
+    for endpoint in endpoints {
+        for schema in endpoint.schemas() {
+            collect_refs(schema, &endpoint.name, &mut pending);
         }
-        while let Some((reference, at)) = pending.pop() {
-            if definitions.contains_key(&reference) {
-                continue;
-            }
-            if !reference.starts_with('#') {
-                // External references are kept as written; their targets are not fetched.
-                continue;
-            }
-            let target = resolve_pointer(self.root, &reference).ok_or_else(|| {
-                NormalizeError::UnresolvedRef {
-                    reference: reference.clone(),
-                    at: at.clone(),
-                }
-            })?;
-            let normalized = normalize_schema(target);
-            collect_refs(&normalized, &reference, &mut pending);
-            definitions.insert(reference, normalized);
-        }
-        Ok(definitions)
     }
+    while let Some((reference, at)) = pending.pop() {
+        // External references are kept as written; their targets are not fetched.
+        if !reference.starts_with('#') || reachable.contains_key(&reference) {
+            continue;
+        }
+        let target =
+            resolve_pointer(root, &reference).ok_or_else(|| NormalizeError::UnresolvedRef {
+                reference: reference.clone(),
+                at: at.clone(),
+            })?;
+        collect_refs(target, &reference, &mut pending);
+        reachable.insert(reference, at);
+    }
+    // 2. Copy the targets other pointers reach into, then move the rest out.
+    let pointers: Vec<String> = reachable.into_keys().collect();
+    // `pointers` is sorted, so the first pointer at or after `outer/` tells.
+    let encloses = |outer: &str| {
+        let prefix = format!("{outer}/");
+        let at = pointers.partition_point(|p| p.as_str() < prefix.as_str());
+        pointers.get(at).is_some_and(|p| p.starts_with(&prefix))
+    };
+    let (copied, moved): (Vec<&String>, Vec<&String>) =
+        pointers.iter().partition(|p| encloses(p) || *p == "#");
+    let mut definitions = BTreeMap::new();
+    for reference in copied {
+        if let Some(target) = resolve_pointer(root, reference) {
+            definitions.insert(reference.clone(), normalize_schema(target));
+        }
+    }
+    for reference in moved {
+        if let Some(target) = resolve_pointer_mut(root, reference) {
+            definitions.insert(
+                reference.clone(),
+                normalize_schema_owned(std::mem::take(target)),
+            );
+        }
+    }
+    Ok(definitions)
 }
 
 fn collect_refs(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
@@ -645,8 +782,13 @@ fn swagger_param_schema(p: &Value) -> Value {
     normalize_schema(&Value::Object(schema))
 }
 
-/// Security requirements as sorted alternatives of sorted `scheme` / `scheme[scope,...]` terms.
-fn security_requirements(source: Option<&Value>) -> Vec<Vec<String>> {
+/// Security requirements as sorted alternatives of sorted terms `name`, `name[scope,...]`, each
+/// followed by ` ` and the canonical JSON of the scheme's definition (descriptions dropped), so
+/// a changed scheme (say bearer → API key in a query) changes the requirement.
+fn security_requirements(
+    source: Option<&Value>,
+    schemes: Option<&Map<String, Value>>,
+) -> Vec<Vec<String>> {
     let Some(Value::Array(alternatives)) = source else {
         return Vec::new();
     };
@@ -662,11 +804,23 @@ fn security_requirements(source: Option<&Value>) -> Vec<Vec<String>> {
                         .map(|s| s.iter().filter_map(Value::as_str).collect())
                         .unwrap_or_default();
                     scopes.sort_unstable();
-                    if scopes.is_empty() {
+                    let mut term = if scopes.is_empty() {
                         scheme.clone()
                     } else {
                         format!("{scheme}[{}]", scopes.join(","))
+                    };
+                    if let Some(Value::Object(definition)) = schemes.and_then(|s| s.get(scheme)) {
+                        let contract: Map<String, Value> = definition
+                            .iter()
+                            .filter(|(k, _)| k.as_str() != "description" && !k.starts_with("x-"))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect();
+                        term.push(' ');
+                        term.push_str(&crate::core::json::to_canonical_string(&Value::Object(
+                            contract,
+                        )));
                     }
+                    term
                 })
                 .collect();
             terms.sort();

@@ -7,7 +7,7 @@
 //! - Only schema-valued keywords are walked; `example`, `default`, `const` stay verbatim.
 
 use crate::core::json::to_canonical_string;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Keywords whose value is a schema.
 const SCHEMA_KEYWORDS: &[&str] = &[
@@ -34,40 +34,41 @@ const SCHEMA_MAP_KEYWORDS: &[&str] = &[
     "definitions",
 ];
 
-/// Normalizes one schema (recursively).
+/// Normalizes one schema (recursively), copying it.
 pub fn normalize_schema(schema: &Value) -> Value {
+    normalize_schema_owned(schema.clone())
+}
+
+/// Normalizes one schema (recursively) in place, without copying it.
+pub fn normalize_schema_owned(mut schema: Value) -> Value {
+    normalize_in_place(&mut schema);
+    schema
+}
+
+fn normalize_in_place(schema: &mut Value) {
     let Value::Object(map) = schema else {
         // `true`/`false` schemas and anything malformed stay as they are.
-        return schema.clone();
+        return;
     };
-    let mut out = Map::new();
-    for (key, value) in map {
-        let normalized = if SCHEMA_KEYWORDS.contains(&key.as_str()) {
+    for (key, value) in map.iter_mut() {
+        let key = key.as_str();
+        if SCHEMA_KEYWORDS.contains(&key) {
             match value {
                 // `items: [a, b]` (tuple form) is an array of schemas.
-                Value::Array(items) => Value::Array(items.iter().map(normalize_schema).collect()),
-                other => normalize_schema(other),
+                Value::Array(items) => items.iter_mut().for_each(normalize_in_place),
+                other => normalize_in_place(other),
             }
-        } else if SCHEMA_ARRAY_KEYWORDS.contains(&key.as_str()) {
-            match value {
-                Value::Array(items) => Value::Array(items.iter().map(normalize_schema).collect()),
-                other => other.clone(),
+        } else if SCHEMA_ARRAY_KEYWORDS.contains(&key) {
+            if let Value::Array(items) = value {
+                items.iter_mut().for_each(normalize_in_place);
             }
-        } else if SCHEMA_MAP_KEYWORDS.contains(&key.as_str()) {
-            match value {
-                Value::Object(props) => Value::Object(
-                    props
-                        .iter()
-                        .map(|(k, v)| (k.clone(), normalize_schema(v)))
-                        .collect(),
-                ),
-                other => other.clone(),
+        } else if SCHEMA_MAP_KEYWORDS.contains(&key) {
+            if let Value::Object(props) = value {
+                props.values_mut().for_each(normalize_in_place);
             }
-        } else {
-            value.clone()
-        };
-        out.insert(key.clone(), normalized);
+        }
     }
+    let out = map;
 
     let nullable = matches!(out.remove("nullable"), Some(Value::Bool(true)))
         | matches!(out.remove("x-nullable"), Some(Value::Bool(true)));
@@ -115,7 +116,6 @@ pub fn normalize_schema(schema: &Value) -> Value {
             sort_dedup(items);
         }
     }
-    Value::Object(out)
 }
 
 fn sort_dedup(items: &mut Vec<Value>) {

@@ -1,0 +1,43 @@
+//! Review artifacts (pure): content-free catalog inventories and diffs, pins, surface triage and
+//! provenance stamps. The CLI feeds them from the registry.
+
+pub mod catalog;
+pub mod pin;
+pub mod provenance;
+pub mod triage;
+
+use crate::core::fingerprint::SpecIndex;
+use crate::core::model::ToolSpec;
+use catalog::ToolRecord;
+use pin::PinnedTool;
+
+/// The current catalog records of one watch, with implementation identities (endpoint
+/// fingerprints), from its retained history (oldest first; the last is the current contract).
+pub fn pinned_tools(watch: &str, history: &[ToolSpec]) -> Vec<PinnedTool> {
+    let records: Vec<ToolRecord> = catalog::tool_records(watch, history);
+    let Some(current) = history.last() else {
+        return Vec::new();
+    };
+    let index = SpecIndex::new(current);
+    let fingerprints = index.endpoint_fingerprints();
+    let by_name: std::collections::BTreeMap<String, String> = current
+        .endpoints
+        .iter()
+        .map(|e| {
+            (
+                format!("tool:{watch}/{}", e.name),
+                fingerprints.get(&e.identity()).cloned().unwrap_or_default(),
+            )
+        })
+        .collect();
+    records
+        .into_iter()
+        .map(|record| {
+            let implementation_id = by_name.get(&record.tool_id).cloned().unwrap_or_default();
+            PinnedTool {
+                record,
+                implementation_id,
+            }
+        })
+        .collect()
+}
