@@ -448,6 +448,22 @@ fn hostile_input_is_an_error_and_leaves_the_registry_untouched() {
     );
     handle.join().unwrap();
 
+    // A server that accepts and never answers: an error within the watch's deadline.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}/graphql", silent.local_addr().unwrap());
+    let start = Instant::now();
+    fresh_error(
+        &|_| config(&silent_url, "url").replace("timeout = \"60s\"", "timeout = \"2s\""),
+        "server never answers",
+        "deadline",
+    );
+    assert!(
+        start.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    drop(silent);
+
     // SDL files (path) past apollo-parser's recursion and token limits.
     let deep = format!(
         "type Query {{ a: {}Int{} }}",
