@@ -678,8 +678,9 @@ fn watch_command(action: WatchCommand) -> Outcome {
     }
 }
 
-/// Reads a diff input: a URL (http/https) or a file path; errors name the input.
-async fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
+/// Reads a diff input: a URL (http/https) or a file path; errors name the input. A GraphQL
+/// URL is introspected (POST).
+async fn read_input(input: &str, kind: Kind) -> anyhow::Result<Vec<u8>> {
     let source = match url::Url::parse(input) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => Source::Url(url),
         _ => Source::Path(Path::new(input).to_path_buf()),
@@ -694,17 +695,18 @@ async fn read_input(input: &str) -> anyhow::Result<Vec<u8>> {
         proxy: None,
         validators: None,
     };
-    match fetch::fetch(&request)
-        .await
-        .with_context(|| input.to_string())?
-    {
+    let fetched = match kind {
+        Kind::Graphql => fetch::graphql::fetch_schema(&request).await,
+        _ => fetch::fetch(&request).await,
+    };
+    match fetched.with_context(|| input.to_string())? {
         FetchOutcome::Body { bytes, .. } => Ok(bytes),
         FetchOutcome::NotModified => Err(anyhow!("{input}: unexpected 304 Not Modified")),
     }
 }
 
 async fn load_spec(input: &str, kind: Kind) -> anyhow::Result<ToolSpec> {
-    let bytes = read_input(input).await?;
+    let bytes = read_input(input, kind).await?;
     normalize(kind, "diff.document", &bytes).with_context(|| input.to_string())
 }
 

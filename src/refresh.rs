@@ -243,11 +243,12 @@ async fn refresh_inner(
             final_url: None,
         },
         None => {
-            let result = if watch.kind == Kind::Optimade {
+            let result = match watch.kind {
+                // Introspection is a POST: full fetch every time, no validators (DESIGN.md).
+                Kind::Graphql => fetch::graphql::fetch_schema(&fetch_request(watch, None)).await,
                 // Multi-resource: no single validator covers the contract, so always a full fetch.
-                fetch::optimade::fetch(&fetch_request(watch, None)).await
-            } else {
-                fetch::fetch(&fetch_request(watch, stored_validators)).await
+                Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
+                _ => fetch::fetch(&fetch_request(watch, stored_validators)).await,
             };
             result.map_err(|e| {
                 stats.error_class = Some(fetch_error_class(&e));

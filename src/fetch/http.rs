@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Once;
 
 use reqwest::header::{
-    HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_ENCODING, ETAG, IF_MODIFIED_SINCE,
-    IF_NONE_MATCH, LAST_MODIFIED, LOCATION,
+    HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_ENCODING, CONTENT_TYPE, ETAG,
+    IF_MODIFIED_SINCE, IF_NONE_MATCH, LAST_MODIFIED, LOCATION,
 };
 use reqwest::StatusCode;
 use tokio::io::AsyncReadExt;
@@ -199,10 +199,27 @@ pub(super) async fn fetch_url(
     request: &FetchRequest,
     start: &Url,
 ) -> Result<FetchOutcome, FetchError> {
+    fetch_url_with(request, start, None).await
+}
+
+/// A request body to POST instead of a GET (GraphQL introspection).
+pub(super) struct PostBody {
+    pub content_type: &'static str,
+    pub accept: &'static str,
+    pub body: Vec<u8>,
+}
+
+/// [`fetch_url`], or with `post` a POST of that body; a POST is repeated to the target of every
+/// followed redirect (within the same bounds), and never carries validators.
+pub(super) async fn fetch_url_with(
+    request: &FetchRequest,
+    start: &Url,
+    post: Option<&PostBody>,
+) -> Result<FetchOutcome, FetchError> {
     check_scheme(start, "URL")?;
     let configured = configured_headers(&request.headers)?;
     let conditional = conditional_headers(request.validators.as_ref());
-    let sent_validator = !conditional.is_empty();
+    let sent_validator = post.is_none() && !conditional.is_empty();
     let client = build_client(request).await?;
     let home: Origin = start.origin();
 
@@ -216,12 +233,21 @@ pub(super) async fn fetch_url(
             HeaderMap::new()
         };
         if !headers.contains_key(ACCEPT) {
-            headers.insert(ACCEPT, HeaderValue::from_static(DEFAULT_ACCEPT));
+            let accept = post.map_or(DEFAULT_ACCEPT, |p| p.accept);
+            headers.insert(ACCEPT, HeaderValue::from_static(accept));
         }
-        headers.extend(conditional.clone());
+        let builder = match post {
+            None => {
+                headers.extend(conditional.clone());
+                client.get(url.clone())
+            }
+            Some(p) => {
+                headers.insert(CONTENT_TYPE, HeaderValue::from_static(p.content_type));
+                client.post(url.clone()).body(p.body.clone())
+            }
+        };
 
-        let mut response = client
-            .get(url.clone())
+        let mut response = builder
             .headers(headers)
             .send()
             .await

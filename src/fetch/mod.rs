@@ -6,6 +6,7 @@
 //! configured headers, which carry credentials, sent only to the configured origin.
 
 mod file;
+pub mod graphql;
 mod http;
 pub mod optimade;
 mod secrets;

@@ -70,6 +70,8 @@ const MODELED: &[&str] = &[
     "default",
     "readOnly",
     "writeOnly",
+    "arguments",
+    "nonNull",
 ];
 
 pub struct SchemaDiffer<'d> {
@@ -169,12 +171,13 @@ impl<'d> SchemaDiffer<'d> {
             }
             (None, None) => {
                 if old == new {
-                    // Identical text can still reach definitions that changed.
+                    // Identical text can still reach definitions that changed (in the
+                    // direction they are used: GraphQL `arguments` are what a caller sends).
                     let mut refs = BTreeSet::new();
-                    collect_refs(old, &mut refs);
-                    for r in refs {
+                    collect_directed_refs(old, dir, &mut refs);
+                    for (r, ref_dir) in refs {
                         let node = json!({ "$ref": r });
-                        self.compare_at(&node, &node, dir, path, out, depth + 1);
+                        self.compare_at(&node, &node, ref_dir, path, out, depth + 1);
                     }
                     return;
                 }
@@ -253,6 +256,7 @@ impl<'d> SchemaDiffer<'d> {
         for keyword in ["allOf", "anyOf", "oneOf", "prefixItems"] {
             self.compare_composition(keyword, o, n, dir, path, out, depth);
         }
+        self.compare_graphql_keywords(o, n, dir, path, out, depth);
         if o.get("default") != n.get("default") {
             let rule = match dir {
                 Direction::Request => "request-default-changed",
@@ -318,6 +322,55 @@ impl<'d> SchemaDiffer<'d> {
                     format!("Keyword {key} changed at {path}; schemawatch does not model it, so it is treated as breaking."),
                 );
             }
+        }
+    }
+
+    /// GraphQL's two keywords (normalize/graphql): `arguments` of a field (an object schema of
+    /// what a caller sends to select it, so compared in the request direction wherever the
+    /// field sits) and `nonNull` (an optional input that refuses an explicit null).
+    fn compare_graphql_keywords(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        if o.contains_key("arguments") || n.contains_key("arguments") {
+            let none = json!({"type": "object"});
+            self.compare_at(
+                o.get("arguments").unwrap_or(&none),
+                n.get("arguments").unwrap_or(&none),
+                Direction::Request,
+                &format!("{path}.arguments"),
+                out,
+                depth + 1,
+            );
+        }
+        let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
+        if non_null(o) != non_null(n) {
+            let shift = if non_null(n) {
+                Shift::Tightened
+            } else {
+                Shift::Relaxed
+            };
+            self.emit(
+                out,
+                constraint_rule(dir, shift),
+                &format!("{path}.nonNull"),
+                "constraint_changed",
+                o.get("nonNull").cloned(),
+                n.get("nonNull").cloned(),
+                format!(
+                    "{path} {} an explicit null.",
+                    if non_null(n) {
+                        "now refuses"
+                    } else {
+                        "now accepts"
+                    }
+                ),
+            );
         }
     }
 
@@ -781,6 +834,43 @@ impl<'d> SchemaDiffer<'d> {
         let at = format!("{path}.{keyword}");
         match (o.get(keyword), n.get(keyword)) {
             (None, None) => {}
+            (Some(Value::Array(a)), Some(Value::Array(b))) if a != b => {
+                if let (true, Some(old_refs), Some(new_refs)) = (
+                    matches!(keyword, "anyOf" | "oneOf"),
+                    bare_refs(a),
+                    bare_refs(b),
+                ) {
+                    // Alternatives that are all named types (GraphQL unions and interfaces,
+                    // OpenAPI oneOf of components) and share a member or changed in number:
+                    // pair them by name, not by position, so a member added or removed does
+                    // not hide changes in the others. (Same number, nothing shared: compared
+                    // by position below, so a renamed component is compared by content.)
+                    if a.len() != b.len() || !old_refs.is_disjoint(&new_refs) {
+                        self.compare_named_branches(&at, &old_refs, &new_refs, dir, out, depth);
+                        return;
+                    }
+                }
+                if a.len() == b.len() {
+                    for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                        self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
+                    }
+                } else {
+                    let text = format!(
+                        "{keyword} at {path} changed from {} to {} branches; not provably safe.",
+                        a.len(),
+                        b.len()
+                    );
+                    self.emit(
+                        out,
+                        "schema-composition-changed",
+                        &at,
+                        "composition_changed",
+                        Some(json!(a.len())),
+                        Some(json!(b.len())),
+                        text,
+                    );
+                }
+            }
             (Some(Value::Array(a)), Some(Value::Array(b))) if a.len() == b.len() => {
                 for (i, (x, y)) in a.iter().zip(b).enumerate() {
                     self.compare_at(x, y, dir, &format!("{at}.{i}"), out, depth + 1);
@@ -804,6 +894,67 @@ impl<'d> SchemaDiffer<'d> {
             }
         }
     }
+}
+
+impl SchemaDiffer<'_> {
+    /// Compares `$ref`-only branch lists by name: the common ones recursively, and one
+    /// `schema-composition-changed` naming the branches added and removed.
+    fn compare_named_branches(
+        &mut self,
+        at: &str,
+        old_refs: &BTreeSet<&str>,
+        new_refs: &BTreeSet<&str>,
+        dir: Direction,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        for r in old_refs.intersection(new_refs) {
+            let node = json!({ "$ref": r });
+            self.compare_at(&node, &node, dir, at, out, depth + 1);
+        }
+        let names = |refs: Vec<&&str>| -> Vec<String> {
+            refs.into_iter().map(|r| pointer_path(r)).collect()
+        };
+        let removed = names(old_refs.difference(new_refs).collect());
+        let added = names(new_refs.difference(old_refs).collect());
+        if removed.is_empty() && added.is_empty() {
+            // The same branches in another order: the keyword is a set here.
+            return;
+        }
+        let text = format!(
+            "The branches at {at} changed (added: {}; removed: {}); not provably safe.",
+            if added.is_empty() {
+                "none".to_string()
+            } else {
+                added.join(", ")
+            },
+            if removed.is_empty() {
+                "none".to_string()
+            } else {
+                removed.join(", ")
+            },
+        );
+        self.emit(
+            out,
+            "schema-composition-changed",
+            at,
+            "composition_changed",
+            Some(json!(removed)),
+            Some(json!(added)),
+            text,
+        );
+    }
+}
+
+/// The targets of a branch list in which every branch is exactly `{"$ref": ...}`, if it is.
+fn bare_refs(branches: &[Value]) -> Option<BTreeSet<&str>> {
+    branches
+        .iter()
+        .map(|b| match b.as_object() {
+            Some(m) if m.len() == 1 => m.get("$ref").and_then(Value::as_str),
+            _ => None,
+        })
+        .collect()
 }
 
 #[derive(Clone, Copy)]
@@ -841,6 +992,30 @@ fn collect_refs(v: &Value, out: &mut BTreeSet<String>) {
             map.values().for_each(|x| collect_refs(x, out));
         }
         Value::Array(items) => items.iter().for_each(|x| collect_refs(x, out)),
+        _ => {}
+    }
+}
+
+/// Like [`collect_refs`], with the direction each `$ref` is used in: everything below a
+/// GraphQL `arguments` keyword is sent by the caller.
+fn collect_directed_refs(v: &Value, dir: Direction, out: &mut BTreeSet<(String, Direction)>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.insert((r.clone(), dir));
+            }
+            for (key, value) in map {
+                let next = if key == "arguments" {
+                    Direction::Request
+                } else {
+                    dir
+                };
+                collect_directed_refs(value, next, out);
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|x| collect_directed_refs(x, dir, out)),
         _ => {}
     }
 }

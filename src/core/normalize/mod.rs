@@ -1,5 +1,6 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
+pub mod graphql;
 pub mod mcp;
 pub mod odata;
 pub mod openapi;
@@ -28,8 +29,6 @@ pub enum NormalizeError {
     RefLoop(String),
     #[error("two operations share the identity {0:?} (paths that differ only in parameter names)")]
     DuplicateEndpoint(String),
-    #[error("kind {0} is not supported yet")]
-    UnsupportedKind(Kind),
 }
 
 /// Splits a watch name `namespace.name` at its first dot (no dot: empty namespace).
@@ -44,10 +43,10 @@ pub fn split_watch_name(watch: &str) -> (String, String) {
 pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
     match kind {
         Kind::Openapi => openapi::normalize(watch, bytes),
+        Kind::Graphql => graphql::normalize(watch, bytes),
         Kind::Openrpc => openrpc::normalize(watch, bytes),
         Kind::Odata => odata::normalize(watch, bytes),
         Kind::Optimade => optimade::normalize(watch, bytes),
         Kind::Mcp => mcp::normalize(watch, bytes),
-        other => Err(NormalizeError::UnsupportedKind(other)),
     }
 }
