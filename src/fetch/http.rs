@@ -101,7 +101,8 @@ fn conditional_headers(validators: Option<&Validators>) -> HeaderMap {
     headers
 }
 
-async fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, FetchError> {
+/// Reads a CA bundle (capped), unparsed.
+async fn read_ca_bytes(path: &Path) -> Result<Vec<u8>, FetchError> {
     let ca_error = |reason: String| FetchError::CaFile {
         path: path.to_path_buf(),
         reason,
@@ -117,7 +118,15 @@ async fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, FetchErr
     if pem.len() as u64 > MAX_CA_FILE_BYTES {
         return Err(ca_error(format!("larger than {MAX_CA_FILE_BYTES} bytes")));
     }
-    let certs = reqwest::Certificate::from_pem_bundle(&pem)
+    Ok(pem)
+}
+
+fn parse_ca(path: &Path, pem: &[u8]) -> Result<Vec<reqwest::Certificate>, FetchError> {
+    let ca_error = |reason: String| FetchError::CaFile {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let certs = reqwest::Certificate::from_pem_bundle(pem)
         .map_err(|_| ca_error("not a valid PEM certificate bundle".to_owned()))?;
     if certs.is_empty() {
         return Err(ca_error("no PEM certificate found".to_owned()));
@@ -125,7 +134,58 @@ async fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, FetchErr
     Ok(certs)
 }
 
+/// What makes two clients different; requests with equal keys share one client (and its
+/// connection pool), since building one loads and parses the system trust store (tens of ms).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct ClientKey {
+    ca_pem: Option<Vec<u8>>,
+    proxy: Option<String>,
+    connect_timeout: std::time::Duration,
+    timeout: std::time::Duration,
+}
+
+/// Clients kept at most; past this the cache starts over (configs rarely have many variants).
+const MAX_CACHED_CLIENTS: usize = 64;
+
+fn client_cache() -> &'static std::sync::Mutex<std::collections::HashMap<ClientKey, reqwest::Client>>
+{
+    static CACHE: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<ClientKey, reqwest::Client>>,
+    > = std::sync::OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
 async fn build_client(request: &FetchRequest) -> Result<reqwest::Client, FetchError> {
+    // The CA file is read every time so a rotated bundle takes effect; its bytes are the key.
+    let ca_pem = match &request.ca_file {
+        Some(path) => Some(read_ca_bytes(path).await?),
+        None => None,
+    };
+    let key = ClientKey {
+        ca_pem,
+        proxy: request.proxy.clone(),
+        connect_timeout: request.connect_timeout,
+        timeout: request.timeout,
+    };
+    if let Ok(cache) = client_cache().lock() {
+        if let Some(client) = cache.get(&key) {
+            return Ok(client.clone());
+        }
+    }
+    let client = new_client(request, key.ca_pem.as_deref())?;
+    if let Ok(mut cache) = client_cache().lock() {
+        if cache.len() >= MAX_CACHED_CLIENTS {
+            cache.clear();
+        }
+        cache.insert(key, client.clone());
+    }
+    Ok(client)
+}
+
+fn new_client(
+    request: &FetchRequest,
+    ca_pem: Option<&[u8]>,
+) -> Result<reqwest::Client, FetchError> {
     install_crypto_provider();
     // Redirects are followed by hand so credentials never follow a hop to another
     // origin (reqwest strips only Authorization/Cookie; reliability.md P3).
@@ -135,8 +195,8 @@ async fn build_client(request: &FetchRequest) -> Result<reqwest::Client, FetchEr
         .user_agent(USER_AGENT)
         .connect_timeout(request.connect_timeout)
         .timeout(request.timeout);
-    if let Some(path) = &request.ca_file {
-        builder = builder.tls_certs_merge(read_ca_file(path).await?);
+    if let (Some(path), Some(pem)) = (&request.ca_file, ca_pem) {
+        builder = builder.tls_certs_merge(parse_ca(path, pem)?);
     }
     builder = match &request.proxy {
         Some(proxy) => {
