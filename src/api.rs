@@ -81,6 +81,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/pending/{id}/accept", post(accept))
         .route("/pending/{id}/reject", post(reject))
         .route("/check", post(check))
+        .route("/pins/check", post(pins_check))
         .layer(middleware::from_fn_with_state(shared.clone(), host_guard));
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
@@ -174,6 +175,15 @@ async fn pending(State(shared): State<Arc<Shared>>) -> ApiResult {
 async fn pending_one(State(shared): State<Arc<Shared>>, Path(id): Path<i64>) -> ApiResult {
     with_registry(shared, move |r, _| {
         Ok(Json(views::review_detail(&r.review(id)?)))
+    })
+    .await
+}
+
+/// `POST /v1/pins/check`: the body is a pin (`schemawatch pin capture`); the answer is the same
+/// JSON as `pin check --json`. Read-only, so no token; a malformed pin is `invalid_snapshot`.
+async fn pins_check(State(shared): State<Arc<Shared>>, body: String) -> ApiResult {
+    with_registry(shared, move |r, c| {
+        Ok(Json(crate::artifacts::check_pin(c, r, &body)?.to_json()))
     })
     .await
 }

@@ -743,20 +743,9 @@ async fn diff(
 /// The current catalog records (with implementation identities) of the configured watches.
 fn current_tools(config: &Config, only: &[String]) -> anyhow::Result<Vec<pin::PinnedTool>> {
     let registry = open_registry(config)?;
-    let mut out = Vec::new();
-    for watch in config
-        .watches
-        .iter()
-        .filter(|w| only.is_empty() || only.contains(&w.name))
-    {
-        let history: Vec<ToolSpec> = registry
-            .snapshots(&watch.name)?
-            .into_iter()
-            .map(|(_, _, spec)| spec)
-            .collect();
-        out.extend(schemawatch::artifacts::pinned_tools(&watch.name, &history));
-    }
-    Ok(out)
+    Ok(schemawatch::artifacts::current_tools(
+        config, &registry, only,
+    )?)
 }
 
 fn read_text(path: &Path) -> anyhow::Result<String> {
@@ -816,11 +805,9 @@ fn pin_command(action: PinCommand) -> Outcome {
         } => {
             let config = load_config(&config)?;
             let text = read_text(&pin_path)?;
-            let current = current_tools(&config, &[])?
-                .into_iter()
-                .map(|t| (t.record.tool_id.clone(), t))
-                .collect();
-            let result = pin::check(&text, &current);
+            let registry = open_registry(&config)?;
+            let result = schemawatch::artifacts::check_pin(&config, &registry, &text)
+                .map_err(anyhow::Error::from)?;
             if json {
                 print_json(&result.to_json());
             } else {

@@ -685,3 +685,49 @@ fn a_paused_daemon_does_not_burst_on_resume() {
     let (status, _) = d.terminate(Duration::from_secs(20));
     assert_eq!(status.code(), Some(0));
 }
+
+#[test]
+fn pins_are_checked_over_the_api_like_the_cli() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(&config_text(
+        &file_watch("acme.pets", "pets.json", "1h"),
+        "",
+    ));
+    let mut d = Daemon::start(&sb, None);
+    d.wait_json("/v1/status", |v| v["watches"][0]["fingerprint"].is_string());
+    let pin = sb.run(&["pin", "capture", "--config", &sb.config_arg()]);
+    pin.assert_code(0);
+    let pin_text = pin.stdout_text();
+    let (status, body) = http(d.api, "POST", "/v1/pins/check", None, &[], Some(&pin_text));
+    assert_eq!(status, 200, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["status"], "eligible");
+    assert_eq!(answer["reasons"], serde_json::json!([]));
+    // The CLI gives the same answer from the same registry.
+    let pin_file = sb.write_file("pin.json", pin_text.as_bytes());
+    let cli = sb.run(&[
+        "pin",
+        "check",
+        &pin_file.display().to_string(),
+        "--config",
+        &sb.config_arg(),
+        "--json",
+    ]);
+    cli.assert_code(0);
+    assert_eq!(cli.json(), answer);
+    // A malformed pin is invalid_snapshot, never eligible.
+    let (status, body) = http(
+        d.api,
+        "POST",
+        "/v1/pins/check",
+        None,
+        &[],
+        Some("{\"tools\":[]}"),
+    );
+    assert_eq!(status, 200);
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["reasons"], serde_json::json!(["invalid_snapshot"]));
+    let (status, _) = d.terminate(Duration::from_secs(20));
+    assert_eq!(status.code(), Some(0));
+}

@@ -41,3 +41,38 @@ pub fn pinned_tools(watch: &str, history: &[ToolSpec]) -> Vec<PinnedTool> {
         })
         .collect()
 }
+
+/// The current catalog records of the configured watches (all, or those in `only`).
+pub fn current_tools(
+    config: &crate::config::Config,
+    registry: &crate::registry::Registry,
+    only: &[String],
+) -> Result<Vec<PinnedTool>, crate::registry::RegistryError> {
+    let mut out = Vec::new();
+    for watch in config
+        .watches
+        .iter()
+        .filter(|w| only.is_empty() || only.contains(&w.name))
+    {
+        let history: Vec<ToolSpec> = registry
+            .snapshots(&watch.name)?
+            .into_iter()
+            .map(|(_, _, spec)| spec)
+            .collect();
+        out.extend(pinned_tools(&watch.name, &history));
+    }
+    Ok(out)
+}
+
+/// Checks a pin document against the registry's current tools.
+pub fn check_pin(
+    config: &crate::config::Config,
+    registry: &crate::registry::Registry,
+    pin_text: &str,
+) -> Result<pin::PinCheck, crate::registry::RegistryError> {
+    let current = current_tools(config, registry, &[])?
+        .into_iter()
+        .map(|t| (t.record.tool_id.clone(), t))
+        .collect();
+    Ok(pin::check(pin_text, &current))
+}
