@@ -153,21 +153,39 @@ impl<'d> SchemaDiffer<'d> {
                 if !self.done.insert((o.to_string(), n.to_string(), dir)) {
                     return;
                 }
+                // The definition maps outlive `self`'s borrow, so no copy is needed.
+                let (old_defs, new_defs) = (self.old_defs, self.new_defs);
                 let empty = json!({});
-                let old_target = self.old_defs.get(o).unwrap_or(&empty).clone();
-                let new_target = self.new_defs.get(n).unwrap_or(&empty).clone();
+                let old_target = old_defs.get(o).unwrap_or(&empty);
+                let new_target = new_defs.get(n).unwrap_or(&empty);
                 let def_path = pointer_path(n);
                 self.current_definition.push((o.to_string(), n.to_string()));
-                self.compare_keywords(&old_target, &new_target, dir, &def_path, out, depth + 1);
+                self.compare_keywords(old_target, new_target, dir, &def_path, out, depth + 1);
                 self.current_definition.pop();
             }
             (Some(o), None) => {
-                let target = self.old_defs.get(o).cloned().unwrap_or_else(|| json!({}));
-                self.compare_at(&target, new, dir, path, out, depth + 1);
+                let defs = self.old_defs;
+                let empty = json!({});
+                self.compare_at(
+                    defs.get(o).unwrap_or(&empty),
+                    new,
+                    dir,
+                    path,
+                    out,
+                    depth + 1,
+                );
             }
             (None, Some(n)) => {
-                let target = self.new_defs.get(n).cloned().unwrap_or_else(|| json!({}));
-                self.compare_at(old, &target, dir, path, out, depth + 1);
+                let defs = self.new_defs;
+                let empty = json!({});
+                self.compare_at(
+                    old,
+                    defs.get(n).unwrap_or(&empty),
+                    dir,
+                    path,
+                    out,
+                    depth + 1,
+                );
             }
             (None, None) => {
                 if old == new {
