@@ -62,9 +62,9 @@ pub struct ToolSpec {
     pub endpoints: Vec<EndpointSpec>,
     /// Where the contract came from. Outside the fingerprint.
     pub evidence: Evidence,
-    pub kind: Kind,
     /// Server-level text that reaches a model (MCP `instructions`). Inside the fingerprint.
     pub instructions: Option<String>,
+    pub kind: Kind,
     /// Descriptive metadata (document title, version string). Outside the fingerprint.
     pub metadata: Metadata,
     pub name: String,
