@@ -90,6 +90,26 @@ pub fn command_identity(argv: &[String]) -> String {
     )
 }
 
+/// What an OpenAPI watch does with external `$ref`s (`external_refs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExternalRefs {
+    /// Fetch referenced documents on the root's origin (for a file: its folder and below).
+    #[default]
+    SameOrigin,
+    /// Refuse any external `$ref` (an error outcome).
+    None,
+}
+
+impl ExternalRefs {
+    pub fn parse(text: &str) -> Option<ExternalRefs> {
+        match text {
+            "same-origin" => Some(ExternalRefs::SameOrigin),
+            "none" => Some(ExternalRefs::None),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
     pub name: String,
@@ -105,6 +125,8 @@ pub struct WatchConfig {
     pub schema_headers: BTreeMap<String, String>,
     /// Global `[severity]` merged with this watch's `[watch.severity]`.
     pub severity: SeverityOverrides,
+    /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
+    pub external_refs: ExternalRefs,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +178,7 @@ struct RawWatch {
     max_bytes: Option<toml::Value>,
     ca_file: Option<String>,
     proxy: Option<String>,
+    external_refs: Option<String>,
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -297,7 +320,21 @@ impl Config {
                     )));
                 }
             }
+            let external_refs = match &w.external_refs {
+                None => ExternalRefs::default(),
+                Some(_) if kind != Kind::Openapi => {
+                    return Err(invalid(format!(
+                        "{at}: external_refs is only for kind \"openapi\""
+                    )))
+                }
+                Some(v) => ExternalRefs::parse(v).ok_or_else(|| {
+                    invalid(format!(
+                        "{at}: external_refs: unknown value {v:?} (expected \"same-origin\" or \"none\")"
+                    ))
+                })?,
+            };
             watches.push(WatchConfig {
+                external_refs,
                 kind,
                 source,
                 interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,
@@ -497,6 +534,28 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn external_refs_policy() {
+        let w = "[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\npath = \"x\"\n";
+        assert_eq!(
+            parse(w).unwrap().watches[0].external_refs,
+            ExternalRefs::SameOrigin
+        );
+        let none = parse(&format!("{w}external_refs = \"none\"\n")).unwrap();
+        assert_eq!(none.watches[0].external_refs, ExternalRefs::None);
+        let err = parse(&format!("{w}external_refs = \"everywhere\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("external_refs") && err.contains("everywhere"),
+            "{err}"
+        );
+        let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"openrpc\"\npath = \"x\"\nexternal_refs = \"none\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("external_refs"), "{err}");
     }
 
     #[test]

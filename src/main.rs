@@ -5,7 +5,7 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
 use schemawatch::artifacts::provenance::stamp;
 use schemawatch::artifacts::{catalog, pin, triage as surface};
-use schemawatch::config::{Config, LogFormat};
+use schemawatch::config::{Config, ExternalRefs, LogFormat};
 use schemawatch::core::diff::{classify, rules};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
 use schemawatch::core::normalize::normalize;
@@ -681,11 +681,18 @@ fn watch_command(action: WatchCommand) -> Outcome {
 /// Reads a diff input: a URL (http/https) or a file path; errors name the input. A GraphQL
 /// URL is introspected (POST).
 async fn read_input(input: &str, kind: Kind) -> anyhow::Result<Vec<u8>> {
+    read_input_with(&input_request(input), input, kind)
+        .await
+        .map(|(bytes, _)| bytes)
+}
+
+/// The fetch of one diff input, unconditional, with the default bounds.
+fn input_request(input: &str) -> FetchRequest {
     let source = match url::Url::parse(input) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => Source::Url(url),
         _ => Source::Path(Path::new(input).to_path_buf()),
     };
-    let request = FetchRequest {
+    FetchRequest {
         source,
         headers: Default::default(),
         timeout: Duration::from_secs(60),
@@ -694,18 +701,45 @@ async fn read_input(input: &str, kind: Kind) -> anyhow::Result<Vec<u8>> {
         ca_file: None,
         proxy: None,
         validators: None,
-    };
+    }
+}
+
+/// [`read_input`] with a prepared request; also returns the URL after redirects.
+async fn read_input_with(
+    request: &FetchRequest,
+    input: &str,
+    kind: Kind,
+) -> anyhow::Result<(Vec<u8>, Option<String>)> {
     let fetched = match kind {
-        Kind::Graphql => fetch::graphql::fetch_schema(&request).await,
-        _ => fetch::fetch(&request).await,
+        Kind::Graphql => fetch::graphql::fetch_schema(request).await,
+        _ => fetch::fetch(request).await,
     };
     match fetched.with_context(|| input.to_string())? {
-        FetchOutcome::Body { bytes, .. } => Ok(bytes),
+        FetchOutcome::Body {
+            bytes, final_url, ..
+        } => Ok((bytes, final_url)),
         FetchOutcome::NotModified => Err(anyhow!("{input}: unexpected 304 Not Modified")),
     }
 }
 
 async fn load_spec(input: &str, kind: Kind) -> anyhow::Result<ToolSpec> {
+    if kind == Kind::Openapi {
+        // Relative external `$ref`s resolve the way a watch's do (same origin or folder).
+        let request = input_request(input);
+        let started = std::time::Instant::now();
+        let (bytes, final_url) = read_input_with(&request, input, kind).await?;
+        let resolved = fetch::openapi_refs::normalize_document(
+            "diff.document",
+            &request,
+            final_url.as_deref(),
+            &bytes,
+            ExternalRefs::SameOrigin,
+            started,
+        )
+        .await
+        .with_context(|| input.to_string())?;
+        return Ok(resolved.spec);
+    }
     let bytes = read_input(input, kind).await?;
     normalize(kind, "diff.document", &bytes).with_context(|| input.to_string())
 }

@@ -7,6 +7,7 @@ use crate::core::diff::classify;
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
 use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::core::normalize::normalize;
+use crate::fetch::openapi_refs::{self, BundleError};
 use crate::fetch::{self, FetchOutcome, FetchRequest, Source, Validators};
 use crate::registry::{
     now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState,
@@ -147,6 +148,15 @@ fn fetch_error_class(e: &fetch::FetchError) -> &'static str {
     }
 }
 
+fn bundle_error_class(e: &BundleError) -> &'static str {
+    match e {
+        BundleError::Normalize(_) | BundleError::Parse { .. } => "parse",
+        BundleError::TooLarge { .. } => "too_large",
+        BundleError::Timeout => "timeout",
+        e => e.fetch_error().map_or("fetch", fetch_error_class),
+    }
+}
+
 async fn refresh_recorded(
     registry: &mut Registry,
     watch: &WatchConfig,
@@ -232,6 +242,8 @@ async fn refresh_inner(
     } else {
         None
     };
+    let started = std::time::Instant::now();
+    let request = fetch_request(watch, stored_validators);
     let fetched = match crate::mcp::McpRequest::for_watch(watch) {
         // MCP: a full tool-list walk every time, no validators (DESIGN.md "Fetching").
         Some(request) => FetchOutcome::Body {
@@ -248,7 +260,7 @@ async fn refresh_inner(
                 Kind::Graphql => fetch::graphql::fetch_schema(&fetch_request(watch, None)).await,
                 // Multi-resource: no single validator covers the contract, so always a full fetch.
                 Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
-                _ => fetch::fetch(&fetch_request(watch, stored_validators)).await,
+                _ => fetch::fetch(&request).await,
             };
             result.map_err(|e| {
                 stats.error_class = Some(fetch_error_class(&e));
@@ -256,7 +268,7 @@ async fn refresh_inner(
             })?
         }
     };
-    let (bytes, validators) = match fetched {
+    let (bytes, mut validators, final_url) = match fetched {
         FetchOutcome::NotModified => {
             stats.not_modified = true;
             mark_ok(&mut state, "unchanged", None);
@@ -265,14 +277,43 @@ async fn refresh_inner(
             return Ok(Outcome::new(&watch.name, Action::Unchanged));
         }
         FetchOutcome::Body {
-            bytes, validators, ..
-        } => (bytes, validators),
+            bytes,
+            validators,
+            final_url,
+        } => (bytes, validators, final_url),
     };
     stats.fetched_bytes = bytes.len() as u64;
-    let spec = normalize(watch.kind, &watch.name, &bytes).map_err(|e| {
-        stats.error_class = Some("parse");
-        format!("invalid {} document: {e}", watch.kind)
-    })?;
+    let spec = if watch.kind == Kind::Openapi {
+        // External `$ref`s are fetched too (bounded, per `external_refs`).
+        let resolved = openapi_refs::normalize_document(
+            &watch.name,
+            &request,
+            final_url.as_deref(),
+            &bytes,
+            watch.external_refs,
+            started,
+        )
+        .await
+        .map_err(|e| {
+            stats.error_class = Some(bundle_error_class(&e));
+            match e {
+                BundleError::Normalize(e) => format!("invalid {} document: {e}", watch.kind),
+                e => e.to_string(),
+            }
+        })?;
+        stats.fetched_bytes += resolved.external_bytes;
+        if resolved.has_external_refs {
+            // No validator shortcut: the root's 304 cannot prove the referenced documents
+            // unchanged, so nothing is stored and the next cycle fetches in full.
+            validators = Validators::default();
+        }
+        resolved.spec
+    } else {
+        normalize(watch.kind, &watch.name, &bytes).map_err(|e| {
+            stats.error_class = Some("parse");
+            format!("invalid {} document: {e}", watch.kind)
+        })?
+    };
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
     let new_validators = (

@@ -8,6 +8,7 @@
 mod file;
 pub mod graphql;
 mod http;
+pub mod openapi_refs;
 pub mod optimade;
 mod secrets;
 

@@ -4,6 +4,7 @@ pub mod graphql;
 pub mod mcp;
 pub mod odata;
 pub mod openapi;
+pub mod openapi_refs;
 pub mod openrpc;
 pub mod optimade;
 pub mod schema;

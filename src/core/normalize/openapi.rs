@@ -4,6 +4,8 @@
 //! collected into `ToolSpec::definitions` by JSON pointer. Non-schema `$ref`s (parameters,
 //! request bodies, responses, headers, path items) are resolved in place.
 //! Endpoint identity is `METHOD path` with path parameter names normalized to `{}`.
+//! External `$ref`s resolve through a bundle ([`normalize_bundle`], see `openapi_refs`); their
+//! definitions are keyed by the root-relative reference (`schemas/pet.yaml#/Pet`).
 
 use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError};
@@ -37,14 +39,61 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
 }
 
 /// Normalizes a parsed document, moving named definitions out of it instead of copying them.
+/// External `$ref`s are kept as written and their targets are not collected.
 pub fn normalize_owned(watch: &str, mut root: Value) -> Result<ToolSpec, NormalizeError> {
-    let mut spec = normalize_operations(watch, &root)?;
-    spec.definitions = collect_definitions(&mut root, &spec.endpoints)?;
+    let mut externals = BTreeMap::new();
+    let mut spec = normalize_operations(watch, &root, &externals)?;
+    spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
     Ok(spec)
 }
 
+/// Normalizes a bundle: the root document, located at the absolute URI `root_uri`, plus the
+/// documents its external `$ref`s reach (absolute URI → parsed document). Every `$ref` is
+/// rewritten to a key relative to the root (`schemas/pet.yaml#/Pet`), so the result does not
+/// depend on where the bundle was served from.
+pub fn normalize_bundle(
+    watch: &str,
+    root_uri: &str,
+    mut root: Value,
+    externals: BTreeMap<String, Value>,
+) -> Result<ToolSpec, NormalizeError> {
+    let mut externals = super::openapi_refs::rewrite_bundle(root_uri, &mut root, externals)?;
+    let mut spec = normalize_operations(watch, &root, &externals)?;
+    spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
+    Ok(spec)
+}
+
+/// Resolves a reference key: `#/pointer` in the root, `doc#/pointer` in the external document
+/// keyed `doc`.
+fn lookup<'a>(
+    root: &'a Value,
+    externals: &'a BTreeMap<String, Value>,
+    reference: &str,
+) -> Option<&'a Value> {
+    match reference.find('#')? {
+        0 => resolve_pointer(root, reference),
+        at => resolve_pointer(externals.get(&reference[..at])?, &reference[at..]),
+    }
+}
+
+/// Mutable twin of [`lookup`].
+fn lookup_mut<'a>(
+    root: &'a mut Value,
+    externals: &'a mut BTreeMap<String, Value>,
+    reference: &str,
+) -> Option<&'a mut Value> {
+    match reference.find('#')? {
+        0 => resolve_pointer_mut(root, reference),
+        at => resolve_pointer_mut(externals.get_mut(&reference[..at])?, &reference[at..]),
+    }
+}
+
 /// Everything but the definitions, read from the borrowed document.
-fn normalize_operations(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+fn normalize_operations(
+    watch: &str,
+    root: &Value,
+    externals: &BTreeMap<String, Value>,
+) -> Result<ToolSpec, NormalizeError> {
     let Value::Object(doc) = root else {
         return Err(NormalizeError::NotOpenApi(
             "the document is not an object".into(),
@@ -63,7 +112,11 @@ fn normalize_operations(watch: &str, root: &Value) -> Result<ToolSpec, Normalize
             ))
         }
     };
-    let ctx = Context { root, version };
+    let ctx = Context {
+        root,
+        externals,
+        version,
+    };
     let (namespace, name) = split_watch_name(watch);
     let info = doc.get("info").and_then(Value::as_object);
     let info_str = |key: &str| {
@@ -234,6 +287,7 @@ fn percent_decode(text: &str) -> String {
 
 struct Context<'a> {
     root: &'a Value,
+    externals: &'a BTreeMap<String, Value>,
     version: Version,
 }
 
@@ -244,7 +298,7 @@ impl<'a> Context<'a> {
         for _ in 0..MAX_REF_HOPS {
             match current.get("$ref").and_then(Value::as_str) {
                 Some(reference) => {
-                    current = resolve_pointer(self.root, reference).ok_or_else(|| {
+                    current = lookup(self.root, self.externals, reference).ok_or_else(|| {
                         NormalizeError::UnresolvedRef {
                             reference: reference.into(),
                             at: at.into(),
@@ -681,6 +735,7 @@ impl<'a> Context<'a> {
 /// are moved out of the document unless another reachable pointer lies inside them.
 fn collect_definitions(
     root: &mut Value,
+    externals: &mut BTreeMap<String, Value>,
     endpoints: &[EndpointSpec],
 ) -> Result<BTreeMap<String, Value>, NormalizeError> {
     // 1. Discover every reachable local pointer, reading the document.
@@ -692,12 +747,17 @@ fn collect_definitions(
         }
     }
     while let Some((reference, at)) = pending.pop() {
-        // External references are kept as written; their targets are not fetched.
-        if !reference.starts_with('#') || reachable.contains_key(&reference) {
+        // External references outside the bundle are kept as written and not collected.
+        let in_bundle = match reference.find('#') {
+            Some(0) => true,
+            Some(at) => externals.contains_key(&reference[..at]),
+            None => false,
+        };
+        if !in_bundle || reachable.contains_key(&reference) {
             continue;
         }
         let target =
-            resolve_pointer(root, &reference).ok_or_else(|| NormalizeError::UnresolvedRef {
+            lookup(root, externals, &reference).ok_or_else(|| NormalizeError::UnresolvedRef {
                 reference: reference.clone(),
                 at: at.clone(),
             })?;
@@ -712,16 +772,17 @@ fn collect_definitions(
         let at = pointers.partition_point(|p| p.as_str() < prefix.as_str());
         pointers.get(at).is_some_and(|p| p.starts_with(&prefix))
     };
-    let (copied, moved): (Vec<&String>, Vec<&String>) =
-        pointers.iter().partition(|p| encloses(p) || *p == "#");
+    let (copied, moved): (Vec<&String>, Vec<&String>) = pointers
+        .iter()
+        .partition(|p| encloses(p) || p.ends_with('#'));
     let mut definitions = BTreeMap::new();
     for reference in copied {
-        if let Some(target) = resolve_pointer(root, reference) {
+        if let Some(target) = lookup(root, externals, reference) {
             definitions.insert(reference.clone(), normalize_schema(target));
         }
     }
     for reference in moved {
-        if let Some(target) = resolve_pointer_mut(root, reference) {
+        if let Some(target) = lookup_mut(root, externals, reference) {
             definitions.insert(
                 reference.clone(),
                 normalize_schema_owned(std::mem::take(target)),
