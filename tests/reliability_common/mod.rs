@@ -400,7 +400,7 @@ pub fn needles(secret: &str) -> Vec<(String, Vec<u8>)> {
             let enc = base64(&data[..full * 3], alphabet);
             out.push((
                 "base64".to_string(),
-                enc[skip * 4..full * 4].as_bytes().to_vec(),
+                enc.as_bytes()[skip * 4..full * 4].to_vec(),
             ));
         }
     }
@@ -428,11 +428,12 @@ pub fn needles(secret: &str) -> Vec<(String, Vec<u8>)> {
 }
 
 pub fn find_secret(haystack: &[u8], secret: &str) -> Option<String> {
+    // Every needle is ASCII, so a lossy UTF-8 view keeps each occurrence intact, and `str`
+    // search runs std's optimized two-way matcher even in debug test builds.
+    let text = String::from_utf8_lossy(haystack);
     needles(secret).into_iter().find_map(|(what, needle)| {
-        haystack
-            .windows(needle.len())
-            .any(|w| w == needle.as_slice())
-            .then_some(what)
+        let needle = String::from_utf8_lossy(&needle).into_owned();
+        text.contains(needle.as_str()).then_some(what)
     })
 }
 
