@@ -36,9 +36,9 @@ fn pick(kind: Kind, dir: &str) -> Option<(PathBuf, Option<PathBuf>)> {
     let mut all = Vec::new();
     files(&corpus_root().join(dir), &mut all);
     all.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
-    let largest = all.into_iter().find(|p| {
-        std::fs::read(p).is_ok_and(|b| normalize(kind, "bench.doc", &b).is_ok())
-    })?;
+    let largest = all
+        .into_iter()
+        .find(|p| std::fs::read(p).is_ok_and(|b| normalize(kind, "bench.doc", &b).is_ok()))?;
     let mut siblings = Vec::new();
     files(largest.parent()?, &mut siblings);
     siblings.sort();
@@ -94,7 +94,10 @@ fn per_kind(c: &mut Criterion) {
             let old = std::fs::read(&before).expect("read");
             eprintln!(
                 "{dir}: diff pair {} -> {rel}",
-                before.strip_prefix(corpus_root()).unwrap_or(&before).display()
+                before
+                    .strip_prefix(corpus_root())
+                    .unwrap_or(&before)
+                    .display()
             );
             group.bench_function("diff floor: parse both + sha256 both", |b| {
                 b.iter(|| black_box((floor(black_box(&old)), floor(black_box(&new)))))

@@ -37,7 +37,10 @@ fn serve(stream: TcpStream) {
             if line == "\r\n" {
                 break;
             }
-            if line.to_ascii_lowercase().starts_with("if-none-match: \"v1\"") {
+            if line
+                .to_ascii_lowercase()
+                .starts_with("if-none-match: \"v1\"")
+            {
                 conditional = true;
             }
         }
