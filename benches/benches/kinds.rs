@@ -25,7 +25,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             files(&p, out);
-        } else if !p.extension().is_some_and(|x| x == "md") {
+        } else if p.extension().is_none_or(|x| x != "md") {
             out.push(p);
         }
     }
