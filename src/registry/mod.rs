@@ -6,6 +6,7 @@
 //! state; an apply is a compare-and-swap on the tool's (registry_version, fingerprint); stored
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
+pub mod failpoint;
 mod migrate;
 
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
@@ -38,6 +39,8 @@ pub enum RegistryError {
     ReviewNotFound { id: i64 },
     #[error("review {id} is superseded: {why}")]
     Superseded { id: i64, why: String },
+    #[error("injected failure at failpoint {0}")]
+    Failpoint(&'static str),
     #[error("cannot create registry folder {path}: {source}")]
     CreateDir {
         path: String,
@@ -325,14 +328,18 @@ impl Registry {
         state: &WatchState,
         validators: Option<(&str, Option<&str>, Option<&str>)>,
     ) -> Result<i64> {
+        failpoint::hit("apply.begin")?;
         let tx = self.write_tx()?;
         let version = apply_in(&tx, spec, expected, provenance, keep_versions)?;
+        failpoint::hit("apply.after_snapshot")?;
         supersede_open_reviews(&tx, &state.watch)?;
         upsert_watch(&tx, state)?;
         if let Some((digest, etag, last_modified)) = validators {
             store_validators(&tx, &state.watch, digest, etag, last_modified)?;
         }
+        failpoint::hit("apply.after_state")?;
         tx.commit()?;
+        failpoint::hit("apply.after_commit")?;
         Ok(version)
     }
 
@@ -349,6 +356,7 @@ impl Registry {
         if let Some((digest, etag, last_modified)) = validators {
             store_validators(&tx, &state.watch, digest, etag, last_modified)?;
         }
+        failpoint::hit("unchanged.before_commit")?;
         tx.commit()?;
         Ok(())
     }
@@ -374,6 +382,7 @@ impl Registry {
         report: &DriftReport,
         state: &WatchState,
     ) -> Result<Queued> {
+        failpoint::hit("review.begin")?;
         let tx = self.write_tx()?;
         let current = read_tool(&tx, &candidate_key(candidate))?;
         let matches = current.as_ref().is_some_and(|t| {
@@ -423,14 +432,15 @@ impl Registry {
                         report_json(report),
                     ],
                 )?;
-                Queued::New {
-                    id: tx.last_insert_rowid(),
-                    superseded,
-                }
+                let id = tx.last_insert_rowid();
+                failpoint::hit("review.after_insert")?;
+                Queued::New { id, superseded }
             }
         };
         upsert_watch(&tx, state)?;
+        failpoint::hit("review.before_commit")?;
         tx.commit()?;
+        failpoint::hit("review.after_commit")?;
         Ok(result)
     }
 
@@ -509,6 +519,7 @@ impl Registry {
             }
             Err(e) => return Err(e),
         };
+        failpoint::hit("accept.after_apply")?;
         let now = now_rfc3339();
         tx.execute(
             "UPDATE reviews SET state = 'accepted', decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
@@ -520,7 +531,9 @@ impl Registry {
         )?;
         // The validators of the accepted document are unknown here; the next cycle refetches.
         tx.execute("DELETE FROM validators WHERE watch = ?1", [&review.watch])?;
+        failpoint::hit("accept.before_commit")?;
         tx.commit()?;
+        failpoint::hit("accept.after_commit")?;
         Ok(version)
     }
 
@@ -614,6 +627,19 @@ impl Registry {
     /// Recomputes fingerprints of snapshots stored under an older projection version, from the
     /// normalized specs the registry keeps. Not a contract change: no version bump, no drift.
     fn refingerprint_outdated(&mut self) -> Result<()> {
+        // Read first: a registry with nothing to redo takes no write lock, so opening it
+        // (`status`, `history`, ...) never waits behind another process's write
+        // (docs/reliability.md, C5).
+        let outdated: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM tools WHERE fingerprint_version < ?1)
+                  + (SELECT count(*) FROM tool_versions WHERE fingerprint_version < ?1)
+                  + (SELECT count(*) FROM reviews WHERE fingerprint_version < ?1)",
+            [FINGERPRINT_VERSION],
+            |r| r.get(0),
+        )?;
+        if outdated == 0 {
+            return Ok(());
+        }
         let tx = self.write_tx()?;
         for (table, key_col) in [
             ("tools", "name"),
