@@ -127,6 +127,9 @@ pub struct WatchConfig {
     pub severity: SeverityOverrides,
     /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
     pub external_refs: ExternalRefs,
+    /// A surface classification file (`triage --classification` format): a new endpoint it does
+    /// not classify is a security change.
+    pub classification: Option<PathBuf>,
 }
 
 #[derive(Deserialize)]
@@ -179,6 +182,7 @@ struct RawWatch {
     ca_file: Option<String>,
     proxy: Option<String>,
     external_refs: Option<String>,
+    classification: Option<String>,
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -335,6 +339,7 @@ impl Config {
             };
             watches.push(WatchConfig {
                 external_refs,
+                classification: w.classification.as_deref().map(resolve).transpose()?,
                 kind,
                 source,
                 interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,

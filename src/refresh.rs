@@ -365,7 +365,17 @@ async fn refresh_inner(
             outcome.review_id = None;
             return Ok(outcome);
         }
-        let report = classify(&current.spec, &spec, &watch.severity);
+        let mut report = classify(&current.spec, &spec, &watch.severity);
+        if let Some(path) = &watch.classification {
+            let classification = crate::artifacts::triage::read_classification(path)?;
+            crate::artifacts::triage::flag_unclassified(
+                &watch.name,
+                &current.spec,
+                &spec,
+                &classification,
+                &mut report,
+            );
+        }
         let compatibility = report.compatibility;
         match compatibility {
             Compatibility::Identical => {
@@ -424,8 +434,15 @@ async fn refresh_inner(
                             }
                             Queued::AlreadyOpen { id } => id,
                         };
+                        // The payload carries the verdict's reasoning (`_toulmin`, `_tags`).
+                        let provenance = crate::artifacts::provenance::stamp(
+                            serde_json::json!({"review_id": id}),
+                            &report,
+                            &format!("review:{}", watch.name),
+                        );
                         tracing::warn!(event = "pending_review", watch = %watch.name, review_id = id,
-                            compatibility = compatibility.as_str(), change_count = report.changes.len());
+                            compatibility = compatibility.as_str(), change_count = report.changes.len(),
+                            provenance = %provenance);
                         let mut outcome = Outcome::new(&watch.name, Action::PendingReview);
                         outcome.compatibility = Some(compatibility);
                         outcome.review_id = Some(id);

@@ -491,3 +491,44 @@ fn review_artifacts_are_stamped_and_inspect_diff_reads_two_registries() {
         "inspect never writes"
     );
 }
+
+#[test]
+fn a_new_endpoint_missing_from_the_classification_needs_security_review() {
+    let env = Env::new();
+    std::fs::write(
+        env.root.join("sw.toml"),
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\nclassification = \"surface.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.root.join("surface.toml"),
+        "real_dispatch = [\"acme.pets/createPet\", \"acme.pets/deletePet\"]\nread_only = [\"acme.pets/listPets\"]\n",
+    )
+    .unwrap();
+    env.serve(&doc(|_| {}));
+    assert_eq!(env.check()["outcomes"][0]["action"], "registered");
+    // A new read-only endpoint is normally compatible; unclassified, it needs security review.
+    let with_toys = |d: &mut Value| {
+        d["paths"]["/toys"] = json!({"get": {"operationId": "listToys", "responses": {"200": {"description": "ok"}}}});
+    };
+    env.serve(&doc(with_toys));
+    let o = run(&["check", "--config", &env.config, "--json"]);
+    let outcome = &json_of(&o)["outcomes"][0];
+    assert_eq!(outcome["action"], "pending_review");
+    assert_eq!(outcome["compatibility"], "security_review");
+    // The WARN event of a pending review carries the verdict's reasoning.
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        log.contains("pending_review")
+            && log.contains("_toulmin")
+            && log.contains("endpoint-unclassified"),
+        "{log}"
+    );
+    // Once classified, the same change is compatible and applies.
+    std::fs::write(
+        env.root.join("surface.toml"),
+        "real_dispatch = [\"acme.pets/createPet\", \"acme.pets/deletePet\"]\nread_only = [\"acme.pets/listPets\", \"acme.pets/listToys\"]\n",
+    )
+    .unwrap();
+    assert_eq!(env.check()["outcomes"][0]["action"], "applied");
+}

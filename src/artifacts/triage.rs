@@ -95,3 +95,53 @@ pub fn drift(
         .collect();
     out
 }
+
+/// Reads a classification file (TOML: bucket = ["watch/endpoint", ...]); errors name the file.
+pub fn read_classification(
+    path: &std::path::Path,
+) -> Result<BTreeMap<String, Vec<String>>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read classification {}: {e}", path.display()))?;
+    toml::from_str(&text).map_err(|e| format!("classification {}: {}", path.display(), e.message()))
+}
+
+/// Endpoints added by `new` (by name) that `classification` does not place in any bucket,
+/// as security changes appended to `report`.
+pub fn flag_unclassified(
+    watch: &str,
+    old: &crate::core::model::ToolSpec,
+    new: &crate::core::model::ToolSpec,
+    classification: &BTreeMap<String, Vec<String>>,
+    report: &mut crate::core::model::DriftReport,
+) {
+    use crate::core::model::{Change, Compatibility, Severity, ValueOrd};
+    let classified: BTreeSet<&String> = classification.values().flatten().collect();
+    let old_names: BTreeSet<&str> = old.endpoints.iter().map(|e| e.name.as_str()).collect();
+    for e in new
+        .endpoints
+        .iter()
+        .filter(|e| !old_names.contains(e.name.as_str()))
+    {
+        let id = format!("{watch}/{}", e.name);
+        if !classified.contains(&id) {
+            report.changes.push(Change {
+                path: format!("endpoints.{}", e.name),
+                kind: "endpoint_unclassified".into(),
+                rule: "endpoint-unclassified".into(),
+                severity: Severity::Security,
+                before: None,
+                after: Some(ValueOrd(json!(id))),
+                message: format!("New endpoint {id} is not in the surface classification; classify it before it is used."),
+            });
+        }
+    }
+    report.changes.sort();
+    report.changes.dedup();
+    if report
+        .changes
+        .iter()
+        .any(|c| c.severity == Severity::Security)
+    {
+        report.compatibility = Compatibility::SecurityReview;
+    }
+}

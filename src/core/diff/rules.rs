@@ -28,6 +28,7 @@ pub const RULES: &[Rule] = &[
     rule("endpoint-possibly-renamed", Info, "A removed and an added endpoint have the same contract: probably a rename (both are also reported)."),
     rule("endpoint-removed", Breaking, "An endpoint disappeared; callers of it fail."),
     rule("endpoint-renamed", Breaking, "The endpoint kept its method and path but its name (operationId) changed."),
+    rule("endpoint-unclassified", Security, "A new endpoint is missing from the watch's surface classification file (triage)."),
     rule("execution-target-changed", Security, "The invocation target changed: base URL, server, host, basePath or transport."),
     rule("instructions-changed", Security, "Server-level instructions that reach a model changed."),
     rule("meta-changed", Breaking, "An endpoint's vendor metadata (MCP _meta) changed; not modelled, so not assumed safe."),
