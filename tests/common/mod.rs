@@ -545,15 +545,15 @@ fn base64_needles(secret: &[u8]) -> Vec<String> {
     needles
 }
 
-/// Every form in which the canary could leak: raw, base64 (any alignment, both alphabets),
+/// Every form in which `secret` could leak: raw, base64 (any alignment, both alphabets),
 /// percent-encoded (fully and partially), hex.
-pub fn canary_needles() -> Vec<(String, Vec<u8>)> {
-    let mut needles = vec![("raw".to_string(), CANARY.as_bytes().to_vec())];
-    for n in base64_needles(CANARY.as_bytes()) {
+pub fn secret_needles(secret: &str) -> Vec<(String, Vec<u8>)> {
+    let mut needles = vec![("raw".to_string(), secret.as_bytes().to_vec())];
+    for n in base64_needles(secret.as_bytes()) {
         needles.push((format!("base64 {n}"), n.into_bytes()));
     }
-    let full_pct: String = CANARY.bytes().map(|b| format!("%{b:02X}")).collect();
-    let partial_pct: String = CANARY
+    let full_pct: String = secret.bytes().map(|b| format!("%{b:02X}")).collect();
+    let partial_pct: String = secret
         .bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() {
@@ -563,7 +563,7 @@ pub fn canary_needles() -> Vec<(String, Vec<u8>)> {
             }
         })
         .collect();
-    let hex: String = CANARY.bytes().map(|b| format!("{b:02x}")).collect();
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
     needles.push(("percent-encoded".into(), full_pct.clone().into_bytes()));
     needles.push((
         "percent-encoded lowercase".into(),
@@ -575,13 +575,25 @@ pub fn canary_needles() -> Vec<(String, Vec<u8>)> {
     needles
 }
 
+pub fn canary_needles() -> Vec<(String, Vec<u8>)> {
+    secret_needles(CANARY)
+}
+
+/// The first form of `secret` found in `haystack`, if any.
+pub fn find_secret(haystack: &[u8], secret: &str) -> Option<String> {
+    // Every needle is ASCII, so a lossy UTF-8 view keeps each occurrence intact, and `str`
+    // search runs std's optimized two-way matcher even in debug test builds.
+    let text = String::from_utf8_lossy(haystack);
+    secret_needles(secret)
+        .into_iter()
+        .find_map(|(what, needle)| {
+            let needle = String::from_utf8_lossy(&needle).into_owned();
+            text.contains(needle.as_str()).then_some(what)
+        })
+}
+
 pub fn find_canary(haystack: &[u8]) -> Option<String> {
-    canary_needles().into_iter().find_map(|(what, needle)| {
-        haystack
-            .windows(needle.len())
-            .any(|w| w == needle.as_slice())
-            .then_some(what)
-    })
+    find_secret(haystack, CANARY)
 }
 
 // ---------------------------------------------------------------------------------------

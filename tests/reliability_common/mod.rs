@@ -369,76 +369,9 @@ pub fn registry_files(db: &Path) -> Vec<PathBuf> {
 pub const CANARY: &str = "canary-5e1f0c3a9b";
 pub const TOKEN_VAR: &str = "SW_TEST_TOKEN";
 
-fn base64(bytes: &[u8], alphabet: &[u8; 64]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..=chunk.len() {
-            out.push(alphabet[((n >> (18 - 6 * i)) & 63) as usize] as char);
-        }
-    }
-    out
-}
-
-/// Every form in which `secret` could leak: raw, base64 (three alignments, both alphabets),
-/// percent-encoded (full, lowercase, partial), hex.
-pub fn needles(secret: &str) -> Vec<(String, Vec<u8>)> {
-    const STD: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    const URL: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-    let mut out = vec![("raw".to_string(), secret.as_bytes().to_vec())];
-    for alphabet in [STD, URL] {
-        for pad in 0..3usize {
-            let mut data = vec![0u8; pad];
-            data.extend_from_slice(secret.as_bytes());
-            let full = data.len() / 3;
-            let skip = usize::from(pad > 0);
-            let enc = base64(&data[..full * 3], alphabet);
-            out.push((
-                "base64".to_string(),
-                enc.as_bytes()[skip * 4..full * 4].to_vec(),
-            ));
-        }
-    }
-    let pct: String = secret.bytes().map(|b| format!("%{b:02X}")).collect();
-    let partial: String = secret
-        .bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect();
-    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
-    out.push(("percent-encoded".into(), pct.clone().into_bytes()));
-    out.push((
-        "percent-encoded lowercase".into(),
-        pct.to_lowercase().into_bytes(),
-    ));
-    out.push(("partially percent-encoded".into(), partial.into_bytes()));
-    out.push(("hex".into(), hex.clone().into_bytes()));
-    out.push(("HEX".into(), hex.to_uppercase().into_bytes()));
-    out
-}
-
-pub fn find_secret(haystack: &[u8], secret: &str) -> Option<String> {
-    // Every needle is ASCII, so a lossy UTF-8 view keeps each occurrence intact, and `str`
-    // search runs std's optimized two-way matcher even in debug test builds.
-    let text = String::from_utf8_lossy(haystack);
-    needles(secret).into_iter().find_map(|(what, needle)| {
-        let needle = String::from_utf8_lossy(&needle).into_owned();
-        text.contains(needle.as_str()).then_some(what)
-    })
-}
-
+/// The canary scanner is shared with the other integration tests (tests/common).
 pub fn find_canary(haystack: &[u8]) -> Option<String> {
-    find_secret(haystack, CANARY)
+    crate::common::find_secret(haystack, CANARY)
 }
 
 // ---------------------------------------------------------------------------------------
