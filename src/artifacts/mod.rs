@@ -1,5 +1,6 @@
-//! Review artifacts (pure): content-free catalog inventories and diffs, pins, surface triage and
-//! provenance stamps. The CLI feeds them from the registry.
+//! Review artifacts: content-free catalog inventories and diffs, pins, surface triage and
+//! provenance stamps. Pure but for `triage::read_classification` (reads the user's file);
+//! the CLI, the API and refresh feed them from the registry.
 
 pub mod catalog;
 pub mod pin;
