@@ -245,7 +245,7 @@ async fn refresh_inner(
     let started = std::time::Instant::now();
     let request = fetch_request(watch, stored_validators);
     let fetched = match crate::mcp::McpRequest::for_watch(watch) {
-        // MCP: a full tool-list walk every time, no validators (DESIGN.md "Fetching").
+        // MCP: a full tool-list walk every time, no validators (docs/design.md "Fetching").
         Some(request) => FetchOutcome::Body {
             bytes: crate::mcp::fetch_document(&request).await.map_err(|e| {
                 stats.error_class = Some("mcp");
@@ -256,7 +256,7 @@ async fn refresh_inner(
         },
         None => {
             let result = match watch.kind {
-                // Introspection is a POST: full fetch every time, no validators (DESIGN.md).
+                // Introspection is a POST: full fetch every time, no validators (docs/design.md).
                 Kind::Graphql => fetch::graphql::fetch_schema(&fetch_request(watch, None)).await,
                 // Multi-resource: no single validator covers the contract, so always a full fetch.
                 Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,

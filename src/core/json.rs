@@ -2,7 +2,7 @@
 //!
 //! Why a parser of our own for JSON: serde_json silently keeps the last of duplicate keys and,
 //! without `arbitrary_precision`, rounds big numbers through f64, which makes canonicalization
-//! non-idempotent (notes/reliability.md P8/P9). This parser rejects duplicate keys, enforces a
+//! non-idempotent (docs/reliability.md P8/P9). This parser rejects duplicate keys, enforces a
 //! nesting limit, and stores every number as its canonical exact decimal (see [`canonical_number`]).
 //! YAML goes through serde-saphyr with budgets against alias bombs, then through the same
 //! number canonicalization.

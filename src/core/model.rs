@@ -1,5 +1,5 @@
 //! The canonical contract model: ToolSpec, EndpointSpec and the drift report types.
-//! Field names are the product contract (DESIGN.md); keep them.
+//! Field names are the product contract (docs/design.md); keep them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,7 +1,7 @@
 //! The long-running daemon: the HTTP API, a scheduler that refreshes each watch on its own
 //! interval, signals (SIGTERM/SIGINT drain, SIGHUP reload) and systemd notifications.
 //!
-//! Scheduling, in short (notes/reliability.md P19 and §3):
+//! Scheduling, in short (docs/reliability.md P19 and §3):
 //! - one task per watch; its first refresh comes after a deterministic per-watch offset
 //!   within `min(interval, 30 s)`, so watches are spread instead of firing together;
 //! - the next refresh is scheduled from the end of the previous one (`interval` ± 10%), so a
@@ -504,7 +504,8 @@ fn reload(
 /// Runs until SIGTERM/SIGINT: binds the API, starts the scheduler, handles SIGHUP.
 pub async fn run(config: Config) -> Result<(), DaemonError> {
     use tokio::signal::unix::{signal, SignalKind};
-    // Our own handlers, first: as PID 1 in a container, unhandled signals are ignored (P17).
+    // Our own handlers, first: as PID 1 in a container, unhandled signals are ignored
+    // (docs/reliability.md P17).
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;

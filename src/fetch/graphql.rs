@@ -1,4 +1,4 @@
-//! GraphQL introspection over POST (DESIGN.md "Fetching": full fetch every time, no
+//! GraphQL introspection over POST (docs/design.md "Fetching": full fetch every time, no
 //! validators). The same bounds as every fetch: total deadline, decoded body cap, redirects,
 //! headers only to the configured origin. A `path` source is read as a file (SDL or a saved
 //! introspection result).

@@ -20,7 +20,7 @@ use super::{
 
 const USER_AGENT: &str = concat!("schemawatch/", env!("CARGO_PKG_VERSION"));
 const DEFAULT_ACCEPT: &str = "application/json, application/yaml;q=0.9, */*;q=0.5";
-/// Conditional headers are ours to set from the stored validators (DESIGN.md "Fetching"):
+/// Conditional headers are ours to set from the stored validators (docs/design.md "Fetching"):
 /// a caller-supplied one could turn a changed document into a 304, or a partial body.
 const CALLER_CONDITIONALS: [&str; 5] = [
     "if-none-match",
@@ -83,7 +83,7 @@ fn configured_headers(templates: &BTreeMap<String, String>) -> Result<Configured
 }
 
 /// `If-None-Match` wins over `If-Modified-Since` (RFC 9110 §13.1.3). The date is the
-/// server's own `Last-Modified` string, never our clock (reliability.md, urlwatch).
+/// server's own `Last-Modified` string, never our clock (docs/design.md "Fetching").
 fn conditional_headers(validators: Option<&Validators>) -> HeaderMap {
     let mut headers = HeaderMap::new();
     let Some(validators) = validators else {
@@ -188,7 +188,7 @@ fn new_client(
 ) -> Result<reqwest::Client, FetchError> {
     install_crypto_provider();
     // Redirects are followed by hand so credentials never follow a hop to another
-    // origin (reqwest strips only Authorization/Cookie; reliability.md P3).
+    // origin (reqwest strips only Authorization/Cookie; docs/reliability.md P3).
     let mut builder = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .referer(false)

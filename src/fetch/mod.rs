@@ -1,6 +1,6 @@
 //! Fetching a schema document from a URL or a local file, with every fetch bounded.
 //!
-//! Bounds (DESIGN.md "Fetching"; notes/reliability.md P1-P7): a total deadline that covers
+//! Bounds (docs/design.md "Fetching"; docs/reliability.md P1-P7): a total deadline that covers
 //! redirects and the body, a cap on decoded body bytes, at most [`MAX_REDIRECTS`] hops,
 //! explicit status handling (a 304 is only "unchanged" when we asked conditionally), and
 //! configured headers, which carry credentials, sent only to the configured origin.
@@ -28,7 +28,7 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on decoded body bytes (32 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
 
-/// HTTP validators of a stored snapshot. Kept outside the fingerprint (DESIGN.md).
+/// HTTP validators of a stored snapshot. Kept outside the fingerprint (docs/design.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Validators {
     pub etag: Option<String>,

@@ -11,7 +11,7 @@
 //! headers (sent only to the configured origin, which external documents share).
 //!
 //! A document with external refs has no validator shortcut: the root's 304 cannot prove the
-//! referenced documents unchanged (DESIGN.md "Fetching"), so callers fetch it in full.
+//! referenced documents unchanged (docs/design.md "Fetching"), so callers fetch it in full.
 
 use super::{FetchError, FetchOutcome, FetchRequest, Source};
 use crate::config::ExternalRefs;

@@ -3,7 +3,7 @@
 //! `{"info": <body>, "entry_info": {"<type>": <body>, ...}}`.
 //!
 //! No single response proves the whole contract unchanged, so there are no validators: every
-//! cycle is a full fetch (DESIGN.md "Fetching"). Bounds: one total deadline over all requests,
+//! cycle is a full fetch (docs/design.md "Fetching"). Bounds: one total deadline over all requests,
 //! the body cap over the sum of all bodies, at most `MAX_ENTRY_TYPES` entry types, and each
 //! body must be strict JSON (checked before it is spliced into the combined document).
 //! A `path` source is read as an already combined document.

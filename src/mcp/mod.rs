@@ -1,8 +1,8 @@
 //! A minimal MCP client that reads a server's tool list, for fingerprinting.
 //!
-//! Hand-rolled JSON-RPC on `serde_json::Value` (notes/mcp.md §4): every byte a server sends
-//! about its tools is kept, including vendor keys and fields newer than this code, and
-//! nothing is cached or served stale.
+//! Hand-rolled JSON-RPC on `serde_json::Value` (docs/reliability.md MCP §4): every byte a
+//! server sends about its tools is kept, including vendor keys and fields newer than this
+//! code, and nothing is cached or served stale.
 //!
 //! - Transports: stdio (a child process we spawn with a minimal environment, drain, and always
 //!   kill and reap) and Streamable HTTP (JSON or SSE responses, legacy sessions).

@@ -1,6 +1,7 @@
 //! Schema migrations: the SQL files in `migrations/`, applied in order, each in its own
 //! transaction with the version recorded in `schema_migrations` and `PRAGMA user_version`.
-//! (Hand-rolled: the migration crates pin older rusqlite versions; notes/crates.md.)
+//! (Hand-rolled: the migration crates pin older rusqlite versions;
+//! docs/reliability.md Crates §1.)
 
 use super::{RegistryError, Result};
 use rusqlite::{params, Connection, TransactionBehavior};

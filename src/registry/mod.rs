@@ -151,7 +151,7 @@ impl Registry {
         let conn = Connection::open(path)?;
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL: a commit acknowledged to the user survives power loss (notes/reliability.md).
+        // FULL: a commit acknowledged to the user survives power loss (docs/reliability.md §3).
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;

@@ -74,7 +74,7 @@ impl<'o> Emitter<'o> {
 }
 
 /// The rule a kind uses in place of a general one. For MCP every piece of text reaches a
-/// model (tool poisoning), so text changes and new tools are security (DESIGN.md).
+/// model (tool poisoning), so text changes and new tools are security (docs/design.md).
 fn kind_rule(kind: Kind, rule_id: &'static str) -> &'static str {
     match (kind, rule_id) {
         (Kind::Mcp, "description-changed") => "tool-description-changed",

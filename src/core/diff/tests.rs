@@ -811,7 +811,7 @@ fn rpc_doc(edit: impl FnOnce(&mut Vec<Value>)) -> Value {
 
 type RpcEdit = fn(&mut Vec<Value>);
 
-/// Cases for JSON-RPC positional parameters (DESIGN.md: reordering is breaking, and only a
+/// Cases for JSON-RPC positional parameters (docs/design.md: reordering is breaking, and only a
 /// trailing optional parameter may be added).
 fn openrpc_cases() -> Vec<(&'static str, RpcEdit)> {
     vec![

@@ -1,7 +1,7 @@
 //! OData CSDL XML `$metadata` (v4 `edmx:Edmx Version="4.0"`, and v2/v3 EDMX) → ToolSpec.
 //!
-//! XML is parsed with roxmltree: DTDs are rejected (so no entity expansion, no XXE; notes
-//! reliability.md P12) and the node count is capped. Elements are matched by local name, so
+//! XML is parsed with roxmltree: DTDs are rejected (so no entity expansion, no XXE;
+//! docs/reliability.md P12) and the node count is capped. Elements are matched by local name, so
 //! every CSDL namespace generation (2006/04 … 2009/11, OASIS v4) reads the same way; schema
 //! aliases (`graph` for `microsoft.graph`) are resolved to namespaces.
 //!
@@ -14,7 +14,7 @@
 //! - An entity set gives five endpoints: `GET /Set` (read-only collection), `GET /Set({})`,
 //!   `POST /Set` (insert), `PATCH /Set({})` (update) and `DELETE /Set({})` (destructive); key
 //!   properties are `key` parameters. The entity type is the request schema of insert/update
-//!   and the response schema of reads, so both directions' rules apply to it (DESIGN.md).
+//!   and the response schema of reads, so both directions' rules apply to it (docs/design.md).
 //!   A singleton gives `GET /Name` and `PATCH /Name`.
 //! - Functions are `FUNCTION` (read-only, idempotent), actions `ACTION` (side effects).
 //!   Bound operations live at `/<binding type>/<Namespace.Name>`, unbound ones at

@@ -7,7 +7,7 @@
 //!   index as `style.position`; a stated `paramStructure` is recorded as
 //!   `style.paramStructure` on every param. The classifier turns a moved position into
 //!   `request-parameter-reordered` and a non-trailing optional addition into
-//!   `request-parameter-added-not-trailing` (DESIGN.md: "only a trailing optional parameter
+//!   `request-parameter-added-not-trailing` (docs/design.md: "only a trailing optional parameter
 //!   may be added").
 //! - `result` → `output_schema`; `errors` → `responses` keyed `error <code>` (the message is
 //!   the description, `data` the schema).
