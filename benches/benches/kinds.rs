@@ -11,43 +11,25 @@ use schemawatch::core::model::Kind;
 use schemawatch::core::normalize::normalize;
 use sha2::{Digest, Sha256};
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
 
-fn corpus_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus")
-}
+#[path = "../../tests/common/corpus.rs"]
+mod corpus;
 
-fn files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            files(&p, out);
-        } else if p.extension().is_none_or(|x| x != "md") {
-            out.push(p);
-        }
-    }
-}
-
-/// The largest document the normalizer accepts, and the one before it (by name) in its folder.
-fn pick(kind: Kind, dir: &str) -> Option<(PathBuf, Option<PathBuf>)> {
-    let mut all = Vec::new();
-    files(&corpus_root().join(dir), &mut all);
-    all.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)));
-    let largest = all
+/// The largest document (uncompressed size) the normalizer accepts, and the one before it (by
+/// name) in its folder, as corpus-relative names.
+fn pick(kind: Kind, dir: &str) -> Option<(String, Option<String>)> {
+    let accepts = |rel: &String| normalize(kind, "bench.doc", &corpus::read(rel)).is_ok();
+    let mut all: Vec<(usize, String)> = corpus::files_under(dir)
         .into_iter()
-        .find(|p| std::fs::read(p).is_ok_and(|b| normalize(kind, "bench.doc", &b).is_ok()))?;
-    let mut siblings = Vec::new();
-    files(largest.parent()?, &mut siblings);
-    siblings.sort();
+        .filter(|rel| !rel.ends_with(".md"))
+        .map(|rel| (corpus::read(&rel).len(), rel))
+        .collect();
+    all.sort_by_key(|(len, _)| std::cmp::Reverse(*len));
+    let largest = all.into_iter().map(|(_, rel)| rel).find(accepts)?;
+    let folder = largest.rsplit_once('/')?.0.to_string();
+    let siblings = corpus::files_under(&folder);
     let i = siblings.iter().position(|p| p == &largest)?;
-    let before = siblings[..i]
-        .iter()
-        .rev()
-        .find(|p| std::fs::read(p).is_ok_and(|b| normalize(kind, "bench.doc", &b).is_ok()))
-        .cloned();
+    let before = siblings[..i].iter().rev().find(|rel| accepts(rel)).cloned();
     Some((largest, before))
 }
 
@@ -71,12 +53,8 @@ fn per_kind(c: &mut Criterion) {
             eprintln!("{dir}: no document normalizes; skipped");
             continue;
         };
-        let new = std::fs::read(&largest).expect("read");
-        let rel = largest
-            .strip_prefix(corpus_root())
-            .unwrap_or(&largest)
-            .display()
-            .to_string();
+        let new = corpus::read(&largest);
+        let rel = &largest;
         let mut group = c.benchmark_group(format!("kind-{dir}"));
         group.sample_size(10);
         group.throughput(Throughput::Bytes(new.len() as u64));
@@ -91,14 +69,8 @@ fn per_kind(c: &mut Criterion) {
             })
         });
         if let Some(before) = before {
-            let old = std::fs::read(&before).expect("read");
-            eprintln!(
-                "{dir}: diff pair {} -> {rel}",
-                before
-                    .strip_prefix(corpus_root())
-                    .unwrap_or(&before)
-                    .display()
-            );
+            let old = corpus::read(&before);
+            eprintln!("{dir}: diff pair {before} -> {rel}");
             group.bench_function("diff floor: parse both + sha256 both", |b| {
                 b.iter(|| black_box((floor(black_box(&old)), floor(black_box(&new)))))
             });

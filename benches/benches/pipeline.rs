@@ -8,13 +8,12 @@ use schemawatch::core::fingerprint::tool_fingerprint;
 use schemawatch::core::normalize::openapi;
 use sha2::{Digest, Sha256};
 use std::hint::black_box;
-use std::path::PathBuf;
+
+#[path = "../../tests/common/corpus.rs"]
+mod vendored;
 
 fn corpus(rel: &str) -> Vec<u8> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/corpus/openapi")
-        .join(rel);
-    std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    vendored::read(&format!("openapi/{rel}"))
 }
 
 fn normalize_and_fingerprint(c: &mut Criterion) {

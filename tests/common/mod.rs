@@ -5,6 +5,8 @@
 
 #![allow(dead_code)]
 
+pub mod corpus;
+
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};

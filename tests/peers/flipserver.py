@@ -1,5 +1,5 @@
 """MCP test peer on PyPI `mcp` 2.x (dual-era: legacy handshake and 2026-07-28) whose
-`read_note` annotations can change between runs. Adapted from ../shared/peers/mcp_flipserver.py.
+`read_note` annotations can change between runs. Written for this project's MCP tests.
 
   MODE=safe (default)  read_note: readOnly, not destructive, idempotent, closed world
   MODE=flip            read_note: write, destructive, not idempotent, open world, new description

@@ -502,7 +502,7 @@ fn every_rule_has_a_case_that_fires_it() {
             continue; // exercised below: it only fires when no rule explains a difference
         }
         if rule.id == "endpoint-unclassified" {
-            continue; // applied by refresh from a watch's classification file: tests/artifacts.rs
+            continue; // applied by refresh from a watch's classification file: tests/cli/artifacts.rs
         }
         assert!(
             all.iter().any(|(id, _)| *id == rule.id)

@@ -1,0 +1,12 @@
+//! The command line end to end: the real `schemawatch` binary against real HTTP servers on
+//! 127.0.0.1 and real SQLite registries (check, pending, review artifacts, external `$ref`s),
+//! the fetch layer against misbehaving servers, and the shipped example config.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod artifacts;
+mod e2e;
+mod example_config;
+mod external_refs;
+mod fetch;

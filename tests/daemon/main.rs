@@ -1,0 +1,10 @@
+//! The daemon (`schemawatch run`) as a process: scheduling, signals, the HTTP API, metrics,
+//! systemd notification and the unit file, container semantics, and the ignored scale tier.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod container;
+mod scale;
+mod service;
+mod systemd;

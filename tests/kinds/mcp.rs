@@ -1,0 +1,620 @@
+//! MCP against real servers: npm `@modelcontextprotocol/server-everything` (legacy era, stdio
+//! and Streamable HTTP on 127.0.0.1) and a PyPI `mcp` 2.x server (`tests/peers/flipserver.py`,
+//! dual-era) whose annotations change between runs; plus hostile peers (silent, garbage,
+//! oversized, early exit) that must end as errors within the deadline.
+//!
+//! Peers are installed into `tests/peers` (see its README). A test skips only when node,
+//! python or the installed package is missing, and fails instead when
+//! `SCHEMAWATCH_REQUIRE_PEERS=1` (set by `.ci/run`).
+
+use crate::common;
+
+use common::Sandbox;
+use schemawatch::core::diff::classify;
+use schemawatch::core::diff::rules::SeverityOverrides;
+use schemawatch::core::fingerprint::SpecIndex;
+use schemawatch::core::model::{Compatibility, ToolSpec};
+use schemawatch::core::normalize::mcp::normalize;
+use schemawatch::mcp::{fetch_tools, Era, McpError, McpRequest, Snapshot, Target};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+// ---------------------------------------------------------------------------------------
+// Peers
+// ---------------------------------------------------------------------------------------
+
+fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
+}
+
+fn require_peers() -> bool {
+    std::env::var("SCHEMAWATCH_REQUIRE_PEERS").as_deref() == Ok("1")
+}
+
+/// Skips the test (or fails it under SCHEMAWATCH_REQUIRE_PEERS=1) when a peer is missing.
+macro_rules! need {
+    ($found:expr, $what:expr) => {
+        match $found {
+            Some(v) => v,
+            None => {
+                if require_peers() {
+                    panic!(
+                        "{} is missing and SCHEMAWATCH_REQUIRE_PEERS=1 (see tests/peers/README.md)",
+                        $what
+                    );
+                }
+                eprintln!("SKIPPED: {} is missing (see tests/peers/README.md)", $what);
+                return;
+            }
+        }
+    };
+}
+
+fn runs(program: &str, args: &[&str]) -> bool {
+    Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+/// `node` and the installed server-everything entry point.
+fn everything() -> Option<(String, String)> {
+    let js = peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    (js.is_file() && runs("node", &["--version"]))
+        .then(|| ("node".to_string(), js.to_string_lossy().into_owned()))
+}
+
+/// A python that can import the `mcp` 2.x server API: the test venv, else `python3`.
+fn python_mcp() -> Option<String> {
+    let venv = peers_dir().join(".venv/bin/python");
+    let probe = ["-c", "import mcp.server.mcpserver"];
+    if venv.is_file() && runs(&venv.to_string_lossy(), &probe) {
+        return Some(venv.to_string_lossy().into_owned());
+    }
+    runs("python3", &probe).then(|| "python3".to_string())
+}
+
+fn flipserver() -> String {
+    peers_dir()
+        .join("flipserver.py")
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn stdio(argv: &[&str], env: &[(&str, &str)]) -> McpRequest {
+    let mut request = McpRequest::new(Target::Stdio {
+        argv: argv.iter().map(|s| s.to_string()).collect(),
+        env: env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    });
+    // The shared 2-core CI box can be slow to start node or python.
+    request.timeout = Duration::from_secs(90);
+    request.probe_timeout = Duration::from_secs(30);
+    request
+}
+
+fn http(url: &str) -> McpRequest {
+    let mut request = McpRequest::new(Target::Http {
+        url: url::Url::parse(url).expect("url"),
+        headers: BTreeMap::new(),
+        ca_file: None,
+        proxy: None,
+    });
+    request.timeout = Duration::from_secs(60);
+    request
+}
+
+fn spec_of(snapshot: &Snapshot) -> ToolSpec {
+    let bytes = serde_json::to_vec(&snapshot.document()).expect("document");
+    normalize("test.mcp", &bytes).expect("the snapshot normalizes")
+}
+
+fn tool_names(snapshot: &Snapshot) -> Vec<String> {
+    let mut names: Vec<String> = snapshot
+        .tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect();
+    names.sort();
+    names
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A server process killed and reaped when the test ends, however it ends.
+struct ServerProcess(Child);
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts an HTTP peer and waits until its port accepts connections.
+fn start_http(mut command: Command, port: u16, env: &[(&str, &str)]) -> ServerProcess {
+    command
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PORT", port.to_string())
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut server = ServerProcess(command.spawn().expect("spawn HTTP peer"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = server.0.try_wait() {
+            panic!("HTTP peer exited early: {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "HTTP peer never listened on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+// ---------------------------------------------------------------------------------------
+// server-everything (legacy era)
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn everything_over_stdio_and_http_agree() {
+    let (node, js) = need!(
+        everything(),
+        "node + @modelcontextprotocol/server-everything"
+    );
+    let first = fetch_tools(&stdio(&[&node, &js, "stdio"], &[]))
+        .await
+        .expect("stdio fetch");
+    assert_eq!(first.era, Era::Legacy);
+    assert_eq!(first.protocol_version, "2025-11-25");
+    assert!(first.tools.len() >= 10, "{:?}", tool_names(&first));
+    assert!(tool_names(&first).contains(&"echo".to_string()));
+    assert!(
+        first.instructions.is_some(),
+        "server-everything sends instructions"
+    );
+    // Unmodelled fields such as `execution` survive (rmcp's typed model drops them).
+    assert!(first.tools.iter().any(|t| t.get("execution").is_some()));
+    let spec = spec_of(&first);
+    assert_eq!(spec.endpoints.len(), first.tools.len());
+    assert!(spec.instructions.is_some());
+    let echo = spec
+        .endpoints
+        .iter()
+        .find(|e| e.name == "echo")
+        .expect("echo");
+    assert!(echo.input_schema.is_some() && echo.meta.is_some());
+
+    // A second spawn of the same server: the same contract.
+    let second = fetch_tools(&stdio(&[&node, &js, "stdio"], &[]))
+        .await
+        .expect("second stdio fetch");
+    let report = classify(&spec, &spec_of(&second), &SeverityOverrides::new());
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Identical,
+        "{report:#?}"
+    );
+
+    // The same server over Streamable HTTP (SSE answers, a session), forced onto 127.0.0.1.
+    let port = free_port();
+    let mut command = Command::new(&node);
+    command
+        .arg("--require")
+        .arg(peers_dir().join("bind-localhost.cjs"))
+        .arg(&js)
+        .arg("streamableHttp");
+    let _server = start_http(command, port, &[]);
+    let over_http = fetch_tools(&http(&format!("http://127.0.0.1:{port}/mcp")))
+        .await
+        .expect("HTTP fetch");
+    assert_eq!(over_http.era, Era::Legacy);
+    assert_eq!(tool_names(&over_http), tool_names(&first));
+    let http_spec = spec_of(&over_http);
+    assert_eq!(http_spec.remote.transport, "streamable-http");
+    // Same tools, byte for byte after canonicalization: only the transport differs.
+    let (a, b) = (SpecIndex::new(&spec), SpecIndex::new(&http_spec));
+    assert_eq!(a.endpoint_fingerprints(), b.endpoint_fingerprints());
+    assert_eq!(spec.instructions, http_spec.instructions);
+}
+
+// ---------------------------------------------------------------------------------------
+// PyPI mcp (dual era): annotation flips, pagination
+// ---------------------------------------------------------------------------------------
+
+fn flip_config(python: &str, mode: &str, extra: &str) -> String {
+    format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"notes.flip\"\nkind = \"mcp\"\ncommand = [{python:?}, {server:?}]\ntimeout = \"90s\"\nenv = {{ MODE = {mode:?} }}\n{extra}",
+        server = flipserver()
+    )
+}
+
+fn only_outcome(check: &Value) -> &Value {
+    let outcomes = check["outcomes"].as_array().expect("outcomes");
+    assert_eq!(outcomes.len(), 1, "{check}");
+    &outcomes[0]
+}
+
+#[test]
+fn annotation_flip_over_stdio_goes_to_security_review() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = Sandbox::new();
+    sb.write_config(&flip_config(&python, "safe", ""));
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "registered", "{}", run.describe());
+
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+    let version = sb.registry_version();
+
+    // Same command, the server now declares read_note a destructive open-world write.
+    sb.write_config(&flip_config(&python, "flip", ""));
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    assert_eq!(o["compatibility"], "security_review", "{}", run.describe());
+    assert_eq!(
+        sb.registry_version(),
+        version,
+        "a pending review writes no version"
+    );
+    let show = sb.pending_show(o["review_id"].as_i64().expect("review id"));
+    let rules: Vec<&str> = show["report"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"side-effects-escalated"), "{show}");
+    assert!(rules.contains(&"tool-description-changed"), "{show}");
+    // Nothing from the config's env reached the transcript (values are not logged).
+    assert!(!String::from_utf8_lossy(&sb.transcript()).contains(common::CANARY));
+}
+
+#[test]
+fn annotation_flip_over_http_goes_to_security_review() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let port = free_port();
+    let serve = |mode: &str| {
+        let mut command = Command::new(&python);
+        command.arg(flipserver()).arg("http");
+        start_http(command, port, &[("MODE", mode)])
+    };
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"notes.http\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ntimeout = \"60s\"\n"
+    ));
+    let server = serve("safe");
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+    drop(server);
+    let _server = serve("flip");
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    assert_eq!(o["compatibility"], "security_review", "{}", run.describe());
+}
+
+#[tokio::test]
+async fn dropping_read_only_hint_is_security_review() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let server = flipserver();
+    let safe = fetch_tools(&stdio(&[&python, &server], &[("MODE", "safe")]))
+        .await
+        .expect("safe fetch");
+    let dropped = fetch_tools(&stdio(&[&python, &server], &[("MODE", "drop_ro")]))
+        .await
+        .expect("drop_ro fetch");
+    let (old, new) = (spec_of(&safe), spec_of(&dropped));
+    let report = classify(&old, &new, &SeverityOverrides::new());
+    assert_eq!(
+        report.compatibility,
+        Compatibility::SecurityReview,
+        "{report:#?}"
+    );
+    let change = report
+        .changes
+        .iter()
+        .find(|c| c.rule == "side-effects-escalated")
+        .expect("side effects escalated");
+    let before = &change.before.as_ref().expect("before").0;
+    let after = &change.after.as_ref().expect("after").0;
+    assert_eq!(before["read_only"], Value::Bool(true));
+    assert_eq!(after["read_only"], Value::Bool(false));
+    // destructiveHint: false is still explicit, so only read-only changed.
+    assert_eq!(after["destructive"], Value::Bool(false));
+}
+
+#[tokio::test]
+async fn paginated_lists_are_walked_to_the_end_in_both_transports() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let server = flipserver();
+    let env = [("PAGE_SIZE", "2"), ("EXTRA_TOOLS", "4")];
+    let paged = fetch_tools(&stdio(&[&python, &server], &env))
+        .await
+        .expect("paged stdio fetch");
+    assert_eq!(
+        paged.era,
+        Era::Modern,
+        "PyPI mcp 2.x answers server/discover"
+    );
+    assert_eq!(paged.protocol_version, "2026-07-28");
+    assert_eq!(paged.tools.len(), 5);
+    assert_eq!(paged.pages, 3);
+    let whole = fetch_tools(&stdio(&[&python, &server], &[("EXTRA_TOOLS", "4")]))
+        .await
+        .expect("unpaged stdio fetch");
+    assert_eq!(whole.pages, 1);
+    let report = classify(
+        &spec_of(&whole),
+        &spec_of(&paged),
+        &SeverityOverrides::new(),
+    );
+    assert_eq!(
+        report.compatibility,
+        Compatibility::Identical,
+        "{report:#?}"
+    );
+
+    // Streamable HTTP, modern era (plain JSON answers, no session).
+    let port = free_port();
+    let mut command = Command::new(&python);
+    command.arg(&server).arg("http");
+    let _server = start_http(command, port, &env);
+    let over_http = fetch_tools(&http(&format!("http://127.0.0.1:{port}/mcp")))
+        .await
+        .expect("paged HTTP fetch");
+    assert_eq!(over_http.era, Era::Modern);
+    assert_eq!(over_http.pages, 3);
+    assert_eq!(tool_names(&over_http), tool_names(&paged));
+    let (paged_spec, http_spec) = (spec_of(&paged), spec_of(&over_http));
+    let (a, b) = (SpecIndex::new(&paged_spec), SpecIndex::new(&http_spec));
+    assert_eq!(a.endpoint_fingerprints(), b.endpoint_fingerprints());
+}
+
+// ---------------------------------------------------------------------------------------
+// The child's environment
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_child_gets_a_minimal_environment() {
+    // The interpreter itself, not a version-manager shim that adds variables of its own.
+    let python = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|p| !p.is_empty());
+    let python = need!(python, "python3");
+    // A stdlib-only legacy server that lists its environment's names as a tool description.
+    let script = r#"
+import json, os, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if "id" not in m:
+        continue
+    if m["method"] == "initialize":
+        r = {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "env", "version": "0"}}
+    elif m["method"] == "tools/list":
+        r = {"tools": [{"name": "env", "description": ",".join(sorted(os.environ)), "inputSchema": {"type": "object"}}]}
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+        continue
+    print(json.dumps({"jsonrpc": "2.0", "id": m["id"], "result": r}), flush=True)
+"#;
+    let snapshot = fetch_tools(&stdio(&[&python, "-c", script], &[("PEER_FLAG", "on")]))
+        .await
+        .expect("env server");
+    assert_eq!(snapshot.era, Era::Legacy);
+    let names = snapshot.tools[0]["description"].as_str().expect("names");
+    for name in names.split(',') {
+        // LC_CTYPE: Python's own C-locale coercion (PEP 538) may add it.
+        assert!(
+            matches!(name, "PATH" | "HOME" | "PEER_FLAG" | "LC_CTYPE"),
+            "the child saw {name:?} (all: {names})"
+        );
+    }
+    assert!(names.contains("PEER_FLAG"), "{names}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Hostile peers: errors within the deadline, the registry untouched
+// ---------------------------------------------------------------------------------------
+
+fn sh(script: &str, timeout: Duration) -> McpRequest {
+    let mut request = McpRequest::new(Target::Stdio {
+        argv: vec!["sh".into(), "-c".into(), script.into()],
+        env: BTreeMap::new(),
+    });
+    request.timeout = timeout;
+    request.probe_timeout = timeout / 3;
+    request
+}
+
+#[tokio::test]
+async fn a_silent_server_times_out_within_the_deadline() {
+    let started = Instant::now();
+    let err = fetch_tools(&sh("exec sleep 600", Duration::from_secs(3)))
+        .await
+        .expect_err("a silent server");
+    let elapsed = started.elapsed();
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
+    assert!(elapsed < Duration::from_secs(3 + 3), "took {elapsed:?}");
+    assert!(elapsed >= Duration::from_secs(3), "took {elapsed:?}");
+}
+
+/// Whether any process runs with exactly this command line.
+fn process_running(cmdline: &str) -> bool {
+    std::fs::read_dir("/proc")
+        .map(|entries| {
+            entries.flatten().any(|e| {
+                std::fs::read(e.path().join("cmdline"))
+                    .map(|c| {
+                        c.split(|b| *b == 0)
+                            .filter(|a| !a.is_empty())
+                            .collect::<Vec<_>>()
+                            .join(&b' ')
+                            == cmdline.as_bytes()
+                    })
+                    .unwrap_or(false)
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn a_hung_server_and_what_it_spawned_are_killed() {
+    // A wrapper (like npx) whose own child hangs too; both must be gone afterwards.
+    let marker = "sleep 613.25";
+    let err = fetch_tools(&sh(
+        &format!("{marker} & exec sleep 600"),
+        Duration::from_secs(2),
+    ))
+    .await
+    .expect_err("a silent server");
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
+    if std::path::Path::new("/proc/self/cmdline").exists() {
+        let gone = Instant::now() + Duration::from_secs(5);
+        while process_running(marker) {
+            assert!(
+                Instant::now() < gone,
+                "the server's child {marker:?} survived"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_silent_http_server_times_out_within_the_deadline() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let accept = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket); // accept, never answer
+        }
+    });
+    let mut request = http(&format!("http://127.0.0.1:{port}/mcp"));
+    request.timeout = Duration::from_secs(2);
+    let started = Instant::now();
+    let err = fetch_tools(&request).await.expect_err("a silent server");
+    assert!(matches!(err, McpError::Timeout { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    accept.abort();
+}
+
+#[tokio::test]
+async fn garbage_oversize_and_early_exit_are_errors() {
+    let deadline = Duration::from_secs(20);
+    let started = Instant::now();
+    let err = fetch_tools(&sh(
+        "echo 'Welcome to my server!'; exec sleep 600",
+        deadline,
+    ))
+    .await
+    .expect_err("garbage");
+    assert!(matches!(err, McpError::Garbage { .. }), "{err}");
+    let err = fetch_tools(&sh(
+        r#"echo '{"jsonrpc":"2.0","id":1,"id":2}'; exec sleep 600"#,
+        deadline,
+    ))
+    .await
+    .expect_err("duplicate keys");
+    assert!(matches!(err, McpError::Garbage { .. }), "{err}");
+    let mut big = sh(
+        "exec yes aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+        deadline,
+    );
+    big.max_bytes = 64 * 1024;
+    let err = fetch_tools(&big).await.expect_err("oversized");
+    assert!(
+        matches!(err, McpError::Garbage { .. } | McpError::TooLarge { .. }),
+        "{err}"
+    );
+    let mut one_line = sh("cat /dev/zero | tr '\\0' a", deadline);
+    one_line.max_bytes = 256 * 1024;
+    let err = fetch_tools(&one_line).await.expect_err("endless line");
+    assert!(matches!(err, McpError::TooLarge { .. }), "{err}");
+    let err = fetch_tools(&sh("exit 3", deadline))
+        .await
+        .expect_err("early exit");
+    assert!(
+        matches!(err, McpError::Closed { .. } | McpError::Transport { .. }),
+        "{err}"
+    );
+    let err = fetch_tools(&McpRequest::new(Target::Stdio {
+        argv: vec!["/nonexistent/mcp-server".into()],
+        env: BTreeMap::new(),
+    }))
+    .await
+    .expect_err("missing program");
+    assert!(matches!(err, McpError::Spawn { .. }), "{err}");
+    // None of these waited for the deadline.
+    assert!(started.elapsed() < deadline, "took {:?}", started.elapsed());
+}
+
+#[test]
+fn a_hostile_server_is_an_error_outcome_and_the_registry_is_untouched() {
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"bad.garbage\"\nkind = \"mcp\"\ncommand = [\"sh\", \"-c\", \"echo not-json; exec sleep 600\"]\ntimeout = \"5s\"\n\n[[watch]]\nname = \"bad.silent\"\nkind = \"mcp\"\ncommand = [\"sh\", \"-c\", \"exec sleep 600\"]\ntimeout = \"3s\"\n",
+    );
+    let started = Instant::now();
+    let (run, check) = sb.check(&[]);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{}",
+        run.describe()
+    );
+    for o in check["outcomes"].as_array().expect("outcomes") {
+        assert_eq!(o["action"], "error", "{}", run.describe());
+        let error = o["error"].as_str().unwrap_or_default();
+        match o["watch"].as_str() {
+            Some("bad.garbage") => assert!(error.contains("not JSON-RPC"), "{error}"),
+            Some("bad.silent") => assert!(error.contains("deadline"), "{error}"),
+            other => panic!("unexpected watch {other:?}"),
+        }
+    }
+    assert_eq!(sb.registry_version(), 0);
+}
