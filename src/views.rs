@@ -1,11 +1,12 @@
 //! The JSON documents shared by the CLI's `--json` output and the HTTP API, so both always
-//! answer with the same shapes: `check`, `status`, `pending list`, `pending show`, and the
-//! results of `pending accept|reject`.
+//! answer with the same shapes: `check`, `status`, `pending list`, `pending show`, the
+//! results of `pending accept|reject`, `history` and `triage --classification`.
 
+use crate::artifacts::triage::TriageDrift;
 use crate::config::Config;
 use crate::core::report::report_json;
 use crate::refresh::Outcome;
-use crate::registry::{Registry, RegistryError, Review};
+use crate::registry::{HistoryEntry, Registry, RegistryError, Review};
 use serde_json::{json, Value};
 
 /// `check --json` and `POST /v1/check`.
@@ -94,4 +95,14 @@ pub fn accepted_json(id: i64, registry_version: i64) -> Value {
 /// `pending reject ID --json` and `POST /v1/pending/{id}/reject`.
 pub fn rejected_json(id: i64) -> Value {
     json!({"id": id, "state": "rejected"})
+}
+
+/// `history TOOL --json`: the applied versions, newest first, as the registry stores them.
+pub fn history_json(entries: &[HistoryEntry]) -> Result<Value, serde_json::Error> {
+    serde_json::to_value(entries)
+}
+
+/// `triage --classification FILE --json`: the surface summary and the classification's drift.
+pub fn triage_drift_json(summary: Value, drift: &TriageDrift) -> Value {
+    json!({"summary": summary, "drift": drift.to_json()})
 }

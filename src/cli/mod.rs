@@ -1,0 +1,237 @@
+//! The `schemawatch` command line, a file per subcommand. Exit codes: 0 success; 1 the command
+//! ran but reports a failure; 2 bad usage, config or input. Every JSON shape a subcommand prints
+//! comes from `schemawatch::views` (or the artifact it prints), so the API and the CLI agree.
+
+use anyhow::{anyhow, Context};
+use clap::{Parser, Subcommand};
+use schemawatch::config::{Config, LogFormat};
+use schemawatch::core::model::Kind;
+use schemawatch::registry::Registry;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Writes a line to stdout; a closed pipe (`schemawatch diff ... | head`) is not an error.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+macro_rules! say_raw {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout().lock(), $($arg)*);
+    }};
+}
+
+mod catalog;
+mod check;
+mod config;
+mod daemon;
+mod diff;
+mod history;
+mod inspect;
+mod pending;
+mod pin;
+mod rules;
+mod status;
+mod triage;
+mod watch;
+
+#[derive(Parser)]
+#[command(
+    name = "schemawatch",
+    version,
+    about = "Keeps a trusted, versioned registry of API and tool contracts and notices when a provider changes one"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct ConfigArg {
+    /// The TOML config file.
+    #[arg(long, env = "SCHEMAWATCH_CONFIG")]
+    config: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon: refresh every watch on its interval until SIGTERM/SIGINT.
+    Run(daemon::RunArgs),
+    /// Exit 0 when the daemon of this config answers `/readyz` (for container HEALTHCHECKs).
+    Healthcheck(daemon::HealthcheckArgs),
+    /// Run one refresh cycle of every (or the named) watch now.
+    Check(check::CheckArgs),
+    /// Show every watch's state.
+    Status(status::StatusArgs),
+    /// List, show, accept or reject pending reviews.
+    Pending {
+        #[command(subcommand)]
+        action: pending::PendingCommand,
+    },
+    /// Show a tool's applied versions, newest first.
+    History(history::HistoryArgs),
+    /// Compare two documents (files or URLs) without a registry.
+    Diff(diff::DiffArgs),
+    /// Validate a config file.
+    Config {
+        #[command(subcommand)]
+        action: config::ConfigCommand,
+    },
+    /// Manage a watch's stored state.
+    Watch {
+        #[command(subcommand)]
+        action: watch::WatchCommand,
+    },
+    /// Content-free tool inventory and catalog diff.
+    Catalog {
+        #[command(subcommand)]
+        action: catalog::CatalogCommand,
+    },
+    /// Capture or check a pin of reviewed tool versions.
+    Pin {
+        #[command(subcommand)]
+        action: pin::PinCommand,
+    },
+    /// Put every endpoint in one surface bucket; check a classification file against it.
+    Triage(triage::TriageArgs),
+    /// Compare registries without fetching or writing.
+    Inspect {
+        #[command(subcommand)]
+        action: inspect::InspectCommand,
+    },
+    /// List the drift rules (`--markdown` renders docs/rules.md).
+    Rules(rules::RulesArgs),
+}
+
+/// `--kind`: one of the contract kinds, by the names the config uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct KindArg(Kind);
+
+impl clap::ValueEnum for KindArg {
+    fn value_variants<'a>() -> &'a [Self] {
+        const VARIANTS: [KindArg; Kind::ALL.len()] = {
+            let all = Kind::ALL;
+            let mut out = [KindArg(Kind::Openapi); Kind::ALL.len()];
+            let mut i = 0;
+            while i < all.len() {
+                out[i] = KindArg(all[i]);
+                i += 1;
+            }
+            out
+        };
+        &VARIANTS
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        Some(clap::builder::PossibleValue::new(self.0.as_str()))
+    }
+}
+
+/// How a command ended, mapped to the documented exit codes.
+enum Failure {
+    /// The command ran and reports a failure (exit 1).
+    Reported(String),
+    /// Bad usage, config or input (exit 2).
+    Usage(anyhow::Error),
+}
+
+impl From<anyhow::Error> for Failure {
+    fn from(e: anyhow::Error) -> Self {
+        Failure::Usage(e)
+    }
+}
+
+type Outcome = Result<(), Failure>;
+
+/// Parses the command line, runs the subcommand and maps its outcome to the exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::Usage(anyhow!("cannot start the async runtime: {e}")))
+        .and_then(|rt| rt.block_on(dispatch(cli)));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Reported(message)) => {
+            if !message.is_empty() {
+                eprintln!("schemawatch: {message}");
+            }
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(e)) => {
+            eprintln!("schemawatch: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Outcome {
+    match cli.command {
+        Command::Run(args) => daemon::run(args).await,
+        Command::Healthcheck(args) => daemon::healthcheck(args).await,
+        Command::Check(args) => check::run(args).await,
+        Command::Status(args) => status::run(args),
+        Command::Pending { action } => pending::run(action),
+        Command::History(args) => history::run(args),
+        Command::Diff(args) => diff::run(args).await,
+        Command::Config { action } => config::run(action),
+        Command::Watch { action } => watch::run(action),
+        Command::Catalog { action } => catalog::run(action),
+        Command::Pin { action } => pin::run(action),
+        Command::Triage(args) => triage::run(args),
+        Command::Inspect { action } => inspect::run(action),
+        Command::Rules(args) => rules::run(args),
+    }
+}
+
+fn init_logging(format: LogFormat, default_level: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal, never into journald or a log file.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
+    Ok(Config::load(&arg.config)?)
+}
+
+fn open_registry(config: &Config) -> anyhow::Result<Registry> {
+    Registry::open(&config.storage.path)
+        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))
+}
+
+fn print_json(value: &Value) {
+    // serde_json without preserve_order sorts object keys, so output is byte-stable.
+    say!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    );
+}
+
+/// The current catalog records (with implementation identities) of the configured watches.
+fn current_tools(
+    config: &Config,
+    only: &[String],
+) -> anyhow::Result<Vec<schemawatch::artifacts::pin::PinnedTool>> {
+    let registry = open_registry(config)?;
+    Ok(schemawatch::artifacts::current_tools(
+        config, &registry, only,
+    )?)
+}
+
+fn read_text(path: &Path) -> anyhow::Result<String> {
+    std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}

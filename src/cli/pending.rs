@@ -1,0 +1,138 @@
+//! `schemawatch pending list|show|accept|reject`: the review queue.
+
+use super::{load_config, open_registry, print_json, ConfigArg, Failure, Outcome};
+use schemawatch::core::report::report_text;
+use schemawatch::registry::RegistryError;
+use schemawatch::views;
+
+#[derive(clap::Subcommand)]
+pub enum PendingCommand {
+    List {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        json: bool,
+    },
+    Show {
+        id: i64,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        json: bool,
+    },
+    Accept {
+        id: i64,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        reviewer: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+    Reject {
+        id: i64,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        reviewer: String,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn decision_failure(e: RegistryError) -> Failure {
+    match e {
+        RegistryError::Superseded { .. } | RegistryError::ReviewNotFound { .. } => {
+            Failure::Reported(e.to_string())
+        }
+        other => Failure::Usage(other.into()),
+    }
+}
+
+pub fn run(action: PendingCommand) -> Outcome {
+    match action {
+        PendingCommand::List { config, json } => {
+            let config = load_config(&config)?;
+            let registry = open_registry(&config)?;
+            let reviews = registry.reviews(true).map_err(anyhow::Error::from)?;
+            if json {
+                print_json(&views::pending_list_json(&reviews));
+            } else if reviews.is_empty() {
+                say!("no pending reviews");
+            } else {
+                for r in &reviews {
+                    say!(
+                        "{:<6} {:<30} {:<16} {} change(s), created {}",
+                        r.id,
+                        r.watch,
+                        r.compatibility,
+                        r.change_count,
+                        r.created_at
+                    );
+                }
+            }
+            Ok(())
+        }
+        PendingCommand::Show { id, config, json } => {
+            let config = load_config(&config)?;
+            let registry = open_registry(&config)?;
+            let review = registry.review(id).map_err(decision_failure)?;
+            if json {
+                print_json(&views::review_detail(&review));
+            } else {
+                say!(
+                    "review {} for {} ({}), {}, created {}",
+                    review.id,
+                    review.watch,
+                    review.state,
+                    review.compatibility,
+                    review.created_at
+                );
+                say_raw!("{}", report_text(&review.report));
+            }
+            Ok(())
+        }
+        PendingCommand::Accept {
+            id,
+            config,
+            reviewer,
+            reason,
+            json,
+        } => {
+            let config = load_config(&config)?;
+            let mut registry = open_registry(&config)?;
+            let version = registry
+                .accept(id, &reviewer, &reason, config.storage.keep_versions)
+                .map_err(decision_failure)?;
+            if json {
+                print_json(&views::accepted_json(id, version));
+            } else {
+                say!("review {id} accepted; registry version {version}");
+            }
+            Ok(())
+        }
+        PendingCommand::Reject {
+            id,
+            config,
+            reviewer,
+            reason,
+            json,
+        } => {
+            let config = load_config(&config)?;
+            let mut registry = open_registry(&config)?;
+            registry
+                .reject(id, &reviewer, &reason)
+                .map_err(decision_failure)?;
+            if json {
+                print_json(&views::rejected_json(id));
+            } else {
+                say!("review {id} rejected; this candidate will not be queued again");
+            }
+            Ok(())
+        }
+    }
+}

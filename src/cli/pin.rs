@@ -1,0 +1,83 @@
+//! `schemawatch pin capture|check`: pins of reviewed tool versions.
+
+use super::{
+    current_tools, load_config, open_registry, print_json, read_text, ConfigArg, Failure, Outcome,
+};
+use anyhow::anyhow;
+use schemawatch::artifacts::pin;
+use std::path::PathBuf;
+
+#[derive(clap::Subcommand)]
+pub enum PinCommand {
+    /// Print a pin of the current tool versions (all watches, or the named ones).
+    Capture {
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long = "watch")]
+        watches: Vec<String>,
+    },
+    /// Check a pin: exit 0 eligible, 1 re-review required, 2 invalid.
+    Check {
+        pin: PathBuf,
+        #[command(flatten)]
+        config: ConfigArg,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(action: PinCommand) -> Outcome {
+    match action {
+        PinCommand::Capture { config, watches } => {
+            let config = load_config(&config)?;
+            for name in &watches {
+                if config.watch(name).is_none() {
+                    return Err(Failure::Usage(anyhow!(
+                        "{}: no watch named {name:?}",
+                        config.path.display()
+                    )));
+                }
+            }
+            say!("{}", pin::capture(&current_tools(&config, &watches)?));
+            Ok(())
+        }
+        PinCommand::Check {
+            pin: pin_path,
+            config,
+            json,
+        } => {
+            let config = load_config(&config)?;
+            let text = read_text(&pin_path)?;
+            let registry = open_registry(&config)?;
+            let result = schemawatch::artifacts::check_pin(&config, &registry, &text)
+                .map_err(anyhow::Error::from)?;
+            if json {
+                print_json(&result.to_json());
+            } else {
+                say!(
+                    "{}{}",
+                    if result.eligible() {
+                        "eligible"
+                    } else {
+                        "re-review-required"
+                    },
+                    if result.reasons.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", result.reasons.join(", "))
+                    }
+                );
+            }
+            if result.reasons.contains(&"invalid_snapshot") {
+                Err(Failure::Usage(anyhow!(
+                    "{}: invalid pin",
+                    pin_path.display()
+                )))
+            } else if result.eligible() {
+                Ok(())
+            } else {
+                Err(Failure::Reported(String::new()))
+            }
+        }
+    }
+}
