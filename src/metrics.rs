@@ -5,6 +5,7 @@
 //! 2,000 histograms.
 
 use crate::refresh::{Action, Outcome};
+use crate::registry::WatchStatus;
 use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -15,19 +16,6 @@ use std::sync::atomic::AtomicU64;
 
 type Labels = Vec<(String, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;
-
-/// Every watch status, for the one-hot `schemawatch_watch_status` series.
-pub const STATUSES: &[&str] = &[
-    "idle",
-    "registered",
-    "unchanged",
-    "applied",
-    "report_only",
-    "pending_review",
-    "rejected",
-    "error",
-    "stale",
-];
 
 pub struct Metrics {
     registry: Registry,
@@ -181,7 +169,7 @@ impl Metrics {
         if outcome.action != Action::Error {
             self.last_success.get_or_create(&labels).set(now);
         }
-        self.set_status(&outcome.watch, outcome.action.as_str());
+        self.set_status(&outcome.watch, outcome.action.status());
         self.consecutive_failures
             .get_or_create(&labels)
             .set(consecutive_failures);
@@ -207,7 +195,7 @@ impl Metrics {
         self.last_check
             .get_or_create(&watch_label(watch))
             .set(unix_now());
-        self.set_status(watch, "error");
+        self.set_status(watch, WatchStatus::Error);
         let action = vec![("outcome".to_string(), "error".to_string())];
         self.refreshes.get_or_create(&action).inc();
         self.duration.get_or_create(&action).observe(seconds);
@@ -216,8 +204,9 @@ impl Metrics {
             .inc();
     }
 
-    pub fn set_status(&self, watch: &str, status: &str) {
-        for s in STATUSES {
+    /// Sets the one-hot `schemawatch_watch_status` series of a watch (one per status).
+    pub fn set_status(&self, watch: &str, status: WatchStatus) {
+        for s in WatchStatus::ALL {
             let labels = vec![
                 ("watch".to_string(), watch.to_string()),
                 ("status".to_string(), s.to_string()),
@@ -236,7 +225,7 @@ impl Metrics {
         self.consecutive_failures.remove(&labels);
         self.fetch_bytes.remove(&labels);
         self.not_modified.remove(&labels);
-        for s in STATUSES {
+        for s in WatchStatus::ALL {
             self.status.remove(&vec![
                 ("watch".to_string(), watch.to_string()),
                 ("status".to_string(), s.to_string()),

@@ -10,7 +10,7 @@ use crate::core::normalize::normalize;
 use crate::fetch::openapi_refs::{self, BundleError};
 use crate::fetch::{self, FetchOutcome, FetchRequest, Source, Validators};
 use crate::registry::{
-    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState,
+    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState, WatchStatus,
 };
 use serde::Serialize;
 use std::time::Duration;
@@ -43,6 +43,118 @@ impl Action {
             Action::Rejected => "rejected",
             Action::Error => "error",
             Action::Stale => "stale",
+        }
+    }
+
+    /// The watch status a cycle that ended in this action leaves behind.
+    pub fn status(self) -> WatchStatus {
+        match self {
+            Action::Registered => WatchStatus::Registered,
+            Action::Unchanged => WatchStatus::Unchanged,
+            Action::Applied => WatchStatus::Applied,
+            Action::ReportOnly => WatchStatus::ReportOnly,
+            Action::PendingReview => WatchStatus::PendingReview,
+            Action::Rejected => WatchStatus::Rejected,
+            Action::Error => WatchStatus::Error,
+            Action::Stale => WatchStatus::Stale,
+        }
+    }
+}
+
+/// What a cycle does with a fetched candidate: the whole policy of a refresh, without I/O.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// No accepted contract yet: the candidate becomes the trusted baseline.
+    Register,
+    /// Same fingerprint as the accepted contract (or no difference at all).
+    Unchanged,
+    /// A reviewer already rejected exactly this candidate; it is not queued again.
+    Rejected,
+    /// The candidate differs: classify it, then decide again with its compatibility.
+    Classify,
+    /// Compatible and the watch applies compatible drift: compare-and-swap it in.
+    Apply,
+    /// Compatible, but the watch only reports compatible drift.
+    ReportOnly,
+    /// Breaking or security-relevant: queue it for a human.
+    QueueReview,
+}
+
+/// The accepted contract a candidate is compared with, as far as the decision needs it.
+#[derive(Debug, Clone, Copy)]
+pub struct Accepted<'a> {
+    pub fingerprint: &'a str,
+}
+
+/// The watch settings the decision depends on.
+#[derive(Debug, Clone, Copy)]
+pub struct ApplyPolicy {
+    pub apply_compatible: bool,
+}
+
+/// Decides what to do with a candidate. `compatibility` is `None` until the candidate was
+/// classified; a candidate that needs classifying answers [`Decision::Classify`].
+pub fn decide(
+    current: Option<Accepted<'_>>,
+    candidate_fingerprint: &str,
+    rejected_before: bool,
+    compatibility: Option<Compatibility>,
+    policy: ApplyPolicy,
+) -> Decision {
+    let Some(current) = current else {
+        return Decision::Register;
+    };
+    if current.fingerprint == candidate_fingerprint {
+        return Decision::Unchanged;
+    }
+    if rejected_before {
+        return Decision::Rejected;
+    }
+    match compatibility {
+        None => Decision::Classify,
+        Some(Compatibility::Identical) => Decision::Unchanged,
+        Some(Compatibility::Compatible) if policy.apply_compatible => Decision::Apply,
+        Some(Compatibility::Compatible) => Decision::ReportOnly,
+        Some(Compatibility::Breaking | Compatibility::SecurityReview) => Decision::QueueReview,
+    }
+}
+
+/// Why a refresh failed. Each carries its metric class ([`RefreshError::class`]); the message
+/// is value-free like the errors it wraps.
+#[derive(Debug, thiserror::Error)]
+pub enum RefreshError {
+    #[error("{0}")]
+    Fetch(#[from] fetch::FetchError),
+    #[error("{0}")]
+    Mcp(#[from] crate::mcp::McpError),
+    #[error("{0}")]
+    Bundle(BundleError),
+    #[error("invalid {kind} document: {message}")]
+    Invalid { kind: Kind, message: String },
+    #[error("{0}")]
+    Registry(#[from] RegistryError),
+    /// The watch's surface classification file could not be read.
+    #[error("{0}")]
+    Classification(String),
+    /// A combination `decide` never produces; a bug, reported rather than guessed at.
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error("the registry kept changing under this refresh ({attempts} compare-and-swap attempts lost); it will be retried")]
+    Conflict { attempts: usize },
+}
+
+impl RefreshError {
+    /// The coarse, value-free class of `refresh_errors_total{class}`.
+    pub fn class(&self) -> &'static str {
+        match self {
+            RefreshError::Fetch(e) => fetch_error_class(e),
+            RefreshError::Mcp(_) => "mcp",
+            RefreshError::Bundle(e) => bundle_error_class(e),
+            RefreshError::Invalid { .. } => "parse",
+            RefreshError::Registry(_)
+            | RefreshError::Classification(_)
+            | RefreshError::Internal(_) => "registry",
+            RefreshError::Conflict { .. } => "conflict",
         }
     }
 }
@@ -122,9 +234,6 @@ pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions
     let mut outcome = refresh_recorded(registry, watch, keep_versions, &mut stats).await;
     outcome.fetched_bytes = stats.fetched_bytes;
     outcome.not_modified = stats.not_modified;
-    if outcome.action == Action::Error {
-        outcome.error_class = Some(stats.error_class.unwrap_or("registry"));
-    }
     outcome
 }
 
@@ -133,7 +242,6 @@ pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions
 struct Stats {
     fetched_bytes: u64,
     not_modified: bool,
-    error_class: Option<&'static str>,
 }
 
 fn fetch_error_class(e: &fetch::FetchError) -> &'static str {
@@ -165,13 +273,14 @@ async fn refresh_recorded(
 ) -> Outcome {
     match refresh_inner(registry, watch, keep_versions, stats).await {
         Ok(outcome) => outcome,
-        Err(message) => {
+        Err(error) => {
+            let message = error.to_string();
             let mut state = registry
                 .watch_state(&watch.name)
                 .ok()
                 .flatten()
                 .unwrap_or_else(|| idle_state(watch));
-            state.status = "error".into();
+            state.status = WatchStatus::Error;
             state.last_checked_at = Some(now_rfc3339());
             state.last_error = Some(message.clone());
             state.consecutive_failures += 1;
@@ -181,6 +290,7 @@ async fn refresh_recorded(
             tracing::error!(event = "refresh_failed", watch = %watch.name, error = %message);
             let mut outcome = Outcome::new(&watch.name, Action::Error);
             outcome.error = Some(message);
+            outcome.error_class = Some(error.class());
             outcome
         }
     }
@@ -190,7 +300,7 @@ fn idle_state(watch: &WatchConfig) -> WatchState {
     WatchState {
         watch: watch.name.clone(),
         kind: watch.kind.as_str().into(),
-        status: "idle".into(),
+        status: WatchStatus::Idle,
         ..WatchState::default()
     }
 }
@@ -200,26 +310,24 @@ async fn refresh_inner(
     watch: &WatchConfig,
     keep_versions: u32,
     stats: &mut Stats,
-) -> Result<Outcome, String> {
-    let db = |e: RegistryError| e.to_string();
+) -> Result<Outcome, RefreshError> {
     let identity = source_identity(&watch.source);
     let source_digest = digest_text("schemawatch.source.v1", &identity);
     let mut state = registry
-        .watch_state(&watch.name)
-        .map_err(db)?
+        .watch_state(&watch.name)?
         .unwrap_or_else(|| idle_state(watch));
-    let existing = registry.tool(&watch.name).map_err(db)?;
+    let existing = registry.tool(&watch.name)?;
 
     if existing.is_some() {
         if let Some(previous) = &state.source_identity {
             if *previous != identity {
-                state.status = "stale".into();
+                state.status = WatchStatus::Stale;
                 state.last_checked_at = Some(now_rfc3339());
                 state.last_error = Some(format!(
                     "the watch's source changed from {previous} to {identity}; run `schemawatch watch reset {}` to compare the new source against the accepted contract",
                     watch.name
                 ));
-                registry.record_watch(&state).map_err(db)?;
+                registry.record_watch(&state)?;
                 tracing::warn!(event = "watch_stale", watch = %watch.name);
                 let mut outcome = Outcome::new(&watch.name, Action::Stale);
                 outcome.error = state.last_error.clone();
@@ -233,8 +341,7 @@ async fn refresh_inner(
 
     let stored_validators = if existing.is_some() {
         registry
-            .validators(&watch.name, &source_digest)
-            .map_err(db)?
+            .validators(&watch.name, &source_digest)?
             .map(|(etag, last_modified)| Validators {
                 etag,
                 last_modified,
@@ -247,10 +354,7 @@ async fn refresh_inner(
     let fetched = match crate::mcp::McpRequest::for_watch(watch) {
         // MCP: a full tool-list walk every time, no validators (docs/design.md "Fetching").
         Some(request) => FetchOutcome::Body {
-            bytes: crate::mcp::fetch_document(&request).await.map_err(|e| {
-                stats.error_class = Some("mcp");
-                e.to_string()
-            })?,
+            bytes: crate::mcp::fetch_document(&request).await?,
             validators: Validators::default(),
             final_url: None,
         },
@@ -262,17 +366,14 @@ async fn refresh_inner(
                 Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
                 _ => fetch::fetch(&request).await,
             };
-            result.map_err(|e| {
-                stats.error_class = Some(fetch_error_class(&e));
-                e.to_string()
-            })?
+            result?
         }
     };
     let (bytes, mut validators, final_url) = match fetched {
         FetchOutcome::NotModified => {
             stats.not_modified = true;
-            mark_ok(&mut state, "unchanged", None);
-            registry.record_unchanged(&state, None).map_err(db)?;
+            mark_ok(&mut state, WatchStatus::Unchanged, None);
+            registry.record_unchanged(&state, None)?;
             tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
             return Ok(Outcome::new(&watch.name, Action::Unchanged));
         }
@@ -294,12 +395,12 @@ async fn refresh_inner(
             started,
         )
         .await
-        .map_err(|e| {
-            stats.error_class = Some(bundle_error_class(&e));
-            match e {
-                BundleError::Normalize(e) => format!("invalid {} document: {e}", watch.kind),
-                e => e.to_string(),
-            }
+        .map_err(|e| match e {
+            BundleError::Normalize(e) => RefreshError::Invalid {
+                kind: watch.kind,
+                message: e.to_string(),
+            },
+            e => RefreshError::Bundle(e),
         })?;
         stats.fetched_bytes += resolved.external_bytes;
         if resolved.has_external_refs {
@@ -309,9 +410,9 @@ async fn refresh_inner(
         }
         resolved.spec
     } else {
-        normalize(watch.kind, &watch.name, &bytes).map_err(|e| {
-            stats.error_class = Some("parse");
-            format!("invalid {} document: {e}", watch.kind)
+        normalize(watch.kind, &watch.name, &bytes).map_err(|e| RefreshError::Invalid {
+            kind: watch.kind,
+            message: e.to_string(),
         })?
     };
     drop(bytes);
@@ -322,71 +423,87 @@ async fn refresh_inner(
         validators.last_modified.as_deref(),
     );
 
+    let policy = ApplyPolicy {
+        apply_compatible: watch.apply_compatible,
+    };
     for _ in 0..CAS_ATTEMPTS {
-        let current = registry.tool(&watch.name).map_err(db)?;
-        let Some(current) = current else {
-            mark_ok(&mut state, "registered", None);
-            match registry.apply_with_state(
-                &spec,
-                None,
-                &Provenance::default(),
-                keep_versions,
-                &state,
-                Some(new_validators),
-            ) {
-                Ok(version) => {
-                    tracing::info!(event = "refresh", watch = %watch.name, action = "registered", registry_version = version);
-                    return Ok(Outcome::new(&watch.name, Action::Registered));
-                }
-                Err(RegistryError::Conflict { .. }) => continue,
-                Err(e) => return Err(db(e)),
+        let current = registry.tool(&watch.name)?;
+        let accepted = current.as_ref().map(|c| Accepted {
+            fingerprint: &c.fingerprint,
+        });
+        let rejected_before = match &current {
+            Some(c) if c.fingerprint != fingerprint => {
+                registry.is_rejected(&watch.name, &fingerprint)?
             }
+            _ => false,
         };
-        let base = CasBase {
-            registry_version: current.registry_version,
-            fingerprint: current.fingerprint.clone(),
-        };
-        if current.fingerprint == fingerprint {
-            mark_ok(&mut state, "unchanged", None);
-            registry
-                .record_unchanged(&state, Some(new_validators))
-                .map_err(db)?;
-            tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged");
-            return Ok(Outcome::new(&watch.name, Action::Unchanged));
-        }
-        if registry
-            .is_rejected(&watch.name, &fingerprint)
-            .map_err(db)?
-        {
-            mark_ok(&mut state, "rejected", None);
-            registry.record_watch(&state).map_err(db)?;
-            tracing::info!(event = "refresh", watch = %watch.name, action = "rejected");
-            let mut outcome = Outcome::new(&watch.name, Action::Rejected);
-            outcome.review_id = None;
-            return Ok(outcome);
-        }
-        let mut report = classify(&current.spec, &spec, &watch.severity);
-        if let Some(path) = &watch.classification {
-            let classification = crate::artifacts::triage::read_classification(path)?;
-            crate::artifacts::triage::flag_unclassified(
-                &watch.name,
-                &current.spec,
-                &spec,
-                &classification,
-                &mut report,
+        let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
+        let mut classified = None;
+        if let (Decision::Classify, Some(current)) = (decision, &current) {
+            let mut report = classify(&current.spec, &spec, &watch.severity);
+            if let Some(path) = &watch.classification {
+                let classification = crate::artifacts::triage::read_classification(path)
+                    .map_err(RefreshError::Classification)?;
+                crate::artifacts::triage::flag_unclassified(
+                    &watch.name,
+                    &current.spec,
+                    &spec,
+                    &classification,
+                    &mut report,
+                );
+            }
+            decision = decide(
+                accepted,
+                &fingerprint,
+                rejected_before,
+                Some(report.compatibility),
+                policy,
             );
+            classified = Some(report);
         }
-        let compatibility = report.compatibility;
-        match compatibility {
-            Compatibility::Identical => {
-                mark_ok(&mut state, "unchanged", None);
-                registry
-                    .record_unchanged(&state, Some(new_validators))
-                    .map_err(db)?;
+        let base = current.as_ref().map(|c| CasBase {
+            registry_version: c.registry_version,
+            fingerprint: c.fingerprint.clone(),
+        });
+        match (decision, base, classified) {
+            (Decision::Register, _, _) => {
+                mark_ok(&mut state, WatchStatus::Registered, None);
+                match registry.apply_with_state(
+                    &spec,
+                    None,
+                    &Provenance::default(),
+                    keep_versions,
+                    &state,
+                    Some(new_validators),
+                ) {
+                    Ok(version) => {
+                        tracing::info!(event = "refresh", watch = %watch.name, action = "registered", registry_version = version);
+                        return Ok(Outcome::new(&watch.name, Action::Registered));
+                    }
+                    Err(RegistryError::Conflict { .. }) => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            (Decision::Unchanged, _, classified) => {
+                mark_ok(&mut state, WatchStatus::Unchanged, None);
+                registry.record_unchanged(&state, Some(new_validators))?;
+                // A fingerprint match is logged; a classified "identical" never was.
+                if classified.is_none() {
+                    tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged");
+                }
                 return Ok(Outcome::new(&watch.name, Action::Unchanged));
             }
-            Compatibility::Compatible if watch.apply_compatible => {
-                mark_ok(&mut state, "applied", Some(compatibility));
+            (Decision::Rejected, _, _) => {
+                mark_ok(&mut state, WatchStatus::Rejected, None);
+                registry.record_watch(&state)?;
+                tracing::info!(event = "refresh", watch = %watch.name, action = "rejected");
+                let mut outcome = Outcome::new(&watch.name, Action::Rejected);
+                outcome.review_id = None;
+                return Ok(outcome);
+            }
+            (Decision::Apply, Some(base), Some(report)) => {
+                let compatibility = report.compatibility;
+                mark_ok(&mut state, WatchStatus::Applied, Some(compatibility));
                 let provenance = Provenance {
                     compatibility: Some(compatibility),
                     ..Provenance::default()
@@ -408,21 +525,23 @@ async fn refresh_inner(
                         return Ok(outcome);
                     }
                     Err(RegistryError::Conflict { .. }) => continue,
-                    Err(e) => return Err(db(e)),
+                    Err(e) => return Err(e.into()),
                 }
             }
-            Compatibility::Compatible => {
+            (Decision::ReportOnly, _, Some(report)) => {
+                let compatibility = report.compatibility;
                 // Validators stay at the accepted snapshot so the next cycle refetches.
-                mark_ok(&mut state, "report_only", Some(compatibility));
-                registry.record_watch(&state).map_err(db)?;
+                mark_ok(&mut state, WatchStatus::ReportOnly, Some(compatibility));
+                registry.record_watch(&state)?;
                 tracing::info!(event = "refresh", watch = %watch.name, action = "report_only", change_count = report.changes.len());
                 let mut outcome = Outcome::new(&watch.name, Action::ReportOnly);
                 outcome.compatibility = Some(compatibility);
                 outcome.report = Some(report);
                 return Ok(outcome);
             }
-            Compatibility::Breaking | Compatibility::SecurityReview => {
-                mark_ok(&mut state, "pending_review", Some(compatibility));
+            (Decision::QueueReview, Some(base), Some(report)) => {
+                let compatibility = report.compatibility;
+                mark_ok(&mut state, WatchStatus::PendingReview, Some(compatibility));
                 match registry.queue_review(&base, &spec, &report, &state) {
                     Ok(queued) => {
                         let id = match queued {
@@ -450,22 +569,118 @@ async fn refresh_inner(
                         return Ok(outcome);
                     }
                     Err(RegistryError::Conflict { .. }) => continue,
-                    Err(e) => return Err(db(e)),
+                    Err(e) => return Err(e.into()),
                 }
+            }
+            // `decide` answers Classify, Apply, ReportOnly and QueueReview only when there is an
+            // accepted contract, and the last three only after classifying.
+            (decision, _, _) => {
+                return Err(RefreshError::Internal(format!(
+                    "refresh reached decision {decision:?} without its inputs"
+                )))
             }
         }
     }
-    stats.error_class = Some("conflict");
-    Err(format!("the registry kept changing under this refresh ({CAS_ATTEMPTS} compare-and-swap attempts lost); it will be retried"))
+    Err(RefreshError::Conflict {
+        attempts: CAS_ATTEMPTS,
+    })
 }
 
-fn mark_ok(state: &mut WatchState, status: &str, compatibility: Option<Compatibility>) {
-    state.status = status.into();
+fn mark_ok(state: &mut WatchState, status: WatchStatus, compatibility: Option<Compatibility>) {
+    state.status = status;
     state.last_error = None;
     state.consecutive_failures = 0;
     if let Some(c) = compatibility {
         state.last_compatibility = Some(c.as_str().into());
-    } else if status == "unchanged" || status == "registered" {
+    } else if matches!(status, WatchStatus::Unchanged | WatchStatus::Registered) {
         state.last_compatibility = Some(Compatibility::Identical.as_str().into());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const APPLY: ApplyPolicy = ApplyPolicy {
+        apply_compatible: true,
+    };
+    const REPORT: ApplyPolicy = ApplyPolicy {
+        apply_compatible: false,
+    };
+
+    fn accepted(fingerprint: &str) -> Option<Accepted<'_>> {
+        Some(Accepted { fingerprint })
+    }
+
+    #[test]
+    fn no_accepted_contract_registers_whatever_else_is_known() {
+        for c in [None, Some(Compatibility::Breaking)] {
+            assert_eq!(decide(None, "sha256:b", true, c, APPLY), Decision::Register);
+        }
+    }
+
+    #[test]
+    fn same_fingerprint_is_unchanged_even_if_once_rejected() {
+        assert_eq!(
+            decide(accepted("sha256:a"), "sha256:a", true, None, APPLY),
+            Decision::Unchanged
+        );
+    }
+
+    #[test]
+    fn a_rejected_candidate_is_never_classified_or_queued_again() {
+        for c in [None, Some(Compatibility::SecurityReview)] {
+            assert_eq!(
+                decide(accepted("sha256:a"), "sha256:b", true, c, APPLY),
+                Decision::Rejected
+            );
+        }
+    }
+
+    #[test]
+    fn a_new_candidate_is_classified_first() {
+        assert_eq!(
+            decide(accepted("sha256:a"), "sha256:b", false, None, APPLY),
+            Decision::Classify
+        );
+    }
+
+    #[test]
+    fn the_verdict_decides_with_the_watch_policy() {
+        let d = |c, p| decide(accepted("sha256:a"), "sha256:b", false, Some(c), p);
+        assert_eq!(d(Compatibility::Identical, APPLY), Decision::Unchanged);
+        assert_eq!(d(Compatibility::Compatible, APPLY), Decision::Apply);
+        assert_eq!(d(Compatibility::Compatible, REPORT), Decision::ReportOnly);
+        for p in [APPLY, REPORT] {
+            assert_eq!(d(Compatibility::Breaking, p), Decision::QueueReview);
+            assert_eq!(d(Compatibility::SecurityReview, p), Decision::QueueReview);
+        }
+    }
+
+    #[test]
+    fn every_error_has_its_metric_class() {
+        let cases = [
+            (RefreshError::Fetch(fetch::FetchError::Timeout), "timeout"),
+            (
+                RefreshError::Invalid {
+                    kind: Kind::Openapi,
+                    message: "x".into(),
+                },
+                "parse",
+            ),
+            (RefreshError::Classification("x".into()), "registry"),
+            (RefreshError::Conflict { attempts: 5 }, "conflict"),
+        ];
+        for (error, class) in cases {
+            assert_eq!(error.class(), class, "{error}");
+        }
+        assert_eq!(
+            RefreshError::Invalid {
+                kind: Kind::Odata,
+                message: "bad".into()
+            }
+            .to_string(),
+            "invalid odata document: bad"
+        );
     }
 }

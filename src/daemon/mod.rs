@@ -19,7 +19,7 @@ mod notify;
 use crate::config::{Config, ConfigError, WatchConfig};
 use crate::metrics::Metrics;
 use crate::refresh::{refresh, Action, Outcome};
-use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState};
+use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -356,7 +356,7 @@ fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) 
             kind: watch.kind.as_str().into(),
             ..WatchState::default()
         });
-    state.status = "error".into();
+    state.status = WatchStatus::Error;
     state.last_checked_at = Some(now_rfc3339());
     state.last_error = Some(message.to_string());
     state.consecutive_failures += 1;
@@ -482,7 +482,7 @@ fn reload(
                 changed += 1;
             }
             None => {
-                shared.metrics.set_status(&w.name, "idle");
+                shared.metrics.set_status(&w.name, WatchStatus::Idle);
                 tasks.insert(w.name.clone(), spawn_watch(shared, w, stop));
                 added += 1;
             }
@@ -538,7 +538,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         let status = states
             .iter()
             .find(|s| s.watch == w.name)
-            .map_or("idle", |s| s.status.as_str());
+            .map_or(WatchStatus::Idle, |s| s.status);
         shared.metrics.set_status(&w.name, status);
     }
     shared.metrics.watches.set(watches.len() as i64);

@@ -8,6 +8,9 @@
 
 pub mod failpoint;
 mod migrate;
+mod state;
+
+pub use state::{ReviewState, WatchStatus};
 
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::json::to_canonical_string;
@@ -94,7 +97,7 @@ pub struct HistoryEntry {
 pub struct WatchState {
     pub watch: String,
     pub kind: String,
-    pub status: String,
+    pub status: WatchStatus,
     pub last_compatibility: Option<String>,
     pub last_checked_at: Option<String>,
     pub last_error: Option<String>,
@@ -106,7 +109,7 @@ pub struct WatchState {
 pub struct Review {
     pub id: i64,
     pub watch: String,
-    pub state: String,
+    pub state: ReviewState,
     pub compatibility: String,
     pub change_count: i64,
     pub created_at: String,
@@ -395,8 +398,8 @@ impl Registry {
         }
         let open: Option<(i64, String)> = tx
             .query_row(
-                "SELECT id, candidate_fingerprint FROM reviews WHERE watch = ?1 AND state = 'open'",
-                [&state.watch],
+                "SELECT id, candidate_fingerprint FROM reviews WHERE watch = ?1 AND state = ?2",
+                params![&state.watch, ReviewState::Open],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
@@ -407,8 +410,8 @@ impl Registry {
                 let superseded = match other {
                     Some((old_id, _)) => {
                         tx.execute(
-                            "UPDATE reviews SET state = 'superseded', decided_at = ?2 WHERE id = ?1",
-                            params![old_id, now],
+                            "UPDATE reviews SET state = ?3, decided_at = ?2 WHERE id = ?1",
+                            params![old_id, now, ReviewState::Superseded],
                         )?;
                         Some(old_id)
                     }
@@ -418,7 +421,7 @@ impl Registry {
                     "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
                         base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
                         candidate_spec_json, report_json)
-                     VALUES (?1, 'open', ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                     VALUES (?1, ?11, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                     params![
                         state.watch,
                         report.compatibility.as_str(),
@@ -430,6 +433,7 @@ impl Registry {
                         FINGERPRINT_VERSION,
                         spec_json(candidate),
                         report_json(report),
+                        ReviewState::Open,
                     ],
                 )?;
                 let id = tx.last_insert_rowid();
@@ -448,8 +452,8 @@ impl Registry {
         Ok(self
             .conn
             .query_row(
-                "SELECT id FROM reviews WHERE watch = ?1 AND state = 'open'",
-                [watch],
+                "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2",
+                params![watch, ReviewState::Open],
                 |r| r.get(0),
             )
             .optional()?)
@@ -461,15 +465,12 @@ impl Registry {
 
     /// Reviews, newest first; `open_only` limits to open ones.
     pub fn reviews(&self, open_only: bool) -> Result<Vec<Review>> {
-        let sql = if open_only {
-            "SELECT id FROM reviews WHERE state = 'open' ORDER BY id DESC"
-        } else {
-            "SELECT id FROM reviews ORDER BY id DESC"
-        };
+        // Without a state filter `?1` is NULL and every review matches.
+        let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
         let ids: Vec<i64> = self
             .conn
-            .prepare(sql)?
-            .query_map([], |r| r.get(0))?
+            .prepare("SELECT id FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC")?
+            .query_map([only], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         ids.into_iter()
             .map(|id| read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id }))
@@ -487,7 +488,7 @@ impl Registry {
     ) -> Result<i64> {
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
-        if review.state != "open" {
+        if review.state != ReviewState::Open {
             return Err(RegistryError::Superseded {
                 id,
                 why: format!("the review is {}", review.state),
@@ -522,12 +523,12 @@ impl Registry {
         failpoint::hit("accept.after_apply")?;
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = 'accepted', decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
-            params![id, now, reviewer, reason],
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            params![id, now, reviewer, reason, ReviewState::Accepted],
         )?;
         tx.execute(
-            "UPDATE watch_state SET status = 'applied', last_compatibility = ?2 WHERE watch = ?1",
-            params![review.watch, review.compatibility],
+            "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
+            params![review.watch, review.compatibility, WatchStatus::Applied],
         )?;
         // The validators of the accepted document are unknown here; the next cycle refetches.
         tx.execute("DELETE FROM validators WHERE watch = ?1", [&review.watch])?;
@@ -541,7 +542,7 @@ impl Registry {
     pub fn reject(&mut self, id: i64, reviewer: &str, reason: &str) -> Result<()> {
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
-        if review.state != "open" {
+        if review.state != ReviewState::Open {
             return Err(RegistryError::Superseded {
                 id,
                 why: format!("the review is {}", review.state),
@@ -549,16 +550,16 @@ impl Registry {
         }
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = 'rejected', decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
-            params![id, now, reviewer, reason],
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            params![id, now, reviewer, reason, ReviewState::Rejected],
         )?;
         tx.execute(
             "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at) VALUES (?1, ?2, ?3, ?4)",
             params![review.watch, review.candidate_fingerprint, id, now],
         )?;
         tx.execute(
-            "UPDATE watch_state SET status = 'rejected' WHERE watch = ?1",
-            [&review.watch],
+            "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
+            params![&review.watch, WatchStatus::Rejected],
         )?;
         tx.commit()?;
         Ok(())
@@ -594,9 +595,9 @@ impl Registry {
     pub fn reset(&mut self, watch: &str) -> Result<bool> {
         let tx = self.write_tx()?;
         let n = tx.execute(
-            "UPDATE watch_state SET status = 'idle', last_error = NULL, consecutive_failures = 0,
+            "UPDATE watch_state SET status = ?2, last_error = NULL, consecutive_failures = 0,
                     source_identity = NULL WHERE watch = ?1",
-            [watch],
+            params![watch, WatchStatus::Idle],
         )?;
         tx.commit()?;
         Ok(n > 0)
@@ -615,13 +616,11 @@ impl Registry {
     }
 
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row(
-                "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = 'open'",
-                [watch],
-                |r| r.get(0),
-            )?)
+        Ok(self.conn.query_row(
+            "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = ?2",
+            params![watch, ReviewState::Open],
+            |r| r.get(0),
+        )?)
     }
 
     /// Recomputes fingerprints of snapshots stored under an older projection version, from the
@@ -754,7 +753,7 @@ fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
 fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
     type Row = (
         String,
-        String,
+        ReviewState,
         String,
         i64,
         String,
@@ -933,8 +932,13 @@ fn apply_in(
 
 fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
     tx.execute(
-        "UPDATE reviews SET state = 'superseded', decided_at = ?2 WHERE watch = ?1 AND state = 'open'",
-        params![watch, now_rfc3339()],
+        "UPDATE reviews SET state = ?3, decided_at = ?2 WHERE watch = ?1 AND state = ?4",
+        params![
+            watch,
+            now_rfc3339(),
+            ReviewState::Superseded,
+            ReviewState::Open
+        ],
     )?;
     Ok(())
 }

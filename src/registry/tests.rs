@@ -18,7 +18,7 @@ fn state(status: &str) -> WatchState {
     WatchState {
         watch: "acme.pets".into(),
         kind: "openapi".into(),
-        status: status.into(),
+        status: WatchStatus::parse(status).expect("a watch status"),
         ..WatchState::default()
     }
 }
@@ -130,7 +130,7 @@ fn reviews_queue_once_supersede_and_decide() {
         panic!()
     };
     assert_eq!(superseded, Some(id));
-    assert_eq!(r.review(id).unwrap().state, "superseded");
+    assert_eq!(r.review(id).unwrap().state, ReviewState::Superseded);
     assert!(matches!(
         r.accept(id, "a", "b", 100),
         Err(RegistryError::Superseded { .. })
