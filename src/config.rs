@@ -70,17 +70,6 @@ pub enum SourceConfig {
     },
 }
 
-impl SourceConfig {
-    /// A stable text identity of the source (the validator table is keyed by its digest).
-    pub fn identity(&self) -> String {
-        match self {
-            SourceConfig::Url(u) => format!("url:{u}"),
-            SourceConfig::Path(p) => format!("path:{}", p.display()),
-            SourceConfig::Command { argv, .. } => command_identity(argv),
-        }
-    }
-}
-
 /// The identity of a stdio command: its argv (environment values may be secrets, so they are
 /// not part of it).
 pub fn command_identity(argv: &[String]) -> String {
@@ -524,13 +513,10 @@ mod tests {
             SourceConfig::Command { argv, env } => {
                 assert_eq!(argv, &["node".to_string(), "server.js".to_string()]);
                 assert_eq!(env.get("TOKEN").map(String::as_str), Some("${T}"));
+                assert_eq!(command_identity(argv), r#"command:["node","server.js"]"#);
             }
             other => panic!("{other:?}"),
         }
-        assert_eq!(
-            c.watches[0].source.identity(),
-            r#"command:["node","server.js"]"#
-        );
         for bad in [
             "[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\ncommand = [\"x\"]\n",
             "[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = []\n",

@@ -36,6 +36,11 @@ pub enum RegistryError {
         "registry schema version {found} is newer than this schemawatch supports ({supported})"
     )]
     TooNew { found: i64, supported: i64 },
+    /// A read-only open cannot migrate an older registry; open it once read-write.
+    #[error(
+        "registry schema version {found} is older than this schemawatch's ({supported}); a read-only open does not migrate it: run any read-write command (e.g. `schemawatch status`) on it first"
+    )]
+    TooOld { found: i64, supported: i64 },
     #[error("compare-and-swap failed for {tool}: the registry moved since it was read")]
     Conflict { tool: String },
     #[error("review {id} not found")]
@@ -180,10 +185,17 @@ impl Registry {
             return Err(RegistryError::Corrupt(check));
         }
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if version != migrate::latest() {
+        let supported = migrate::latest();
+        if version > supported {
             return Err(RegistryError::TooNew {
                 found: version,
-                supported: migrate::latest(),
+                supported,
+            });
+        }
+        if version < supported {
+            return Err(RegistryError::TooOld {
+                found: version,
+                supported,
             });
         }
         Ok(Registry { conn })

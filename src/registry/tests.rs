@@ -292,3 +292,19 @@ fn forget_removes_everything_and_bumps() {
     assert_eq!(r.registry_version().unwrap(), 2);
     assert!(!r.forget("acme.pets").unwrap());
 }
+
+#[test]
+fn a_read_only_open_names_an_older_schema_as_older() {
+    let (dir, r) = open();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 0).unwrap();
+    drop(conn);
+    let error = Registry::open_read_only(&path).err().expect("refused");
+    assert!(
+        matches!(error, RegistryError::TooOld { found: 0, .. }),
+        "{error}"
+    );
+    assert!(error.to_string().contains("older"), "{error}");
+}
