@@ -435,7 +435,7 @@ async fn dispatch(cli: Cli, log_format: Option<LogFormat>) -> Outcome {
             if markdown {
                 say_raw!("{}", rules::rules_markdown());
             } else {
-                for r in rules::RULES {
+                for r in rules::ALL {
                     say!("{:<36} {:<10} {}", r.id, r.severity.as_str(), r.doc);
                 }
             }

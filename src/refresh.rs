@@ -3,7 +3,7 @@
 //! A failed fetch or parse never touches the accepted contract.
 
 use crate::config::{SourceConfig, WatchConfig};
-use crate::core::diff::classify;
+use crate::core::diff::{classify, ClassifyPolicy, SurfaceClassification};
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
 use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::core::normalize::normalize;
@@ -365,17 +365,18 @@ async fn refresh_inner(
             outcome.review_id = None;
             return Ok(outcome);
         }
-        let mut report = classify(&current.spec, &spec, &watch.severity);
-        if let Some(path) = &watch.classification {
-            let classification = crate::artifacts::triage::read_classification(path)?;
-            crate::artifacts::triage::flag_unclassified(
-                &watch.name,
-                &current.spec,
-                &spec,
-                &classification,
-                &mut report,
-            );
-        }
+        let classification = match &watch.classification {
+            Some(path) => Some(SurfaceClassification {
+                watch: watch.name.clone(),
+                buckets: crate::artifacts::triage::read_classification(path)?,
+            }),
+            None => None,
+        };
+        let policy = ClassifyPolicy {
+            severity: watch.severity.clone(),
+            classification,
+        };
+        let report = classify(&current.spec, &spec, &policy);
         let compatibility = report.compatibility;
         match compatibility {
             Compatibility::Identical => {
