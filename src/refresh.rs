@@ -3,7 +3,7 @@
 //! A failed fetch or parse never touches the accepted contract.
 
 use crate::config::{SourceConfig, WatchConfig};
-use crate::core::diff::classify;
+use crate::core::diff::{classify, ClassifyPolicy, SurfaceClassification};
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
 use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::core::normalize::normalize;
@@ -440,18 +440,19 @@ async fn refresh_inner(
         let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
         let mut classified = None;
         if let (Decision::Classify, Some(current)) = (decision, &current) {
-            let mut report = classify(&current.spec, &spec, &watch.severity);
-            if let Some(path) = &watch.classification {
-                let classification = crate::artifacts::triage::read_classification(path)
-                    .map_err(RefreshError::Classification)?;
-                crate::artifacts::triage::flag_unclassified(
-                    &watch.name,
-                    &current.spec,
-                    &spec,
-                    &classification,
-                    &mut report,
-                );
-            }
+            let classification = match &watch.classification {
+                Some(path) => Some(SurfaceClassification {
+                    watch: watch.name.clone(),
+                    buckets: crate::artifacts::triage::read_classification(path)
+                        .map_err(RefreshError::Classification)?,
+                }),
+                None => None,
+            };
+            let classify_policy = ClassifyPolicy {
+                severity: watch.severity.clone(),
+                classification,
+            };
+            let report = classify(&current.spec, &spec, &classify_policy);
             decision = decide(
                 accepted,
                 &fingerprint,

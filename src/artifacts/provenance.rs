@@ -9,19 +9,13 @@ use std::collections::BTreeSet;
 pub const TOULMIN_KEYS: [&str; 5] = ["claim", "grounds", "warrant", "qualifier", "rebuttal"];
 pub const TAG_KEYS: [&str; 4] = ["scope", "signal_type", "attribution", "uncertainty"];
 
-/// Rules that decide by a conservative default rather than a proven fact.
-const DEFAULTED: [&str; 5] = [
-    "unclassified-change",
-    "schema-keyword-changed",
-    "schema-composition-changed",
-    "request-constraint-changed",
-    "response-constraint-changed",
-];
-
 /// Returns `artifact` (an object) with `_toulmin` and `_tags` added for `report`.
 pub fn stamp(mut artifact: Value, report: &DriftReport, scope: &str) -> Value {
     let rule_ids: BTreeSet<&str> = report.changes.iter().map(|c| c.rule.as_str()).collect();
-    let defaulted = rule_ids.iter().any(|r| DEFAULTED.contains(r));
+    // Rules that decide by a conservative default rather than a proven fact.
+    let defaulted = rule_ids
+        .iter()
+        .any(|id| rules::find(id).is_some_and(|r| r.conservative));
     let warrant: Vec<Value> = rule_ids
         .iter()
         .map(|id| json!({"rule": id, "doc": rules::find(id).map_or("", |r| r.doc)}))

@@ -326,7 +326,8 @@ pub struct DriftReport {
 }
 
 impl DriftReport {
-    /// Number of changes a reviewer must look at (everything but info).
+    /// Number of changes in the report, info ones included (what `pending_change_count` has
+    /// always counted).
     pub fn change_count(&self) -> usize {
         self.changes.len()
     }

@@ -532,3 +532,32 @@ fn a_new_endpoint_missing_from_the_classification_needs_security_review() {
     .unwrap();
     assert_eq!(env.check()["outcomes"][0]["action"], "applied");
 }
+
+#[test]
+fn an_info_override_of_endpoint_unclassified_takes_effect() {
+    let env = Env::new();
+    std::fs::write(
+        env.root.join("sw.toml"),
+        "[severity]\nendpoint-unclassified = \"info\"\n\n[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\nclassification = \"surface.toml\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.root.join("surface.toml"),
+        "real_dispatch = [\"acme.pets/createPet\", \"acme.pets/deletePet\"]\nread_only = [\"acme.pets/listPets\"]\n",
+    )
+    .unwrap();
+    env.serve(&doc(|_| {}));
+    assert_eq!(env.check()["outcomes"][0]["action"], "registered");
+    // The same unclassified read-only endpoint as above: with the rule at info it is not held
+    // for review on that account, so the compatible change applies.
+    env.serve(&doc(|d| {
+        d["paths"]["/toys"] = json!({"get": {"operationId": "listToys", "responses": {"200": {"description": "ok"}}}});
+    }));
+    let o = run(&["check", "--config", &env.config, "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let outcome = &json_of(&o)["outcomes"][0];
+    assert_eq!(outcome["action"], "applied", "{outcome:#}");
+    assert_eq!(outcome["compatibility"], "compatible", "{outcome:#}");
+    let log = String::from_utf8_lossy(&o.stderr);
+    assert!(!log.contains("pending_review"), "{log}");
+}

@@ -11,7 +11,6 @@ use crate::common;
 
 use common::Sandbox;
 use schemawatch::core::diff::classify;
-use schemawatch::core::diff::rules::SeverityOverrides;
 use schemawatch::core::fingerprint::SpecIndex;
 use schemawatch::core::model::{Compatibility, ToolSpec};
 use schemawatch::core::normalize::mcp::normalize;
@@ -208,7 +207,7 @@ async fn everything_over_stdio_and_http_agree() {
     let second = fetch_tools(&stdio(&[&node, &js, "stdio"], &[]))
         .await
         .expect("second stdio fetch");
-    let report = classify(&spec, &spec_of(&second), &SeverityOverrides::new());
+    let report = classify(&spec, &spec_of(&second), &Default::default());
     assert_eq!(
         report.compatibility,
         Compatibility::Identical,
@@ -343,7 +342,7 @@ async fn dropping_read_only_hint_is_security_review() {
         .await
         .expect("drop_ro fetch");
     let (old, new) = (spec_of(&safe), spec_of(&dropped));
-    let report = classify(&old, &new, &SeverityOverrides::new());
+    let report = classify(&old, &new, &Default::default());
     assert_eq!(
         report.compatibility,
         Compatibility::SecurityReview,
@@ -382,11 +381,7 @@ async fn paginated_lists_are_walked_to_the_end_in_both_transports() {
         .await
         .expect("unpaged stdio fetch");
     assert_eq!(whole.pages, 1);
-    let report = classify(
-        &spec_of(&whole),
-        &spec_of(&paged),
-        &SeverityOverrides::new(),
-    );
+    let report = classify(&spec_of(&whole), &spec_of(&paged), &Default::default());
     assert_eq!(
         report.compatibility,
         Compatibility::Identical,

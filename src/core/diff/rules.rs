@@ -1,123 +1,219 @@
-//! The rule registry: every drift rule has a stable kebab-case id, a default severity and a
-//! one-line doc. The classifier emits changes only through these ids; `docs/rules.md` is
-//! generated from this list (`schemawatch rules --markdown`) and a test fails when it is stale.
+//! The rule registry. Every drift rule is a `pub static` [`Rule`] defined in the family file
+//! beside the check that emits it and its test cases (`mod.rs`: the contract as a whole,
+//! `endpoint.rs`, `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`); emit
+//! sites take `&'static Rule`, so a misspelt rule cannot compile. [`ALL`] lists every rule once,
+//! sorted by id: `schemawatch rules` and `docs/rules.md` are generated from it (a test fails when
+//! the file is stale), and config overrides are checked against it.
+//!
+//! Rule ids are frozen: a renamed rule keeps the id it was first published under as its
+//! `stable_id` and lists its old ids in `aliases`, which `[severity]` overrides still accept.
 
+use super::{body, endpoint, parameter, response, schema, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
+/// What part of the contract a rule judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Side {
+    /// The contract as a whole: invocation target, server instructions, an unexplained
+    /// fingerprint difference.
+    Contract,
+    /// One endpoint: its presence, name, method, path, side effects, security, text.
+    Endpoint,
+    /// What a caller sends (parameters, request body, request schemas).
+    Request,
+    /// What a caller receives (responses, response schemas).
+    Response,
+    /// A schema in either direction, judged the same way both ways.
+    Schema,
+}
+
+impl Side {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Side::Contract => "contract",
+            Side::Endpoint => "endpoint",
+            Side::Request => "request",
+            Side::Response => "response",
+            Side::Schema => "schema",
+        }
+    }
+}
+
+/// One drift rule: how a kind of difference is judged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rule {
+    /// Kebab-case, frozen once published.
     pub id: &'static str,
+    /// The default severity; `[severity]` overrides replace it.
     pub severity: Severity,
+    pub side: Side,
+    /// True when the rule decides by a conservative default rather than a proven fact (the
+    /// provenance qualifier is then `PROBABLE`).
+    pub conservative: bool,
+    /// One line for `docs/rules.md`.
     pub doc: &'static str,
+    /// The id the rule was first published under (its `id` unless it was renamed).
+    pub stable_id: &'static str,
+    /// Earlier ids of a renamed rule; overrides naming them apply to this rule.
+    pub aliases: &'static [&'static str],
+    /// The JSON Schema keywords whose comparison emits this rule (schema rules only); the
+    /// schema walker treats every keyword listed here as modelled.
+    pub keywords: &'static [&'static str],
 }
 
-const fn rule(id: &'static str, severity: Severity, doc: &'static str) -> Rule {
-    Rule { id, severity, doc }
-}
+impl Rule {
+    pub const fn new(id: &'static str, severity: Severity, side: Side, doc: &'static str) -> Rule {
+        Rule {
+            id,
+            severity,
+            side,
+            conservative: false,
+            doc,
+            stable_id: id,
+            aliases: &[],
+            keywords: &[],
+        }
+    }
 
-use Severity::{Breaking, Compatible, Info, Security};
+    /// Marks a catch-all that judges by a conservative default.
+    pub const fn conservative(self) -> Rule {
+        Rule {
+            conservative: true,
+            ..self
+        }
+    }
+
+    /// The schema keywords whose comparison emits this rule.
+    pub const fn keywords(self, keywords: &'static [&'static str]) -> Rule {
+        Rule { keywords, ..self }
+    }
+
+    /// Whether `name` is this rule's id, stable id or one of its aliases.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.id == name || self.stable_id == name || self.aliases.contains(&name)
+    }
+
+    /// The severity of this rule under `overrides` (an override may name an alias).
+    pub fn severity_under(&self, overrides: &SeverityOverrides) -> Severity {
+        if overrides.is_empty() {
+            return self.severity;
+        }
+        overrides
+            .get(self.id)
+            .or_else(|| {
+                std::iter::once(self.stable_id)
+                    .chain(self.aliases.iter().copied())
+                    .find_map(|name| overrides.get(name))
+            })
+            .copied()
+            .unwrap_or(self.severity)
+    }
+}
 
 /// Every rule, sorted by id.
-pub const RULES: &[Rule] = &[
-    rule("deprecated-changed", Info, "An endpoint, parameter or schema was marked or unmarked deprecated."),
-    rule("description-changed", Info, "Descriptive text of an endpoint, parameter, body or response changed."),
-    rule("documentation-changed", Info, "A schema's documentation keyword changed (description, title, example, x-* extension)."),
-    rule("endpoint-added-read-only", Compatible, "A new endpoint appeared that is provably read-only (GET, HEAD, OPTIONS)."),
-    rule("endpoint-added-write", Security, "A new endpoint appeared that can write or whose side effects are unknown."),
-    rule("endpoint-possibly-renamed", Info, "A removed and an added endpoint have the same contract: probably a rename (both are also reported)."),
-    rule("endpoint-removed", Breaking, "An endpoint disappeared; callers of it fail."),
-    rule("endpoint-renamed", Breaking, "The endpoint kept its method and path but its name (operationId) changed."),
-    rule("endpoint-unclassified", Security, "A new endpoint is missing from the watch's surface classification file (triage)."),
-    rule("execution-target-changed", Security, "The invocation target changed: base URL, server, host, basePath or transport."),
-    rule("instructions-changed", Security, "Server-level instructions that reach a model changed."),
-    rule("meta-changed", Breaking, "An endpoint's vendor metadata (MCP _meta) changed; not modelled, so not assumed safe."),
-    rule("method-changed", Breaking, "The same operation moved to another HTTP method without gaining side effects."),
-    rule("method-escalated", Security, "The same operation gained side effects: read-only to write, or non-destructive to destructive."),
-    rule("path-changed", Breaking, "The same operation (by operationId) moved to another path."),
-    rule("read-write-only-changed", Breaking, "A schema's readOnly or writeOnly flag changed."),
-    rule("request-body-added-optional", Compatible, "An optional request body was added."),
-    rule("request-body-added-required", Breaking, "A required request body was added; existing callers do not send it."),
-    rule("request-body-became-optional", Compatible, "The request body is no longer required."),
-    rule("request-body-became-required", Breaking, "The request body became required."),
-    rule("request-body-removed", Breaking, "The request body was removed; what callers send is no longer accepted."),
-    rule("request-constraint-changed", Breaking, "A request schema constraint (pattern, format, ...) changed in a way that cannot be proven wider."),
-    rule("request-constraint-relaxed", Compatible, "A request schema constraint was relaxed or removed (larger maximum, smaller minimum, pattern removed)."),
-    rule("request-constraint-tightened", Breaking, "A request schema constraint was added or tightened (smaller maximum, pattern added, additionalProperties false)."),
-    rule("request-default-changed", Breaking, "The default of a request value changed, so callers that omit it get different behaviour."),
-    rule("request-enum-value-added", Compatible, "A request enum accepts a new value."),
-    rule("request-enum-value-removed", Breaking, "A request enum no longer accepts a value callers may send."),
-    rule("request-media-type-added", Compatible, "The request body accepts a new media type."),
-    rule("request-media-type-removed", Breaking, "The request body no longer accepts a media type."),
-    rule("request-parameter-added-not-trailing", Breaking, "An optional positional (JSON-RPC) parameter was added before existing ones; only a trailing optional parameter may be added."),
-    rule("request-parameter-added-optional", Compatible, "An optional parameter was added."),
-    rule("request-parameter-added-required", Breaking, "A required parameter was added; existing callers do not send it."),
-    rule("request-parameter-became-optional", Compatible, "A parameter is no longer required."),
-    rule("request-parameter-became-required", Breaking, "A parameter became required."),
-    rule("request-parameter-removed", Breaking, "A parameter was removed (or moved to another location)."),
-    rule("request-parameter-reordered", Breaking, "A positional (JSON-RPC) parameter moved to another position; by-position callers now send it in the wrong place."),
-    rule("request-parameter-style-changed", Breaking, "A parameter's serialization (style, explode, allowReserved, content type) changed."),
-    rule("request-property-added-optional", Compatible, "A request schema gained an optional property."),
-    rule("request-property-added-required", Breaking, "A request schema gained a required property; existing callers do not send it."),
-    rule("request-property-became-optional", Compatible, "A request property is no longer required."),
-    rule("request-property-became-required", Breaking, "A request property became required."),
-    rule("request-property-removed", Breaking, "A request schema lost a property callers may send."),
-    rule("request-type-changed", Breaking, "A request schema's type was narrowed or changed."),
-    rule("request-type-widened", Compatible, "A request schema accepts more types (e.g. integer to number, or null added)."),
-    rule("response-constraint-changed", Breaking, "A response schema constraint (pattern, format, ...) changed in a way that cannot be proven narrower."),
-    rule("response-constraint-relaxed", Breaking, "A response schema constraint was relaxed or removed; callers may receive values they did not expect."),
-    rule("response-constraint-tightened", Compatible, "A response schema constraint was added or tightened."),
-    rule("response-default-changed", Info, "The default of a response value changed."),
-    rule("response-enum-value-added", Breaking, "A response enum gained a value callers may not handle."),
-    rule("response-enum-value-removed", Compatible, "A response enum lost a value."),
-    rule("response-error-status-added", Compatible, "A new non-success response status is documented."),
-    rule("response-error-status-removed", Compatible, "A non-success response status is no longer documented."),
-    rule("response-header-added", Compatible, "A response header was added."),
-    rule("response-header-removed", Breaking, "A response header was removed."),
-    rule("response-media-type-added", Compatible, "A response media type was added."),
-    rule("response-media-type-removed", Breaking, "A response media type was removed or changed."),
-    rule("response-property-added", Compatible, "A response schema gained a property."),
-    rule("response-property-became-optional", Breaking, "A response property is no longer guaranteed."),
-    rule("response-property-became-required", Compatible, "A response property is now always present."),
-    rule("response-property-removed", Breaking, "A response schema lost a property callers may read."),
-    rule("response-success-status-added", Breaking, "A new success status appeared that callers do not expect."),
-    rule("response-success-status-removed", Breaking, "A success response status was removed."),
-    rule("response-type-changed", Breaking, "A response schema's type was widened or changed (e.g. integer to number, or null added)."),
-    rule("response-type-narrowed", Compatible, "A response schema returns fewer types."),
-    rule("schema-composition-changed", Breaking, "allOf/anyOf/oneOf/prefixItems changed shape; not provably safe."),
-    rule("schema-keyword-changed", Breaking, "A JSON Schema keyword the classifier does not model changed."),
-    rule("security-requirements-changed", Security, "The authentication or authorization requirements of an endpoint changed."),
-    rule("side-effects-escalated", Security, "The same endpoint gained side effects: read-only to write, non-destructive to destructive, idempotent to not, or closed to open world."),
-    rule("side-effects-reduced", Compatible, "The same endpoint lost side effects (e.g. became read-only or idempotent)."),
-    rule("title-changed", Info, "An endpoint's display title changed."),
-    rule("tool-added", Security, "A new MCP tool appeared; its name, description and schema are new text that reaches a model."),
-    rule("tool-description-changed", Security, "An MCP tool's description changed; it is model-facing text (tool poisoning)."),
-    rule("tool-schema-text-changed", Security, "Text inside an MCP tool's inputSchema or outputSchema changed (description, title, examples); it reaches a model."),
-    rule("tool-title-changed", Security, "An MCP tool's title changed; it is model-facing text."),
-    rule("unclassified-change", Breaking, "The fingerprint changed and no other rule explains it; never assumed safe."),
+pub static ALL: &[&Rule] = &[
+    &endpoint::DEPRECATED_CHANGED,
+    &endpoint::DESCRIPTION_CHANGED,
+    &schema::DOCUMENTATION_CHANGED,
+    &endpoint::ENDPOINT_ADDED_READ_ONLY,
+    &endpoint::ENDPOINT_ADDED_WRITE,
+    &endpoint::ENDPOINT_POSSIBLY_RENAMED,
+    &endpoint::ENDPOINT_REMOVED,
+    &endpoint::ENDPOINT_RENAMED,
+    &super::ENDPOINT_UNCLASSIFIED,
+    &super::EXECUTION_TARGET_CHANGED,
+    &super::INSTRUCTIONS_CHANGED,
+    &endpoint::META_CHANGED,
+    &endpoint::METHOD_CHANGED,
+    &endpoint::METHOD_ESCALATED,
+    &endpoint::PATH_CHANGED,
+    &schema::READ_WRITE_ONLY_CHANGED,
+    &body::REQUEST_BODY_ADDED_OPTIONAL,
+    &body::REQUEST_BODY_ADDED_REQUIRED,
+    &body::REQUEST_BODY_BECAME_OPTIONAL,
+    &body::REQUEST_BODY_BECAME_REQUIRED,
+    &body::REQUEST_BODY_REMOVED,
+    &schema::REQUEST_CONSTRAINT_CHANGED,
+    &schema::REQUEST_CONSTRAINT_RELAXED,
+    &schema::REQUEST_CONSTRAINT_TIGHTENED,
+    &schema::REQUEST_DEFAULT_CHANGED,
+    &schema::REQUEST_ENUM_VALUE_ADDED,
+    &schema::REQUEST_ENUM_VALUE_REMOVED,
+    &body::REQUEST_MEDIA_TYPE_ADDED,
+    &body::REQUEST_MEDIA_TYPE_REMOVED,
+    &parameter::REQUEST_PARAMETER_ADDED_NOT_TRAILING,
+    &parameter::REQUEST_PARAMETER_ADDED_OPTIONAL,
+    &parameter::REQUEST_PARAMETER_ADDED_REQUIRED,
+    &parameter::REQUEST_PARAMETER_BECAME_OPTIONAL,
+    &parameter::REQUEST_PARAMETER_BECAME_REQUIRED,
+    &parameter::REQUEST_PARAMETER_REMOVED,
+    &parameter::REQUEST_PARAMETER_REORDERED,
+    &parameter::REQUEST_PARAMETER_STYLE_CHANGED,
+    &schema::REQUEST_PROPERTY_ADDED_OPTIONAL,
+    &schema::REQUEST_PROPERTY_ADDED_REQUIRED,
+    &schema::REQUEST_PROPERTY_BECAME_OPTIONAL,
+    &schema::REQUEST_PROPERTY_BECAME_REQUIRED,
+    &schema::REQUEST_PROPERTY_REMOVED,
+    &schema::REQUEST_TYPE_CHANGED,
+    &schema::REQUEST_TYPE_WIDENED,
+    &schema::RESPONSE_CONSTRAINT_CHANGED,
+    &schema::RESPONSE_CONSTRAINT_RELAXED,
+    &schema::RESPONSE_CONSTRAINT_TIGHTENED,
+    &schema::RESPONSE_DEFAULT_CHANGED,
+    &schema::RESPONSE_ENUM_VALUE_ADDED,
+    &schema::RESPONSE_ENUM_VALUE_REMOVED,
+    &response::RESPONSE_ERROR_STATUS_ADDED,
+    &response::RESPONSE_ERROR_STATUS_REMOVED,
+    &response::RESPONSE_HEADER_ADDED,
+    &response::RESPONSE_HEADER_REMOVED,
+    &response::RESPONSE_MEDIA_TYPE_ADDED,
+    &response::RESPONSE_MEDIA_TYPE_REMOVED,
+    &schema::RESPONSE_PROPERTY_ADDED,
+    &schema::RESPONSE_PROPERTY_BECAME_OPTIONAL,
+    &schema::RESPONSE_PROPERTY_BECAME_REQUIRED,
+    &schema::RESPONSE_PROPERTY_REMOVED,
+    &response::RESPONSE_SUCCESS_STATUS_ADDED,
+    &response::RESPONSE_SUCCESS_STATUS_REMOVED,
+    &schema::RESPONSE_TYPE_CHANGED,
+    &schema::RESPONSE_TYPE_NARROWED,
+    &schema::SCHEMA_COMPOSITION_CHANGED,
+    &schema::SCHEMA_KEYWORD_CHANGED,
+    &endpoint::SECURITY_REQUIREMENTS_CHANGED,
+    &endpoint::SIDE_EFFECTS_ESCALATED,
+    &endpoint::SIDE_EFFECTS_REDUCED,
+    &endpoint::TITLE_CHANGED,
+    &tool::TOOL_ADDED,
+    &tool::TOOL_DESCRIPTION_CHANGED,
+    &tool::TOOL_SCHEMA_TEXT_CHANGED,
+    &tool::TOOL_TITLE_CHANGED,
+    &super::UNCLASSIFIED_CHANGE,
 ];
 
-/// Looks up a rule by id.
+/// Looks up a rule by id, stable id or alias.
 pub fn find(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
+    ALL.iter().copied().find(|r| r.is_named(id))
 }
 
-/// Per-rule severity overrides (`[severity]` and `[watch.severity]` in config).
+/// Per-rule severity overrides (`[severity]` and `[watch.severity]` in config), keyed by the
+/// id as written (an alias is accepted: see [`Rule::severity_under`]).
 pub type SeverityOverrides = BTreeMap<String, Severity>;
 
 /// Renders the rule list as the Markdown of `docs/rules.md`.
 pub fn rules_markdown() -> String {
     let mut out = String::from(
-        "# Drift rules\n\nGenerated from `src/core/diff/rules.rs` by `schemawatch rules --markdown`; \
+        "# Drift rules\n\nGenerated from the rule registry (`src/core/diff/rules.rs`; each rule is \
+         defined beside its check under `src/core/diff/`) by `schemawatch rules --markdown`; \
          a test fails when this file is stale. Override a severity with `[severity]` or \
          `[watch.severity]` in the config (`rule-id = \"breaking\"`).\n\n\
-         | rule | default severity | what it means |\n|---|---|---|\n",
+         | rule | default severity | side | what it means |\n|---|---|---|---|\n",
     );
-    for r in RULES {
+    for r in ALL {
         out.push_str(&format!(
-            "| `{}` | {} | {} |\n",
+            "| `{}` | {} | {} | {} |\n",
             r.id,
             r.severity.as_str(),
+            r.side.as_str(),
             r.doc
         ));
     }
@@ -140,10 +236,10 @@ mod tests {
 
     #[test]
     fn ids_are_sorted_unique_kebab_case() {
-        for pair in RULES.windows(2) {
+        for pair in ALL.windows(2) {
             assert!(pair[0].id < pair[1].id, "{} !< {}", pair[0].id, pair[1].id);
         }
-        for r in RULES {
+        for r in ALL {
             assert!(
                 r.id.bytes().all(|b| b.is_ascii_lowercase() || b == b'-'),
                 "{}",
@@ -151,5 +247,61 @@ mod tests {
             );
             assert!(!r.doc.is_empty());
         }
+    }
+
+    #[test]
+    fn names_are_unambiguous() {
+        // Every id, stable id and alias names exactly one rule.
+        let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+        for r in ALL {
+            let mut names = vec![r.id];
+            if r.stable_id != r.id {
+                names.push(r.stable_id);
+            }
+            names.extend(r.aliases.iter().copied());
+            for name in names {
+                if let Some(other) = owner.insert(name, r.id) {
+                    panic!("{name} names both {other} and {}", r.id);
+                }
+            }
+        }
+    }
+
+    /// Every `pub static NAME: Rule` in the family files is in [`ALL`] exactly once.
+    #[test]
+    fn every_rule_is_registered_exactly_once() {
+        let sources = [
+            include_str!("mod.rs"),
+            include_str!("endpoint.rs"),
+            include_str!("parameter.rs"),
+            include_str!("body.rs"),
+            include_str!("response.rs"),
+            include_str!("schema.rs"),
+            include_str!("tool.rs"),
+        ];
+        let defined: usize = sources
+            .iter()
+            .map(|s| s.matches(": Rule = Rule::new(").count())
+            .sum();
+        assert_eq!(defined, ALL.len(), "a rule static is missing from ALL");
+        for (i, a) in ALL.iter().enumerate() {
+            for b in &ALL[i + 1..] {
+                assert!(!std::ptr::eq(*a, *b), "{} is listed twice", a.id);
+            }
+        }
+    }
+
+    #[test]
+    fn an_override_may_name_an_alias() {
+        static RENAMED: Rule = Rule {
+            aliases: &["old-name"],
+            ..Rule::new("new-name", Severity::Breaking, Side::Endpoint, "doc")
+        };
+        let mut overrides = SeverityOverrides::new();
+        assert_eq!(RENAMED.severity_under(&overrides), Severity::Breaking);
+        overrides.insert("old-name".into(), Severity::Info);
+        assert_eq!(RENAMED.severity_under(&overrides), Severity::Info);
+        overrides.insert("new-name".into(), Severity::Compatible);
+        assert_eq!(RENAMED.severity_under(&overrides), Severity::Compatible);
     }
 }

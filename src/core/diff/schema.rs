@@ -6,10 +6,15 @@
 //! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
 //! (old ref, new ref, direction) is compared once.
 
+use super::endpoint::DEPRECATED_CHANGED;
+use super::rules::{Rule, Side, ALL};
 use super::Emitter;
 use crate::core::json::to_canonical_string;
+use crate::core::model::Severity::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::ptr;
+use std::sync::LazyLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Direction {
@@ -40,6 +45,38 @@ const LOWER_BOUNDS: &[&str] = &[
 ];
 /// Zalando's open enum extension, compared by its own rule rather than as documentation.
 const EXTENSIBLE_ENUM: &str = "x-extensible-enum";
+/// pattern, format, uniqueItems: judged by presence (see `compare_presence_constraints`).
+const PRESENCE_CONSTRAINTS: [&str; 3] = ["pattern", "format", "uniqueItems"];
+
+// The keywords each schema rule judges. The catch-all loop of `compare_keywords` skips every
+// keyword a rule lists (see `modelled`), so a keyword gains a dedicated comparison by being
+// listed here; documentation keywords are listed by `documentation-changed` and
+// `deprecated-changed` and judged by that loop.
+const TYPE_KEYWORDS: &[&str] = &["type"];
+const ENUM_KEYWORDS: &[&str] = &["enum", "const"];
+const EXTENSIBLE_ENUM_KEYWORDS: &[&str] = &["enum", "const", EXTENSIBLE_ENUM];
+const CONSTRAINT_KEYWORDS: &[&str] = &[
+    "maximum",
+    "exclusiveMaximum",
+    "maxLength",
+    "maxItems",
+    "maxProperties",
+    "maxContains",
+    "minimum",
+    "exclusiveMinimum",
+    "minLength",
+    "minItems",
+    "minProperties",
+    "minContains",
+    "multipleOf",
+    "pattern",
+    "format",
+    "uniqueItems",
+    "additionalProperties",
+    "enum",
+    "const",
+    "nonNull",
+];
 const DOC_KEYWORDS: &[&str] = &[
     "description",
     "title",
@@ -48,31 +85,269 @@ const DOC_KEYWORDS: &[&str] = &[
     "externalDocs",
     "$comment",
     "xml",
-    "deprecated",
 ];
-/// Keywords compared by a dedicated rule below; everything else falls to the catch-all.
-const MODELED: &[&str] = &[
-    "$ref",
-    "type",
-    "properties",
-    "required",
-    "enum",
-    "const",
-    "pattern",
-    "format",
-    "uniqueItems",
-    "additionalProperties",
-    "items",
-    "allOf",
-    "anyOf",
-    "oneOf",
-    "prefixItems",
-    "default",
-    "readOnly",
-    "writeOnly",
-    "arguments",
-    "nonNull",
-];
+/// Keywords the walker descends through without a rule of their own.
+const STRUCTURAL: &[&str] = &["$ref", "arguments"];
+
+pub static DOCUMENTATION_CHANGED: Rule = Rule::new(
+    "documentation-changed",
+    Info,
+    Side::Schema,
+    "A schema's documentation keyword changed (description, title, example, x-* extension).",
+)
+.keywords(DOC_KEYWORDS);
+
+pub static READ_WRITE_ONLY_CHANGED: Rule = Rule::new(
+    "read-write-only-changed",
+    Breaking,
+    Side::Schema,
+    "A schema's readOnly or writeOnly flag changed.",
+)
+.keywords(&["readOnly", "writeOnly"]);
+
+pub static REQUEST_CONSTRAINT_CHANGED: Rule = Rule::new(
+    "request-constraint-changed",
+    Breaking,
+    Side::Request,
+    "A request schema constraint (pattern, format, ...) changed in a way that cannot be proven wider.",
+)
+.conservative()
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static REQUEST_CONSTRAINT_RELAXED: Rule = Rule::new(
+    "request-constraint-relaxed",
+    Compatible,
+    Side::Request,
+    "A request schema constraint was relaxed or removed (larger maximum, smaller minimum, pattern removed).",
+)
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static REQUEST_CONSTRAINT_TIGHTENED: Rule = Rule::new(
+    "request-constraint-tightened",
+    Breaking,
+    Side::Request,
+    "A request schema constraint was added or tightened (smaller maximum, pattern added, additionalProperties false).",
+)
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static REQUEST_DEFAULT_CHANGED: Rule = Rule::new(
+    "request-default-changed",
+    Breaking,
+    Side::Request,
+    "The default of a request value changed, so callers that omit it get different behaviour.",
+)
+.keywords(&["default"]);
+
+pub static REQUEST_ENUM_VALUE_ADDED: Rule = Rule::new(
+    "request-enum-value-added",
+    Compatible,
+    Side::Request,
+    "A request enum accepts a new value.",
+)
+.keywords(ENUM_KEYWORDS);
+
+pub static REQUEST_ENUM_VALUE_REMOVED: Rule = Rule::new(
+    "request-enum-value-removed",
+    Breaking,
+    Side::Request,
+    "A request enum no longer accepts a value callers may send.",
+)
+.keywords(EXTENSIBLE_ENUM_KEYWORDS);
+
+pub static REQUEST_PROPERTY_ADDED_OPTIONAL: Rule = Rule::new(
+    "request-property-added-optional",
+    Compatible,
+    Side::Request,
+    "A request schema gained an optional property.",
+)
+.keywords(&["properties"]);
+
+pub static REQUEST_PROPERTY_ADDED_REQUIRED: Rule = Rule::new(
+    "request-property-added-required",
+    Breaking,
+    Side::Request,
+    "A request schema gained a required property; existing callers do not send it.",
+)
+.keywords(&["properties", "required"]);
+
+pub static REQUEST_PROPERTY_BECAME_OPTIONAL: Rule = Rule::new(
+    "request-property-became-optional",
+    Compatible,
+    Side::Request,
+    "A request property is no longer required.",
+)
+.keywords(&["required"]);
+
+pub static REQUEST_PROPERTY_BECAME_REQUIRED: Rule = Rule::new(
+    "request-property-became-required",
+    Breaking,
+    Side::Request,
+    "A request property became required.",
+)
+.keywords(&["required"]);
+
+pub static REQUEST_PROPERTY_REMOVED: Rule = Rule::new(
+    "request-property-removed",
+    Breaking,
+    Side::Request,
+    "A request schema lost a property callers may send.",
+)
+.keywords(&["properties"]);
+
+pub static REQUEST_TYPE_CHANGED: Rule = Rule::new(
+    "request-type-changed",
+    Breaking,
+    Side::Request,
+    "A request schema's type was narrowed or changed.",
+)
+.keywords(TYPE_KEYWORDS);
+
+pub static REQUEST_TYPE_WIDENED: Rule = Rule::new(
+    "request-type-widened",
+    Compatible,
+    Side::Request,
+    "A request schema accepts more types (e.g. integer to number, or null added).",
+)
+.keywords(TYPE_KEYWORDS);
+
+pub static RESPONSE_CONSTRAINT_CHANGED: Rule = Rule::new(
+    "response-constraint-changed",
+    Breaking,
+    Side::Response,
+    "A response schema constraint (pattern, format, ...) changed in a way that cannot be proven narrower.",
+)
+.conservative()
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static RESPONSE_CONSTRAINT_RELAXED: Rule = Rule::new(
+    "response-constraint-relaxed",
+    Breaking,
+    Side::Response,
+    "A response schema constraint was relaxed or removed; callers may receive values they did not expect.",
+)
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static RESPONSE_CONSTRAINT_TIGHTENED: Rule = Rule::new(
+    "response-constraint-tightened",
+    Compatible,
+    Side::Response,
+    "A response schema constraint was added or tightened.",
+)
+.keywords(CONSTRAINT_KEYWORDS);
+
+pub static RESPONSE_DEFAULT_CHANGED: Rule = Rule::new(
+    "response-default-changed",
+    Info,
+    Side::Response,
+    "The default of a response value changed.",
+)
+.keywords(&["default"]);
+
+pub static RESPONSE_ENUM_VALUE_ADDED: Rule = Rule::new(
+    "response-enum-value-added",
+    Breaking,
+    Side::Response,
+    "A response enum gained a value callers may not handle.",
+)
+.keywords(ENUM_KEYWORDS);
+
+pub static RESPONSE_ENUM_VALUE_REMOVED: Rule = Rule::new(
+    "response-enum-value-removed",
+    Compatible,
+    Side::Response,
+    "A response enum lost a value.",
+)
+.keywords(EXTENSIBLE_ENUM_KEYWORDS);
+
+pub static RESPONSE_PROPERTY_ADDED: Rule = Rule::new(
+    "response-property-added",
+    Compatible,
+    Side::Response,
+    "A response schema gained a property.",
+)
+.keywords(&["properties"]);
+
+pub static RESPONSE_PROPERTY_BECAME_OPTIONAL: Rule = Rule::new(
+    "response-property-became-optional",
+    Breaking,
+    Side::Response,
+    "A response property is no longer guaranteed.",
+)
+.keywords(&["required"]);
+
+pub static RESPONSE_PROPERTY_BECAME_REQUIRED: Rule = Rule::new(
+    "response-property-became-required",
+    Compatible,
+    Side::Response,
+    "A response property is now always present.",
+)
+.keywords(&["required"]);
+
+pub static RESPONSE_PROPERTY_REMOVED: Rule = Rule::new(
+    "response-property-removed",
+    Breaking,
+    Side::Response,
+    "A response schema lost a property callers may read.",
+)
+.keywords(&["properties"]);
+
+pub static RESPONSE_TYPE_CHANGED: Rule = Rule::new(
+    "response-type-changed",
+    Breaking,
+    Side::Response,
+    "A response schema's type was widened or changed (e.g. integer to number, or null added).",
+)
+.keywords(TYPE_KEYWORDS);
+
+pub static RESPONSE_TYPE_NARROWED: Rule = Rule::new(
+    "response-type-narrowed",
+    Compatible,
+    Side::Response,
+    "A response schema returns fewer types.",
+)
+.keywords(TYPE_KEYWORDS);
+
+pub static SCHEMA_COMPOSITION_CHANGED: Rule = Rule::new(
+    "schema-composition-changed",
+    Breaking,
+    Side::Schema,
+    "allOf/anyOf/oneOf/prefixItems changed shape; not provably safe.",
+)
+.conservative()
+.keywords(&["allOf", "anyOf", "oneOf", "prefixItems", "items"]);
+
+pub static SCHEMA_KEYWORD_CHANGED: Rule = Rule::new(
+    "schema-keyword-changed",
+    Breaking,
+    Side::Schema,
+    "A JSON Schema keyword the classifier does not model changed.",
+)
+.conservative();
+
+/// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
+/// schema rule lists, but the documentation ones, plus the structural ones.
+static MODELLED: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
+    ALL.iter()
+        .filter(|r| !ptr::eq(**r, &DOCUMENTATION_CHANGED) && !ptr::eq(**r, &DEPRECATED_CHANGED))
+        .flat_map(|r| r.keywords.iter().copied())
+        .chain(STRUCTURAL.iter().copied())
+        .collect()
+});
+
+fn modelled(keyword: &str) -> bool {
+    MODELLED.contains(keyword)
+}
+
+/// Keywords the catch-all loop judges as documentation (as does any `x-` extension).
+fn documentation_rule(keyword: &str) -> Option<&'static Rule> {
+    if DEPRECATED_CHANGED.keywords.contains(&keyword) {
+        Some(&DEPRECATED_CHANGED)
+    } else if DOCUMENTATION_CHANGED.keywords.contains(&keyword) || keyword.starts_with("x-") {
+        Some(&DOCUMENTATION_CHANGED)
+    } else {
+        None
+    }
+}
 
 pub struct SchemaDiffer<'d> {
     old_defs: &'d BTreeMap<String, Value>,
@@ -117,7 +392,7 @@ impl<'d> SchemaDiffer<'d> {
     fn emit(
         &mut self,
         out: &mut Emitter,
-        rule: &'static str,
+        rule: &'static Rule,
         path: &str,
         kind: &str,
         before: Option<Value>,
@@ -277,8 +552,8 @@ impl<'d> SchemaDiffer<'d> {
         self.compare_graphql_keywords(o, n, dir, path, out, depth);
         if o.get("default") != n.get("default") {
             let rule = match dir {
-                Direction::Request => "request-default-changed",
-                Direction::Response => "response-default-changed",
+                Direction::Request => &REQUEST_DEFAULT_CHANGED,
+                Direction::Response => &RESPONSE_DEFAULT_CHANGED,
             };
             self.emit(
                 out,
@@ -294,7 +569,7 @@ impl<'d> SchemaDiffer<'d> {
             if o.get(keyword) != n.get(keyword) {
                 self.emit(
                     out,
-                    "read-write-only-changed",
+                    &READ_WRITE_ONLY_CHANGED,
                     &format!("{path}.{keyword}"),
                     "read_write_only_changed",
                     o.get(keyword).cloned(),
@@ -306,20 +581,10 @@ impl<'d> SchemaDiffer<'d> {
         self.compare_extensible_enum(o, n, dir, path, out);
         let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
         for key in keys {
-            if MODELED.contains(&key.as_str())
-                || key == EXTENSIBLE_ENUM
-                || UPPER_BOUNDS.contains(&key.as_str())
-                || LOWER_BOUNDS.contains(&key.as_str())
-                || o.get(key) == n.get(key)
-            {
+            if modelled(key) || o.get(key) == n.get(key) {
                 continue;
             }
-            if DOC_KEYWORDS.contains(&key.as_str()) || key.starts_with("x-") {
-                let rule = if key == "deprecated" {
-                    "deprecated-changed"
-                } else {
-                    "documentation-changed"
-                };
+            if let Some(rule) = documentation_rule(key) {
                 self.emit(
                     out,
                     rule,
@@ -332,7 +597,7 @@ impl<'d> SchemaDiffer<'d> {
             } else {
                 self.emit(
                     out,
-                    "schema-keyword-changed",
+                    &SCHEMA_KEYWORD_CHANGED,
                     &format!("{path}.{key}"),
                     "schema_keyword_changed",
                     o.get(key).cloned(),
@@ -407,10 +672,10 @@ impl<'d> SchemaDiffer<'d> {
         let widened = covers(&new_types, &old_types);
         let narrowed = covers(&old_types, &new_types);
         let rule = match (dir, widened, narrowed) {
-            (Direction::Request, true, _) => "request-type-widened",
-            (Direction::Request, false, _) => "request-type-changed",
-            (Direction::Response, _, true) => "response-type-narrowed",
-            (Direction::Response, _, false) => "response-type-changed",
+            (Direction::Request, true, _) => &REQUEST_TYPE_WIDENED,
+            (Direction::Request, false, _) => &REQUEST_TYPE_CHANGED,
+            (Direction::Response, _, true) => &RESPONSE_TYPE_NARROWED,
+            (Direction::Response, _, false) => &RESPONSE_TYPE_CHANGED,
         };
         let show = |t: &Option<BTreeSet<String>>| match t {
             None => "any".to_string(),
@@ -459,8 +724,8 @@ impl<'d> SchemaDiffer<'d> {
                 }
                 None => {
                     let rule = match dir {
-                        Direction::Request => "request-property-removed",
-                        Direction::Response => "response-property-removed",
+                        Direction::Request => &REQUEST_PROPERTY_REMOVED,
+                        Direction::Response => &RESPONSE_PROPERTY_REMOVED,
                     };
                     self.emit(
                         out,
@@ -478,9 +743,9 @@ impl<'d> SchemaDiffer<'d> {
             let p_at = format!("{path}.properties.{name}");
             let required = new_required.contains(name.as_str());
             let rule = match (dir, required) {
-                (Direction::Request, true) => "request-property-added-required",
-                (Direction::Request, false) => "request-property-added-optional",
-                (Direction::Response, _) => "response-property-added",
+                (Direction::Request, true) => &REQUEST_PROPERTY_ADDED_REQUIRED,
+                (Direction::Request, false) => &REQUEST_PROPERTY_ADDED_OPTIONAL,
+                (Direction::Response, _) => &RESPONSE_PROPERTY_ADDED,
             };
             let word = if required { "Required" } else { "Optional" };
             self.emit(
@@ -501,10 +766,10 @@ impl<'d> SchemaDiffer<'d> {
             }
             let now_required = new_required.contains(name);
             let rule = match (dir, now_required) {
-                (Direction::Request, true) => "request-property-became-required",
-                (Direction::Request, false) => "request-property-became-optional",
-                (Direction::Response, true) => "response-property-became-required",
-                (Direction::Response, false) => "response-property-became-optional",
+                (Direction::Request, true) => &REQUEST_PROPERTY_BECAME_REQUIRED,
+                (Direction::Request, false) => &REQUEST_PROPERTY_BECAME_OPTIONAL,
+                (Direction::Response, true) => &RESPONSE_PROPERTY_BECAME_REQUIRED,
+                (Direction::Response, false) => &RESPONSE_PROPERTY_BECAME_OPTIONAL,
             };
             let word = if now_required { "required" } else { "optional" };
             self.emit(
@@ -533,8 +798,8 @@ impl<'d> SchemaDiffer<'d> {
             (Some(old_set), Some(new_set)) => {
                 for (text, value) in new_set.iter().filter(|(t, _)| !old_set.contains_key(*t)) {
                     let rule = match dir {
-                        Direction::Request => "request-enum-value-added",
-                        Direction::Response => "response-enum-value-added",
+                        Direction::Request => &REQUEST_ENUM_VALUE_ADDED,
+                        Direction::Response => &RESPONSE_ENUM_VALUE_ADDED,
                     };
                     self.emit(
                         out,
@@ -548,8 +813,8 @@ impl<'d> SchemaDiffer<'d> {
                 }
                 for (text, value) in old_set.iter().filter(|(t, _)| !new_set.contains_key(*t)) {
                     let rule = match dir {
-                        Direction::Request => "request-enum-value-removed",
-                        Direction::Response => "response-enum-value-removed",
+                        Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
+                        Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
                     };
                     self.emit(
                         out,
@@ -612,8 +877,8 @@ impl<'d> SchemaDiffer<'d> {
         let at = format!("{path}.{EXTENSIBLE_ENUM}");
         for (text, value) in before.iter().filter(|(t, _)| !after.contains_key(*t)) {
             let rule = match dir {
-                Direction::Request => "request-enum-value-removed",
-                Direction::Response => "response-enum-value-removed",
+                Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
+                Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
             };
             self.emit(
                 out,
@@ -629,7 +894,7 @@ impl<'d> SchemaDiffer<'d> {
             // Extensible: receivers already handle unknown values, so an addition is safe both ways.
             self.emit(
                 out,
-                "documentation-changed",
+                &DOCUMENTATION_CHANGED,
                 &at,
                 "extensible_enum_value_added",
                 None,
@@ -706,7 +971,7 @@ impl<'d> SchemaDiffer<'d> {
         path: &str,
         out: &mut Emitter,
     ) {
-        for keyword in ["pattern", "format", "uniqueItems"] {
+        for keyword in PRESENCE_CONSTRAINTS {
             let normalize = |v: Option<&Value>| match v {
                 Some(Value::Bool(false)) if keyword == "uniqueItems" => None,
                 other => other.cloned(),
@@ -816,7 +1081,7 @@ impl<'d> SchemaDiffer<'d> {
             (Some(Value::Array(_)), _) | (_, Some(Value::Array(_))) => {
                 self.emit(
                     out,
-                    "schema-composition-changed",
+                    &SCHEMA_COMPOSITION_CHANGED,
                     &at,
                     "items_changed",
                     o.get("items").cloned(),
@@ -880,7 +1145,7 @@ impl<'d> SchemaDiffer<'d> {
                     );
                     self.emit(
                         out,
-                        "schema-composition-changed",
+                        &SCHEMA_COMPOSITION_CHANGED,
                         &at,
                         "composition_changed",
                         Some(json!(a.len())),
@@ -898,7 +1163,7 @@ impl<'d> SchemaDiffer<'d> {
                 let count = |v: Option<&Value>| v.and_then(Value::as_array).map_or(0, Vec::len);
                 self.emit(
                     out,
-                    "schema-composition-changed",
+                    &SCHEMA_COMPOSITION_CHANGED,
                     &at,
                     "composition_changed",
                     Some(json!(count(before))),
@@ -954,7 +1219,7 @@ impl SchemaDiffer<'_> {
         );
         self.emit(
             out,
-            "schema-composition-changed",
+            &SCHEMA_COMPOSITION_CHANGED,
             at,
             "composition_changed",
             Some(json!(removed)),
@@ -982,14 +1247,14 @@ enum Shift {
     Changed,
 }
 
-fn constraint_rule(dir: Direction, shift: Shift) -> &'static str {
+fn constraint_rule(dir: Direction, shift: Shift) -> &'static Rule {
     match (dir, shift) {
-        (Direction::Request, Shift::Tightened) => "request-constraint-tightened",
-        (Direction::Request, Shift::Relaxed) => "request-constraint-relaxed",
-        (Direction::Request, Shift::Changed) => "request-constraint-changed",
-        (Direction::Response, Shift::Tightened) => "response-constraint-tightened",
-        (Direction::Response, Shift::Relaxed) => "response-constraint-relaxed",
-        (Direction::Response, Shift::Changed) => "response-constraint-changed",
+        (Direction::Request, Shift::Tightened) => &REQUEST_CONSTRAINT_TIGHTENED,
+        (Direction::Request, Shift::Relaxed) => &REQUEST_CONSTRAINT_RELAXED,
+        (Direction::Request, Shift::Changed) => &REQUEST_CONSTRAINT_CHANGED,
+        (Direction::Response, Shift::Tightened) => &RESPONSE_CONSTRAINT_TIGHTENED,
+        (Direction::Response, Shift::Relaxed) => &RESPONSE_CONSTRAINT_RELAXED,
+        (Direction::Response, Shift::Changed) => &RESPONSE_CONSTRAINT_CHANGED,
     }
 }
 
@@ -1098,4 +1363,247 @@ fn enum_values(schema: &Map<String, Value>) -> Option<BTreeMap<String, Value>> {
 fn as_f64(v: &Value) -> Option<f64> {
     v.as_number()
         .and_then(|n| n.to_string().parse::<f64>().ok())
+}
+
+#[cfg(test)]
+pub(super) mod cases {
+    use super::*;
+    use crate::core::diff::tests::{
+        at, check_case, openapi, openapi_reversed, Case, LIST, NEW_PET, PET,
+    };
+    use serde_json::json;
+
+    /// One case per rule of this family (more where kinds differ).
+    pub(in crate::core::diff) fn cases() -> Vec<Case> {
+        vec![
+            Case::new(
+                &DOCUMENTATION_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["tag"]["description"] = json!("A tag.");
+                }),
+            ),
+            Case::new(
+                &READ_WRITE_ONLY_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["id"]["readOnly"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &REQUEST_CONSTRAINT_CHANGED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["name"]["pattern"] = json!("^[A-Z]+$");
+                }),
+            ),
+            Case::new(
+                &REQUEST_CONSTRAINT_RELAXED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["name"]["maxLength"] = json!(100);
+                }),
+            ),
+            Case::new(
+                &REQUEST_CONSTRAINT_TIGHTENED,
+                openapi(|d| {
+                    at(d, LIST)["parameters"][0]["schema"]["maximum"] = json!(50);
+                }),
+            ),
+            Case::new(
+                &REQUEST_DEFAULT_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["parameters"][0]["schema"]["default"] = json!(20);
+                }),
+            ),
+            Case::new(
+                &REQUEST_ENUM_VALUE_ADDED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["kind"]["enum"] = json!(["cat", "dog", "fish"]);
+                }),
+            ),
+            Case::new(
+                &REQUEST_ENUM_VALUE_REMOVED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["kind"]["enum"] = json!(["cat"]);
+                }),
+            ),
+            Case::new(
+                &REQUEST_PROPERTY_ADDED_OPTIONAL,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["color"] = json!({"type": "string"});
+                }),
+            ),
+            Case::new(
+                &REQUEST_PROPERTY_ADDED_REQUIRED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["color"] = json!({"type": "string"});
+                    at(d, NEW_PET)["required"] = json!(["name", "color"]);
+                }),
+            ),
+            Case::new(
+                &REQUEST_PROPERTY_BECAME_OPTIONAL,
+                openapi(|d| {
+                    at(d, NEW_PET)["required"] = json!([]);
+                }),
+            ),
+            Case::new(
+                &REQUEST_PROPERTY_BECAME_REQUIRED,
+                openapi(|d| {
+                    at(d, NEW_PET)["required"] = json!(["name", "age"]);
+                }),
+            ),
+            Case::new(
+                &REQUEST_PROPERTY_REMOVED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("tag");
+                }),
+            ),
+            Case::new(
+                &REQUEST_TYPE_CHANGED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["age"]["type"] = json!("string");
+                }),
+            ),
+            Case::new(
+                &REQUEST_TYPE_WIDENED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["age"]["type"] = json!("number");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_CONSTRAINT_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["id"]["format"] = json!("int32");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_CONSTRAINT_RELAXED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["name"]["maxLength"] = json!(500);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_CONSTRAINT_TIGHTENED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["name"]["maxLength"] = json!(20);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_DEFAULT_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["tag"]["default"] = json!("none");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_ENUM_VALUE_ADDED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["status"]["enum"] =
+                        json!(["available", "pending", "sold"]);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_ENUM_VALUE_REMOVED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["status"]["enum"] = json!(["available"]);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_PROPERTY_ADDED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["color"] = json!({"type": "string"});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+                openapi(|d| {
+                    at(d, PET)["required"] = json!(["id"]);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_PROPERTY_BECAME_REQUIRED,
+                openapi(|d| {
+                    at(d, PET)["required"] = json!(["id", "name", "tag"]);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_PROPERTY_REMOVED,
+                openapi(|d| {
+                    at(d, PET)["properties"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("tag");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_TYPE_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["id"]["type"] = json!("number");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_TYPE_NARROWED,
+                openapi_reversed(|d| {
+                    at(d, PET)["properties"]["tag"]["nullable"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &SCHEMA_COMPOSITION_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["tag"] =
+                        json!({"oneOf": [{"type": "string"}, {"type": "integer"}]});
+                }),
+            ),
+            Case::new(
+                &SCHEMA_KEYWORD_CHANGED,
+                openapi(|d| {
+                    at(d, PET)["properties"]["tag"]["contentEncoding"] = json!("base64");
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cases_fire_their_rules() {
+        for case in cases() {
+            check_case(&case);
+        }
+    }
+
+    /// The keywords the catch-all loop skips are exactly the ones a comparison judges.
+    #[test]
+    fn modelled_keywords_are_the_compared_ones() {
+        let mut compared: Vec<&str> = vec![
+            "$ref",
+            "type",
+            "properties",
+            "required",
+            "enum",
+            "const",
+            "pattern",
+            "format",
+            "uniqueItems",
+            "additionalProperties",
+            "items",
+            "allOf",
+            "anyOf",
+            "oneOf",
+            "prefixItems",
+            "default",
+            "readOnly",
+            "writeOnly",
+            "arguments",
+            "nonNull",
+            EXTENSIBLE_ENUM,
+        ];
+        compared.extend(UPPER_BOUNDS);
+        compared.extend(LOWER_BOUNDS);
+        compared.extend(PRESENCE_CONSTRAINTS);
+        let compared: std::collections::BTreeSet<&str> = compared.into_iter().collect();
+        let derived: std::collections::BTreeSet<&str> = MODELLED.iter().copied().collect();
+        assert_eq!(derived, compared);
+        for keyword in DOC_KEYWORDS.iter().chain(DEPRECATED_CHANGED.keywords) {
+            assert!(!modelled(keyword), "{keyword}");
+            assert!(documentation_rule(keyword).is_some(), "{keyword}");
+        }
+    }
 }

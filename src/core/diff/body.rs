@@ -1,0 +1,216 @@
+//! Request body rules: a body added, removed, made required or optional, and its media types;
+//! each media type's schema goes to the schema walker.
+
+use super::endpoint::DESCRIPTION_CHANGED;
+use super::rules::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::Emitter;
+use crate::core::model::{RequestBody, Severity::*};
+use serde_json::json;
+
+pub static REQUEST_BODY_ADDED_OPTIONAL: Rule = Rule::new(
+    "request-body-added-optional",
+    Compatible,
+    Side::Request,
+    "An optional request body was added.",
+);
+
+pub static REQUEST_BODY_ADDED_REQUIRED: Rule = Rule::new(
+    "request-body-added-required",
+    Breaking,
+    Side::Request,
+    "A required request body was added; existing callers do not send it.",
+);
+
+pub static REQUEST_BODY_BECAME_OPTIONAL: Rule = Rule::new(
+    "request-body-became-optional",
+    Compatible,
+    Side::Request,
+    "The request body is no longer required.",
+);
+
+pub static REQUEST_BODY_BECAME_REQUIRED: Rule = Rule::new(
+    "request-body-became-required",
+    Breaking,
+    Side::Request,
+    "The request body became required.",
+);
+
+pub static REQUEST_BODY_REMOVED: Rule = Rule::new(
+    "request-body-removed",
+    Breaking,
+    Side::Request,
+    "The request body was removed; what callers send is no longer accepted.",
+);
+
+pub static REQUEST_MEDIA_TYPE_ADDED: Rule = Rule::new(
+    "request-media-type-added",
+    Compatible,
+    Side::Request,
+    "The request body accepts a new media type.",
+);
+
+pub static REQUEST_MEDIA_TYPE_REMOVED: Rule = Rule::new(
+    "request-media-type-removed",
+    Breaking,
+    Side::Request,
+    "The request body no longer accepts a media type.",
+);
+
+pub(super) fn compare_request_body(
+    send: Direction,
+    at: &str,
+    old: Option<&RequestBody>,
+    new: Option<&RequestBody>,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    let b_at = format!("{at}.request_body");
+    match (old, new) {
+        (None, None) => {}
+        (Some(_), None) => out.emit(
+            &REQUEST_BODY_REMOVED,
+            &b_at,
+            "request_body_removed",
+            None,
+            None,
+            "The request body was removed.".into(),
+        ),
+        (None, Some(n)) => {
+            let (rule, word) = if n.required {
+                (&REQUEST_BODY_ADDED_REQUIRED, "A required")
+            } else {
+                (&REQUEST_BODY_ADDED_OPTIONAL, "An optional")
+            };
+            out.emit(
+                rule,
+                &b_at,
+                "request_body_added",
+                None,
+                None,
+                format!("{word} request body was added."),
+            );
+        }
+        (Some(o), Some(n)) => {
+            if o.required != n.required {
+                let (rule, word) = if n.required {
+                    (&REQUEST_BODY_BECAME_REQUIRED, "required")
+                } else {
+                    (&REQUEST_BODY_BECAME_OPTIONAL, "optional")
+                };
+                out.emit(
+                    rule,
+                    &format!("{b_at}.required"),
+                    "request_body_required_changed",
+                    Some(json!(o.required)),
+                    Some(json!(n.required)),
+                    format!("The request body became {word}."),
+                );
+            }
+            if o.description != n.description {
+                out.emit(
+                    &DESCRIPTION_CHANGED,
+                    &format!("{b_at}.description"),
+                    "description_changed",
+                    o.description.as_ref().map(|d| json!(d)),
+                    n.description.as_ref().map(|d| json!(d)),
+                    "The request body's description changed.".into(),
+                );
+            }
+            for (media, old_schema) in &o.content {
+                let m_at = format!("{b_at}.content.{media}");
+                match n.content.get(media) {
+                    None => out.emit(
+                        &REQUEST_MEDIA_TYPE_REMOVED,
+                        &m_at,
+                        "media_type_removed",
+                        Some(json!(media)),
+                        None,
+                        format!("The request body no longer accepts {media}."),
+                    ),
+                    Some(new_schema) => schemas.compare(
+                        old_schema,
+                        new_schema,
+                        send,
+                        &format!("{m_at}.schema"),
+                        out,
+                    ),
+                }
+            }
+            for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
+                out.emit(
+                    &REQUEST_MEDIA_TYPE_ADDED,
+                    &format!("{b_at}.content.{media}"),
+                    "media_type_added",
+                    None,
+                    Some(json!(media)),
+                    format!("The request body now also accepts {media}."),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod cases {
+    use super::*;
+    use crate::core::diff::tests::{at, check_case, openapi, openapi_reversed, Case, CREATE, LIST};
+    use serde_json::json;
+
+    /// One case per rule of this family (more where kinds differ).
+    pub(in crate::core::diff) fn cases() -> Vec<Case> {
+        vec![
+            Case::new(
+                &REQUEST_BODY_ADDED_OPTIONAL,
+                openapi(|d| {
+                    at(d, LIST)["requestBody"] =
+                        json!({"content": {"application/json": {"schema": {"type": "object"}}}});
+                }),
+            ),
+            Case::new(
+                &REQUEST_BODY_ADDED_REQUIRED,
+                openapi(|d| {
+                    at(d, LIST)["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": {"type": "object"}}}});
+                }),
+            ),
+            Case::new(
+                &REQUEST_BODY_BECAME_OPTIONAL,
+                openapi(|d| {
+                    at(d, CREATE)["requestBody"]["required"] = json!(false);
+                }),
+            ),
+            Case::new(
+                &REQUEST_BODY_REMOVED,
+                openapi(|d| {
+                    at(d, CREATE).as_object_mut().unwrap().remove("requestBody");
+                }),
+            ),
+            Case::new(
+                &REQUEST_MEDIA_TYPE_ADDED,
+                openapi(|d| {
+                    at(d, CREATE)["requestBody"]["content"]["application/xml"] =
+                        json!({"schema": {"$ref": "#/components/schemas/NewPet"}});
+                }),
+            ),
+            Case::new(
+                &REQUEST_MEDIA_TYPE_REMOVED,
+                openapi(|d| {
+                    at(d, CREATE)["requestBody"]["content"] = json!({"application/xml": {"schema": {"$ref": "#/components/schemas/NewPet"}}});
+                }),
+            ),
+            Case::new(
+                &REQUEST_BODY_BECAME_REQUIRED,
+                openapi_reversed(|d| {
+                    at(d, CREATE)["requestBody"]["required"] = json!(false);
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cases_fire_their_rules() {
+        for case in cases() {
+            check_case(&case);
+        }
+    }
+}

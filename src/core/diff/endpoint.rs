@@ -1,0 +1,548 @@
+//! Endpoint rules: an endpoint's presence, name, method, path, text, security and side
+//! effects; the comparison of a matched pair of endpoints starts here and hands parameters,
+//! bodies, responses and schemas to their families.
+
+use super::rules::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::{body, parameter, response, tool, Emitter, EndpointPair};
+use crate::core::model::{EndpointSpec, Kind, Severity::*};
+use serde_json::json;
+use std::collections::BTreeSet;
+
+pub static DEPRECATED_CHANGED: Rule = Rule::new(
+    "deprecated-changed",
+    Info,
+    Side::Endpoint,
+    "An endpoint, parameter or schema was marked or unmarked deprecated.",
+)
+.keywords(&["deprecated"]);
+
+pub static DESCRIPTION_CHANGED: Rule = Rule::new(
+    "description-changed",
+    Info,
+    Side::Endpoint,
+    "Descriptive text of an endpoint, parameter, body or response changed.",
+);
+
+pub static ENDPOINT_ADDED_READ_ONLY: Rule = Rule::new(
+    "endpoint-added-read-only",
+    Compatible,
+    Side::Endpoint,
+    "A new endpoint appeared that is provably read-only (GET, HEAD, OPTIONS).",
+);
+
+pub static ENDPOINT_ADDED_WRITE: Rule = Rule::new(
+    "endpoint-added-write",
+    Security,
+    Side::Endpoint,
+    "A new endpoint appeared that can write or whose side effects are unknown.",
+);
+
+pub static ENDPOINT_POSSIBLY_RENAMED: Rule = Rule::new(
+    "endpoint-possibly-renamed",
+    Info,
+    Side::Endpoint,
+    "A removed and an added endpoint have the same contract: probably a rename (both are also reported).",
+);
+
+pub static ENDPOINT_REMOVED: Rule = Rule::new(
+    "endpoint-removed",
+    Breaking,
+    Side::Endpoint,
+    "An endpoint disappeared; callers of it fail.",
+);
+
+pub static ENDPOINT_RENAMED: Rule = Rule::new(
+    "endpoint-renamed",
+    Breaking,
+    Side::Endpoint,
+    "The endpoint kept its method and path but its name (operationId) changed.",
+);
+
+pub static META_CHANGED: Rule = Rule::new(
+    "meta-changed",
+    Breaking,
+    Side::Endpoint,
+    "An endpoint's vendor metadata (MCP _meta) changed; not modelled, so not assumed safe.",
+);
+
+pub static METHOD_CHANGED: Rule = Rule::new(
+    "method-changed",
+    Breaking,
+    Side::Endpoint,
+    "The same operation moved to another HTTP method without gaining side effects.",
+);
+
+pub static METHOD_ESCALATED: Rule = Rule::new(
+    "method-escalated",
+    Security,
+    Side::Endpoint,
+    "The same operation gained side effects: read-only to write, or non-destructive to destructive.",
+);
+
+pub static PATH_CHANGED: Rule = Rule::new(
+    "path-changed",
+    Breaking,
+    Side::Endpoint,
+    "The same operation (by operationId) moved to another path.",
+);
+
+pub static SECURITY_REQUIREMENTS_CHANGED: Rule = Rule::new(
+    "security-requirements-changed",
+    Security,
+    Side::Endpoint,
+    "The authentication or authorization requirements of an endpoint changed.",
+);
+
+pub static SIDE_EFFECTS_ESCALATED: Rule = Rule::new(
+    "side-effects-escalated",
+    Security,
+    Side::Endpoint,
+    "The same endpoint gained side effects: read-only to write, non-destructive to destructive, idempotent to not, or closed to open world.",
+);
+
+pub static SIDE_EFFECTS_REDUCED: Rule = Rule::new(
+    "side-effects-reduced",
+    Compatible,
+    Side::Endpoint,
+    "The same endpoint lost side effects (e.g. became read-only or idempotent).",
+);
+
+pub static TITLE_CHANGED: Rule = Rule::new(
+    "title-changed",
+    Info,
+    Side::Endpoint,
+    "An endpoint's display title changed.",
+);
+
+/// An endpoint of the old contract that the new one lacks.
+pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
+    out.emit(
+        &ENDPOINT_REMOVED,
+        &endpoint_path(o),
+        "endpoint_removed",
+        Some(json!(o.identity())),
+        None,
+        format!("Endpoint {} ({}) was removed.", o.name, o.identity()),
+    );
+}
+
+/// An endpoint of the new contract that the old one lacks.
+pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
+    let (rule, why) = if kind == Kind::Mcp {
+        (
+            &tool::TOOL_ADDED,
+            "its description and schema are new text that reaches a model",
+        )
+    } else if n.read_only {
+        (&ENDPOINT_ADDED_READ_ONLY, "it is read-only")
+    } else {
+        (
+            &ENDPOINT_ADDED_WRITE,
+            "it can change state, so it needs review",
+        )
+    };
+    out.emit(
+        rule,
+        &endpoint_path(n),
+        "endpoint_added",
+        None,
+        Some(json!(n.identity())),
+        format!("Endpoint {} ({}) was added; {why}.", n.name, n.identity()),
+    );
+}
+
+pub(super) fn endpoint_path(e: &EndpointSpec) -> String {
+    format!("endpoints.{}", e.name)
+}
+
+/// A removed and an added endpoint whose contracts are otherwise equal are probably a rename:
+/// both stay reported (removal is breaking), and an info change pairs them for the reviewer.
+pub(super) fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
+    let strip = |e: &EndpointSpec| {
+        let mut e = e.clone();
+        e.name.clear();
+        e.operation_id = None;
+        e.path.clear();
+        e.path_template.clear();
+        e.description = None;
+        e
+    };
+    let added: Vec<(&EndpointSpec, EndpointSpec)> = pairs
+        .iter()
+        .filter_map(|p| match p {
+            EndpointPair::Added(n) => Some((*n, strip(n))),
+            _ => None,
+        })
+        .collect();
+    let mut used = BTreeSet::new();
+    for pair in pairs {
+        let EndpointPair::Removed(o) = pair else {
+            continue;
+        };
+        let body = strip(o);
+        if let Some((n, _)) = added
+            .iter()
+            .find(|(n, stripped)| *stripped == body && !used.contains(&n.identity()))
+        {
+            used.insert(n.identity());
+            out.emit(
+                &ENDPOINT_POSSIBLY_RENAMED,
+                &endpoint_path(n),
+                "endpoint_possibly_renamed",
+                Some(json!(o.identity())),
+                Some(json!(n.identity())),
+                format!(
+                    "{} ({}) looks like a rename of the removed {} ({}): same contract, new name.",
+                    n.name,
+                    n.identity(),
+                    o.name,
+                    o.identity()
+                ),
+            );
+        }
+    }
+}
+
+pub(super) fn compare_endpoint(
+    o: &EndpointSpec,
+    n: &EndpointSpec,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    let at = endpoint_path(n);
+    if o.name != n.name && o.method == n.method && o.path == n.path {
+        out.emit(
+            &ENDPOINT_RENAMED,
+            &at,
+            "endpoint_renamed",
+            Some(json!(o.name)),
+            Some(json!(n.name)),
+            format!(
+                "{} was renamed from {} to {}; callers use the old name.",
+                n.identity(),
+                o.name,
+                n.name
+            ),
+        );
+    }
+    if o.method != n.method {
+        let escalated = (o.read_only && !n.read_only) || (!o.destructive && n.destructive);
+        let (rule, what) = if escalated {
+            (&METHOD_ESCALATED, "gained side effects")
+        } else {
+            (&METHOD_CHANGED, "changed method")
+        };
+        out.emit(
+            rule,
+            &format!("{at}.method"),
+            "method_changed",
+            Some(json!(o.method)),
+            Some(json!(n.method)),
+            format!("Operation {} {what}: {} → {}.", n.name, o.method, n.method),
+        );
+    }
+    if o.path != n.path {
+        out.emit(
+            &PATH_CHANGED,
+            &format!("{at}.path"),
+            "path_changed",
+            Some(json!(o.path_template)),
+            Some(json!(n.path_template)),
+            format!(
+                "Operation {} moved from {} to {}.",
+                n.name, o.path_template, n.path_template
+            ),
+        );
+    } else if o.path_template != n.path_template {
+        // Only path parameter names changed; the parameter diff below reports the renames.
+    }
+    if o.description != n.description {
+        out.emit(
+            &DESCRIPTION_CHANGED,
+            &format!("{at}.description"),
+            "description_changed",
+            o.description.as_ref().map(|d| json!(d)),
+            n.description.as_ref().map(|d| json!(d)),
+            format!("The description of {} changed.", n.name),
+        );
+    }
+    if o.deprecated != n.deprecated {
+        out.emit(
+            &DEPRECATED_CHANGED,
+            &format!("{at}.deprecated"),
+            "deprecated_changed",
+            Some(json!(o.deprecated)),
+            Some(json!(n.deprecated)),
+            format!(
+                "{} is {} deprecated.",
+                n.name,
+                if n.deprecated { "now" } else { "no longer" }
+            ),
+        );
+    }
+    if o.security != n.security {
+        out.emit(
+            &SECURITY_REQUIREMENTS_CHANGED,
+            &format!("{at}.security"),
+            "security_changed",
+            Some(json!(o.security)),
+            Some(json!(n.security)),
+            format!("The security requirements of {} changed.", n.name),
+        );
+    }
+    let facts = |e: &EndpointSpec| (e.read_only, e.destructive, e.idempotent, e.open_world);
+    if facts(o) != facts(n) && o.method == n.method {
+        // Same method, different side-effect facts (MCP annotations, GraphQL, OData kinds).
+        let escalated = (o.read_only && !n.read_only)
+            || (!o.destructive && n.destructive)
+            || (o.idempotent && !n.idempotent)
+            || (!o.open_world && n.open_world);
+        let show = |e: &EndpointSpec| {
+            json!({"read_only": e.read_only, "destructive": e.destructive,
+                   "idempotent": e.idempotent, "open_world": e.open_world})
+        };
+        out.emit(
+            if escalated {
+                &SIDE_EFFECTS_ESCALATED
+            } else {
+                &SIDE_EFFECTS_REDUCED
+            },
+            &format!("{at}.side_effects"),
+            "side_effects_changed",
+            Some(show(o)),
+            Some(show(n)),
+            format!(
+                "The side effects of {} {}.",
+                n.name,
+                if escalated {
+                    "grew (it may now write, destroy, repeat effects or reach further)"
+                } else {
+                    "shrank"
+                }
+            ),
+        );
+    }
+    if o.title != n.title {
+        out.emit(
+            &TITLE_CHANGED,
+            &format!("{at}.title"),
+            "title_changed",
+            o.title.as_ref().map(|t| json!(t)),
+            n.title.as_ref().map(|t| json!(t)),
+            format!("The title of {} changed.", n.name),
+        );
+    }
+    if o.meta != n.meta {
+        out.emit(
+            &META_CHANGED,
+            &format!("{at}.meta"),
+            "meta_changed",
+            o.meta.clone(),
+            n.meta.clone(),
+            format!("The vendor metadata (_meta) of {} changed.", n.name),
+        );
+    }
+    // Webhooks and callbacks run the other way: the provider sends, the consumer answers.
+    let (send, receive) = if is_reversed(n) {
+        (Direction::Response, Direction::Request)
+    } else {
+        (Direction::Request, Direction::Response)
+    };
+    parameter::compare_parameters(send, &at, &o.parameters, &n.parameters, schemas, out);
+    body::compare_request_body(
+        send,
+        &at,
+        o.request_body.as_ref(),
+        n.request_body.as_ref(),
+        schemas,
+        out,
+    );
+    response::compare_responses(receive, &at, &o.responses, &n.responses, schemas, out);
+    for (label, old_schema, new_schema, direction) in [
+        (
+            "input_schema",
+            &o.input_schema,
+            &n.input_schema,
+            Direction::Request,
+        ),
+        (
+            "output_schema",
+            &o.output_schema,
+            &n.output_schema,
+            Direction::Response,
+        ),
+    ] {
+        let empty = json!({});
+        schemas.compare(
+            old_schema.as_ref().unwrap_or(&empty),
+            new_schema.as_ref().unwrap_or(&empty),
+            direction,
+            &format!("{at}.{label}"),
+            out,
+        );
+    }
+}
+
+/// Webhook and callback endpoints are called by the provider, so their directions flip.
+fn is_reversed(e: &EndpointSpec) -> bool {
+    matches!(e.method.as_str(), "WEBHOOK" | "CALLBACK")
+}
+
+#[cfg(test)]
+pub(super) mod cases {
+    use super::*;
+    use crate::core::diff::tests::{at, check_case, mcp, openapi, spec_edit, Case, CREATE, LIST};
+    use serde_json::json;
+
+    /// One case per rule of this family (more where kinds differ).
+    pub(in crate::core::diff) fn cases() -> Vec<Case> {
+        vec![
+            Case::new(
+                &DEPRECATED_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["deprecated"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &DESCRIPTION_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["description"] = json!("List all pets.");
+                }),
+            ),
+            Case::new(
+                &ENDPOINT_ADDED_READ_ONLY,
+                openapi(|d| {
+                    at(d, "/paths")["/toys"] = json!({"get": {"operationId": "listToys", "responses": {"200": {"description": "ok"}}}});
+                }),
+            ),
+            Case::new(
+                &ENDPOINT_ADDED_WRITE,
+                openapi(|d| {
+                    at(d, "/paths")["/toys"] = json!({"delete": {"operationId": "deleteToys", "responses": {"204": {"description": "ok"}}}});
+                }),
+            ),
+            Case::new(
+                &ENDPOINT_POSSIBLY_RENAMED,
+                openapi(|d| {
+                    let create = at(d, CREATE).clone();
+                    at(d, "/paths/~1pets")
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("post");
+                    at(d, "/paths")["/animals"] = json!({"post": create});
+                    at(d, "/paths/~1animals/post")["operationId"] = json!("createAnimal");
+                }),
+            ),
+            Case::new(
+                &ENDPOINT_REMOVED,
+                openapi(|d| {
+                    at(d, "/paths/~1pets")
+                        .as_object_mut()
+                        .map(|m| m.remove("post"));
+                }),
+            ),
+            Case::new(
+                &ENDPOINT_RENAMED,
+                openapi(|d| {
+                    at(d, LIST)["operationId"] = json!("getPets");
+                }),
+            ),
+            Case::new(
+                &METHOD_CHANGED,
+                openapi(|d| {
+                    let create = at(d, CREATE).clone();
+                    let item = at(d, "/paths/~1pets").as_object_mut().unwrap();
+                    item.remove("post");
+                    item.insert("put".into(), create);
+                }),
+            ),
+            Case::new(
+                &METHOD_ESCALATED,
+                openapi(|d| {
+                    let list = at(d, LIST).clone();
+                    let item = at(d, "/paths/~1pets").as_object_mut().unwrap();
+                    item.remove("get");
+                    item.insert("patch".into(), list);
+                }),
+            ),
+            Case::new(
+                &PATH_CHANGED,
+                openapi(|d| {
+                    let list = at(d, LIST).clone();
+                    at(d, "/paths/~1pets")
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("get");
+                    at(d, "/paths")["/animals"] = json!({"get": list});
+                }),
+            ),
+            Case::new(
+                &SECURITY_REQUIREMENTS_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["security"] = json!([{"apiKey": []}]);
+                }),
+            ),
+            Case::new(
+                &META_CHANGED,
+                spec_edit(|s| s.endpoints[0].meta = Some(json!({"vendor/x": 1}))),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_ESCALATED,
+                spec_edit(
+                    // endpoints[0] is DELETE /pets/{} (destructive), endpoints[1] is GET /pets (read-only).
+                    |s| s.endpoints[1].read_only = false,
+                ),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_ESCALATED,
+                spec_edit(|s| s.endpoints[1].idempotent = false),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_REDUCED,
+                spec_edit(|s| s.endpoints[0].destructive = false),
+            ),
+            Case::new(
+                &TITLE_CHANGED,
+                spec_edit(|s| s.endpoints[1].title = Some("List pets".into())),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_ESCALATED,
+                mcp(
+                    // Dropping readOnlyHint: true makes the tool read_only false, destructive true.
+                    |d| {
+                        d["tools"][0]["annotations"]
+                            .as_object_mut()
+                            .unwrap()
+                            .remove("readOnlyHint");
+                    },
+                ),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_ESCALATED,
+                mcp(|d| {
+                    d["tools"][0]["annotations"]["openWorldHint"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &SIDE_EFFECTS_REDUCED,
+                mcp(|d| {
+                    d["tools"][1]["annotations"] = json!({"destructiveHint": false});
+                }),
+            ),
+            Case::new(
+                &META_CHANGED,
+                mcp(|d| {
+                    d["tools"][1]["_meta"] = json!({"vendor/x": "y"});
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cases_fire_their_rules() {
+        for case in cases() {
+            check_case(&case);
+        }
+    }
+}

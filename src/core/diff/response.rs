@@ -1,0 +1,258 @@
+//! Response rules: statuses (success and error), media types and headers; each schema goes to
+//! the schema walker.
+
+use super::endpoint::DESCRIPTION_CHANGED;
+use super::rules::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::Emitter;
+use crate::core::model::{ResponseSpec, Severity::*};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+pub static RESPONSE_ERROR_STATUS_ADDED: Rule = Rule::new(
+    "response-error-status-added",
+    Compatible,
+    Side::Response,
+    "A new non-success response status is documented.",
+);
+
+pub static RESPONSE_ERROR_STATUS_REMOVED: Rule = Rule::new(
+    "response-error-status-removed",
+    Compatible,
+    Side::Response,
+    "A non-success response status is no longer documented.",
+);
+
+pub static RESPONSE_HEADER_ADDED: Rule = Rule::new(
+    "response-header-added",
+    Compatible,
+    Side::Response,
+    "A response header was added.",
+);
+
+pub static RESPONSE_HEADER_REMOVED: Rule = Rule::new(
+    "response-header-removed",
+    Breaking,
+    Side::Response,
+    "A response header was removed.",
+);
+
+pub static RESPONSE_MEDIA_TYPE_ADDED: Rule = Rule::new(
+    "response-media-type-added",
+    Compatible,
+    Side::Response,
+    "A response media type was added.",
+);
+
+pub static RESPONSE_MEDIA_TYPE_REMOVED: Rule = Rule::new(
+    "response-media-type-removed",
+    Breaking,
+    Side::Response,
+    "A response media type was removed or changed.",
+);
+
+pub static RESPONSE_SUCCESS_STATUS_ADDED: Rule = Rule::new(
+    "response-success-status-added",
+    Breaking,
+    Side::Response,
+    "A new success status appeared that callers do not expect.",
+);
+
+pub static RESPONSE_SUCCESS_STATUS_REMOVED: Rule = Rule::new(
+    "response-success-status-removed",
+    Breaking,
+    Side::Response,
+    "A success response status was removed.",
+);
+
+fn is_success(status: &str) -> bool {
+    status.starts_with('2')
+}
+
+pub(super) fn compare_responses(
+    receive: Direction,
+    at: &str,
+    old: &BTreeMap<String, ResponseSpec>,
+    new: &BTreeMap<String, ResponseSpec>,
+    schemas: &mut SchemaDiffer,
+    out: &mut Emitter,
+) {
+    for (status, o) in old {
+        let r_at = format!("{at}.responses.{status}");
+        let Some(n) = new.get(status) else {
+            let rule = if is_success(status) {
+                &RESPONSE_SUCCESS_STATUS_REMOVED
+            } else {
+                &RESPONSE_ERROR_STATUS_REMOVED
+            };
+            out.emit(
+                rule,
+                &r_at,
+                "response_removed",
+                Some(json!(status)),
+                None,
+                format!("Response {status} was removed."),
+            );
+            continue;
+        };
+        if o.description != n.description {
+            out.emit(
+                &DESCRIPTION_CHANGED,
+                &format!("{r_at}.description"),
+                "description_changed",
+                o.description.as_ref().map(|d| json!(d)),
+                n.description.as_ref().map(|d| json!(d)),
+                format!("The description of response {status} changed."),
+            );
+        }
+        for (media, old_schema) in &o.content {
+            let m_at = format!("{r_at}.content.{media}");
+            match n.content.get(media) {
+                None => out.emit(
+                    &RESPONSE_MEDIA_TYPE_REMOVED,
+                    &m_at,
+                    "media_type_removed",
+                    Some(json!(media)),
+                    None,
+                    format!("Response {status} no longer returns {media}."),
+                ),
+                Some(new_schema) => schemas.compare(
+                    old_schema,
+                    new_schema,
+                    receive,
+                    &format!("{m_at}.schema"),
+                    out,
+                ),
+            }
+        }
+        for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
+            out.emit(
+                &RESPONSE_MEDIA_TYPE_ADDED,
+                &format!("{r_at}.content.{media}"),
+                "media_type_added",
+                None,
+                Some(json!(media)),
+                format!("Response {status} may now also return {media}."),
+            );
+        }
+        for (header, old_schema) in &o.headers {
+            let h_at = format!("{r_at}.headers.{header}");
+            match n.headers.get(header) {
+                None => out.emit(
+                    &RESPONSE_HEADER_REMOVED,
+                    &h_at,
+                    "response_header_removed",
+                    Some(json!(header)),
+                    None,
+                    format!("Response {status} no longer sends header {header}."),
+                ),
+                Some(new_schema) => schemas.compare(
+                    old_schema,
+                    new_schema,
+                    receive,
+                    &format!("{h_at}.schema"),
+                    out,
+                ),
+            }
+        }
+        for header in n.headers.keys().filter(|h| !o.headers.contains_key(*h)) {
+            out.emit(
+                &RESPONSE_HEADER_ADDED,
+                &format!("{r_at}.headers.{header}"),
+                "response_header_added",
+                None,
+                Some(json!(header)),
+                format!("Response {status} now sends header {header}."),
+            );
+        }
+    }
+    for status in new.keys().filter(|s| !old.contains_key(*s)) {
+        let rule = if is_success(status) {
+            &RESPONSE_SUCCESS_STATUS_ADDED
+        } else {
+            &RESPONSE_ERROR_STATUS_ADDED
+        };
+        out.emit(
+            rule,
+            &format!("{at}.responses.{status}"),
+            "response_added",
+            None,
+            Some(json!(status)),
+            format!("Response {status} was added."),
+        );
+    }
+}
+
+#[cfg(test)]
+pub(super) mod cases {
+    use super::*;
+    use crate::core::diff::tests::{at, check_case, openapi, Case, CREATE, LIST};
+    use serde_json::json;
+
+    /// One case per rule of this family (more where kinds differ).
+    pub(in crate::core::diff) fn cases() -> Vec<Case> {
+        vec![
+            Case::new(
+                &RESPONSE_ERROR_STATUS_ADDED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["429"] = json!({"description": "slow down"});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_ERROR_STATUS_REMOVED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("default");
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_ADDED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"]["X-Rate"] =
+                        json!({"schema": {"type": "integer"}});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_REMOVED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"] = json!({});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_MEDIA_TYPE_ADDED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["content"]["application/xml"] =
+                        json!({"schema": {"type": "string"}});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_MEDIA_TYPE_REMOVED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["content"] =
+                        json!({"text/plain": {"schema": {"type": "string"}}});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_SUCCESS_STATUS_ADDED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["206"] = json!({"description": "partial"});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_SUCCESS_STATUS_REMOVED,
+                openapi(|d| {
+                    at(d, CREATE)["responses"] = json!({"default": {"description": "error"}});
+                }),
+            ),
+        ]
+    }
+
+    #[test]
+    fn cases_fire_their_rules() {
+        for case in cases() {
+            check_case(&case);
+        }
+    }
+}
