@@ -5,19 +5,17 @@ use anyhow::{anyhow, Context};
 use clap::{Args, Parser, Subcommand};
 use schemawatch::artifacts::provenance::stamp;
 use schemawatch::artifacts::{catalog, pin, triage as surface};
-use schemawatch::config::{Config, ExternalRefs, LogFormat};
+use schemawatch::config::{Config, LogFormat};
 use schemawatch::core::diff::{classify, rules};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
-use schemawatch::core::normalize::normalize;
 use schemawatch::core::report::{report_json, report_markdown, report_text};
-use schemawatch::fetch::{self, FetchOutcome, FetchRequest, Source};
 use schemawatch::refresh::{refresh, Action};
 use schemawatch::registry::{Registry, RegistryError};
+use schemawatch::sources::{self, Source};
 use schemawatch::views;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
 
 /// Writes a line to stdout; a closed pipe (`schemawatch diff ... | head`) is not an error.
 macro_rules! say {
@@ -97,12 +95,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Compare two documents (files or URLs) without a registry.
+    /// Compare two documents without a registry. Each is a file, `-` (stdin), an http(s) URL,
+    /// `git:REV:PATH` or `cmd:<JSON argv>` (an MCP stdio server), read as a watch of --kind reads it.
     Diff {
         old: String,
         new: String,
         #[arg(long, default_value = "openapi")]
         kind: String,
+        /// NAME=VALUE for a `cmd:` server's environment (repeatable; values expand `${VAR}`).
+        #[arg(long = "env", value_name = "NAME=VALUE")]
+        env: Vec<String>,
         #[arg(long, conflicts_with = "markdown")]
         json: bool,
         #[arg(long)]
@@ -381,14 +383,15 @@ async fn dispatch(cli: Cli, log_format: Option<LogFormat>) -> Outcome {
             old,
             new,
             kind,
+            env,
             json,
             markdown,
             provenance,
             fail_on,
         } => {
             diff(
-                &old,
-                &new,
+                [&old, &new],
+                &env,
                 &kind,
                 json,
                 markdown,
@@ -680,75 +683,21 @@ fn watch_command(action: WatchCommand) -> Outcome {
     }
 }
 
-/// Reads a diff input: a URL (http/https) or a file path; errors name the input. A GraphQL
-/// URL is introspected (POST).
-async fn read_input(input: &str, kind: Kind) -> anyhow::Result<Vec<u8>> {
-    read_input_with(&input_request(input), input, kind)
-        .await
-        .map(|(bytes, _)| bytes)
-}
-
-/// The fetch of one diff input, unconditional, with the default bounds.
-fn input_request(input: &str) -> FetchRequest {
-    let source = match url::Url::parse(input) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") => Source::Url(url),
-        _ => Source::Path(Path::new(input).to_path_buf()),
-    };
-    FetchRequest {
+/// The contract of one document argument, read the way a watch of `kind` reads it.
+async fn load_spec(input: &str, source: &Source, kind: Kind) -> anyhow::Result<ToolSpec> {
+    sources::load_spec(
+        kind,
+        "diff.document",
         source,
-        headers: Default::default(),
-        timeout: Duration::from_secs(60),
-        connect_timeout: Duration::from_secs(10),
-        max_bytes: schemawatch::config::DEFAULT_MAX_BYTES,
-        ca_file: None,
-        proxy: None,
-        validators: None,
-    }
-}
-
-/// [`read_input`] with a prepared request; also returns the URL after redirects.
-async fn read_input_with(
-    request: &FetchRequest,
-    input: &str,
-    kind: Kind,
-) -> anyhow::Result<(Vec<u8>, Option<String>)> {
-    let fetched = match kind {
-        Kind::Graphql => fetch::graphql::fetch_schema(request).await,
-        _ => fetch::fetch(request).await,
-    };
-    match fetched.with_context(|| input.to_string())? {
-        FetchOutcome::Body {
-            bytes, final_url, ..
-        } => Ok((bytes, final_url)),
-        FetchOutcome::NotModified => Err(anyhow!("{input}: unexpected 304 Not Modified")),
-    }
-}
-
-async fn load_spec(input: &str, kind: Kind) -> anyhow::Result<ToolSpec> {
-    if kind == Kind::Openapi {
-        // Relative external `$ref`s resolve the way a watch's do (same origin or folder).
-        let request = input_request(input);
-        let started = std::time::Instant::now();
-        let (bytes, final_url) = read_input_with(&request, input, kind).await?;
-        let resolved = fetch::openapi_refs::normalize_document(
-            "diff.document",
-            &request,
-            final_url.as_deref(),
-            &bytes,
-            ExternalRefs::SameOrigin,
-            started,
-        )
-        .await
-        .with_context(|| input.to_string())?;
-        return Ok(resolved.spec);
-    }
-    let bytes = read_input(input, kind).await?;
-    normalize(kind, "diff.document", &bytes).with_context(|| input.to_string())
+        &sources::Request::command_line(),
+    )
+    .await
+    .with_context(|| input.to_string())
 }
 
 async fn diff(
-    old: &str,
-    new: &str,
+    [old, new]: [&str; 2],
+    env: &[String],
     kind: &str,
     json: bool,
     markdown: bool,
@@ -756,8 +705,9 @@ async fn diff(
     fail_on: Option<&str>,
 ) -> Outcome {
     let kind = Kind::parse(kind).ok_or_else(|| anyhow!("unknown kind {kind:?}"))?;
-    let old_spec = load_spec(old, kind).await?;
-    let new_spec = load_spec(new, kind).await?;
+    let parsed = sources::parse_arguments(&[old, new], env).map_err(anyhow::Error::from)?;
+    let old_spec = load_spec(old, &parsed[0], kind).await?;
+    let new_spec = load_spec(new, &parsed[1], kind).await?;
     let report = classify(&old_spec, &new_spec, &Default::default());
     if json && provenance {
         print_json(&stamp(report_json(&report), &report, "diff"));
