@@ -25,14 +25,7 @@ pub(super) async fn read_capped(path: &Path, max_bytes: u64) -> Result<FetchOutc
         .read_to_end(&mut bytes)
         .await
         .map_err(io_error)?;
-    if bytes.len() as u64 > max_bytes {
-        return Err(FetchError::TooLarge { limit: max_bytes });
-    }
-    Ok(FetchOutcome::Body {
-        bytes,
-        validators: Validators::default(),
-        final_url: None,
-    })
+    whole(bytes, max_bytes)
 }
 
 /// Standard input, at most `max_bytes` (a blocking read on its own thread).
@@ -51,6 +44,11 @@ pub(super) async fn read_stdin_capped(max_bytes: u64) -> Result<FetchOutcome, Fe
         error: std::io::Error::other(e.to_string()),
     })?;
     let bytes = read.map_err(|error| FetchError::Stdin { error })?;
+    whole(bytes, max_bytes)
+}
+
+/// A document read with a cap of `max_bytes + 1`: whole, or too large.
+pub(super) fn whole(bytes: Vec<u8>, max_bytes: u64) -> Result<FetchOutcome, FetchError> {
     if bytes.len() as u64 > max_bytes {
         return Err(FetchError::TooLarge { limit: max_bytes });
     }

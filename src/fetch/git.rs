@@ -8,7 +8,7 @@ use std::process::Stdio;
 use tokio::io::AsyncReadExt;
 use tokio::process::Command;
 
-use super::{FetchError, FetchOutcome, Validators};
+use super::{FetchError, FetchOutcome};
 
 /// Most bytes of git's error output kept for the message.
 const MAX_GIT_STDERR: u64 = 4 * 1024;
@@ -105,11 +105,7 @@ impl GitBlob {
 pub(super) async fn read_blob(blob: &GitBlob, max_bytes: u64) -> Result<FetchOutcome, FetchError> {
     let object = blob.object();
     let bytes = run_git(&["cat-file", "blob", "--", &object], max_bytes, &object).await?;
-    Ok(FetchOutcome::Body {
-        bytes,
-        validators: Validators::default(),
-        final_url: None,
-    })
+    super::file::whole(bytes, max_bytes)
 }
 
 /// Runs `git ARGS` in the working directory; its standard output, at most `max_bytes`.
