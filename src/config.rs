@@ -179,8 +179,8 @@ struct RawWatch {
 }
 
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+/// A watch's default `timeout` and `max_bytes` are those of every fetch (defined once there).
+pub use crate::fetch::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT};
 
 impl Config {
     /// Reads and validates a config file.

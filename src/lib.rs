@@ -1,7 +1,8 @@
 //! schemawatch: a trusted, versioned registry of API and tool contracts, with drift detection.
 //!
 //! `core` is pure (no I/O): model, canonical JSON, fingerprints, normalizers, drift rules.
-//! Everything else is an edge: `fetch` (network and files), `registry` (SQLite),
+//! Everything else is an edge: `sources` (which fetch a kind needs, and the command-line source
+//! grammar), `fetch` (network, files, git) and `mcp` (MCP client), `registry` (SQLite),
 //! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
 //! and the CLI in `main.rs`.
 
@@ -15,4 +16,5 @@ pub mod mcp;
 pub mod metrics;
 pub mod refresh;
 pub mod registry;
+pub mod sources;
 pub mod views;

@@ -6,18 +6,16 @@ use crate::config::{SourceConfig, WatchConfig};
 use crate::core::diff::{classify, ClassifyPolicy, SurfaceClassification};
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
 use crate::core::model::{Compatibility, DriftReport, Kind};
-use crate::core::normalize::normalize;
-use crate::fetch::openapi_refs::{self, BundleError};
-use crate::fetch::{self, FetchOutcome, FetchRequest, Source, Validators};
+use crate::fetch::openapi_refs::BundleError;
+use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
     now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState, WatchStatus,
 };
+use crate::sources::{self, fetch_error_class, Source};
 use serde::Serialize;
-use std::time::Duration;
 
 /// How many times a refresh re-reads and re-compares after losing a CAS race.
 const CAS_ATTEMPTS: usize = 5;
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -125,8 +123,9 @@ pub fn decide(
 pub enum RefreshError {
     #[error("{0}")]
     Fetch(#[from] fetch::FetchError),
+    /// Reading the watch's source (HTTP, file, MCP server, ...).
     #[error("{0}")]
-    Mcp(#[from] crate::mcp::McpError),
+    Source(#[from] sources::LoadError),
     #[error("{0}")]
     Bundle(BundleError),
     #[error("invalid {kind} document: {message}")]
@@ -148,7 +147,7 @@ impl RefreshError {
     pub fn class(&self) -> &'static str {
         match self {
             RefreshError::Fetch(e) => fetch_error_class(e),
-            RefreshError::Mcp(_) => "mcp",
+            RefreshError::Source(e) => e.class(),
             RefreshError::Bundle(e) => bundle_error_class(e),
             RefreshError::Invalid { .. } => "parse",
             RefreshError::Registry(_)
@@ -210,24 +209,6 @@ pub fn source_identity(source: &SourceConfig) -> String {
     }
 }
 
-fn fetch_request(watch: &WatchConfig, validators: Option<Validators>) -> FetchRequest {
-    FetchRequest {
-        source: match &watch.source {
-            SourceConfig::Url(u) => Source::Url(u.clone()),
-            SourceConfig::Path(p) => Source::Path(p.clone()),
-            // Never fetched here: MCP sources go through `crate::mcp` (see refresh_inner).
-            SourceConfig::Command { .. } => Source::Path(std::path::PathBuf::new()),
-        },
-        headers: watch.schema_headers.clone(),
-        timeout: watch.timeout,
-        connect_timeout: CONNECT_TIMEOUT.min(watch.timeout),
-        max_bytes: watch.max_bytes,
-        ca_file: watch.ca_file.clone(),
-        proxy: watch.proxy.clone(),
-        validators,
-    }
-}
-
 /// Runs one refresh cycle of `watch` against `registry`.
 pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions: u32) -> Outcome {
     let mut stats = Stats::default();
@@ -242,18 +223,6 @@ pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions
 struct Stats {
     fetched_bytes: u64,
     not_modified: bool,
-}
-
-fn fetch_error_class(e: &fetch::FetchError) -> &'static str {
-    use fetch::FetchError as F;
-    match e {
-        F::Timeout => "timeout",
-        F::Connect { .. } => "connect",
-        F::Tls { .. } => "tls",
-        F::Status { .. } | F::UnexpectedNotModified => "http_status",
-        F::TooLarge { .. } => "too_large",
-        _ => "fetch",
-    }
 }
 
 fn bundle_error_class(e: &BundleError) -> &'static str {
@@ -350,25 +319,9 @@ async fn refresh_inner(
         None
     };
     let started = std::time::Instant::now();
-    let request = fetch_request(watch, stored_validators);
-    let fetched = match crate::mcp::McpRequest::for_watch(watch) {
-        // MCP: a full tool-list walk every time, no validators (docs/design.md "Fetching").
-        Some(request) => FetchOutcome::Body {
-            bytes: crate::mcp::fetch_document(&request).await?,
-            validators: Validators::default(),
-            final_url: None,
-        },
-        None => {
-            let result = match watch.kind {
-                // Introspection is a POST: full fetch every time, no validators (docs/design.md).
-                Kind::Graphql => fetch::graphql::fetch_schema(&fetch_request(watch, None)).await,
-                // Multi-resource: no single validator covers the contract, so always a full fetch.
-                Kind::Optimade => fetch::optimade::fetch(&fetch_request(watch, None)).await,
-                _ => fetch::fetch(&request).await,
-            };
-            result?
-        }
-    };
+    let source = Source::from_config(&watch.source);
+    let request = sources::Request::for_watch(watch, stored_validators);
+    let fetched = sources::load(watch.kind, &source, &request).await?;
     let (bytes, mut validators, final_url) = match fetched {
         FetchOutcome::NotModified => {
             stats.not_modified = true;
@@ -384,37 +337,31 @@ async fn refresh_inner(
         } => (bytes, validators, final_url),
     };
     stats.fetched_bytes = bytes.len() as u64;
-    let spec = if watch.kind == Kind::Openapi {
-        // External `$ref`s are fetched too (bounded, per `external_refs`).
-        let resolved = openapi_refs::normalize_document(
-            &watch.name,
-            &request,
-            final_url.as_deref(),
-            &bytes,
-            watch.external_refs,
-            started,
-        )
-        .await
-        .map_err(|e| match e {
-            BundleError::Normalize(e) => RefreshError::Invalid {
-                kind: watch.kind,
-                message: e.to_string(),
-            },
-            e => RefreshError::Bundle(e),
-        })?;
-        stats.fetched_bytes += resolved.external_bytes;
-        if resolved.has_external_refs {
-            // No validator shortcut: the root's 304 cannot prove the referenced documents
-            // unchanged, so nothing is stored and the next cycle fetches in full.
-            validators = Validators::default();
-        }
-        resolved.spec
-    } else {
-        normalize(watch.kind, &watch.name, &bytes).map_err(|e| RefreshError::Invalid {
+    // An OpenAPI document's external `$ref`s are fetched too (bounded, per `external_refs`).
+    let contract = sources::contract(
+        watch.kind,
+        &watch.name,
+        &source,
+        &request,
+        &bytes,
+        final_url.as_deref(),
+        started,
+    )
+    .await
+    .map_err(|e| match e {
+        BundleError::Normalize(e) => RefreshError::Invalid {
             kind: watch.kind,
             message: e.to_string(),
-        })?
-    };
+        },
+        e => RefreshError::Bundle(e),
+    })?;
+    stats.fetched_bytes += contract.external_bytes;
+    if contract.has_external_refs {
+        // No validator shortcut: the root's 304 cannot prove the referenced documents
+        // unchanged, so nothing is stored and the next cycle fetches in full.
+        validators = Validators::default();
+    }
+    let spec = contract.spec;
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
     let new_validators = (

@@ -1,16 +1,12 @@
 //! `schemawatch diff`: compare two documents without a registry.
 
 use super::{print_json, Failure, KindArg, Outcome};
-use anyhow::{anyhow, Context};
+use anyhow::Context;
 use schemawatch::artifacts::provenance::stamp;
-use schemawatch::config::ExternalRefs;
 use schemawatch::core::diff::classify;
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
-use schemawatch::core::normalize::normalize;
 use schemawatch::core::report::{report_json, report_markdown, report_text};
-use schemawatch::fetch::{self, FetchOutcome, FetchRequest, Source};
-use std::path::Path;
-use std::time::Duration;
+use schemawatch::sources::{self, Source};
 
 #[derive(clap::Args)]
 pub struct DiffArgs {
@@ -18,6 +14,9 @@ pub struct DiffArgs {
     new: String,
     #[arg(long, value_enum, default_value_t = KindArg(Kind::Openapi))]
     kind: KindArg,
+    /// NAME=VALUE for a `cmd:` server's environment (repeatable; values expand `${VAR}`).
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    env: Vec<String>,
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
     #[arg(long)]
@@ -32,8 +31,8 @@ pub struct DiffArgs {
 
 pub async fn run(args: DiffArgs) -> Outcome {
     diff(
-        &args.old,
-        &args.new,
+        [&args.old, &args.new],
+        &args.env,
         args.kind.0,
         args.json,
         args.markdown,
@@ -43,81 +42,30 @@ pub async fn run(args: DiffArgs) -> Outcome {
     .await
 }
 
-async fn read_input(input: &str, kind: Kind) -> anyhow::Result<Vec<u8>> {
-    read_input_with(&input_request(input), input, kind)
-        .await
-        .map(|(bytes, _)| bytes)
-}
-
-/// The fetch of one diff input, unconditional, with the default bounds.
-fn input_request(input: &str) -> FetchRequest {
-    let source = match url::Url::parse(input) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") => Source::Url(url),
-        _ => Source::Path(Path::new(input).to_path_buf()),
-    };
-    FetchRequest {
+/// The contract of one document argument, read the way a watch of `kind` reads it.
+async fn load_spec(input: &str, source: &Source, kind: Kind) -> anyhow::Result<ToolSpec> {
+    sources::load_spec(
+        kind,
+        "diff.document",
         source,
-        headers: Default::default(),
-        timeout: Duration::from_secs(60),
-        connect_timeout: Duration::from_secs(10),
-        max_bytes: schemawatch::config::DEFAULT_MAX_BYTES,
-        ca_file: None,
-        proxy: None,
-        validators: None,
-    }
-}
-
-/// [`read_input`] with a prepared request; also returns the URL after redirects.
-async fn read_input_with(
-    request: &FetchRequest,
-    input: &str,
-    kind: Kind,
-) -> anyhow::Result<(Vec<u8>, Option<String>)> {
-    let fetched = match kind {
-        Kind::Graphql => fetch::graphql::fetch_schema(request).await,
-        _ => fetch::fetch(request).await,
-    };
-    match fetched.with_context(|| input.to_string())? {
-        FetchOutcome::Body {
-            bytes, final_url, ..
-        } => Ok((bytes, final_url)),
-        FetchOutcome::NotModified => Err(anyhow!("{input}: unexpected 304 Not Modified")),
-    }
-}
-
-async fn load_spec(input: &str, kind: Kind) -> anyhow::Result<ToolSpec> {
-    if kind == Kind::Openapi {
-        // Relative external `$ref`s resolve the way a watch's do (same origin or folder).
-        let request = input_request(input);
-        let started = std::time::Instant::now();
-        let (bytes, final_url) = read_input_with(&request, input, kind).await?;
-        let resolved = fetch::openapi_refs::normalize_document(
-            "diff.document",
-            &request,
-            final_url.as_deref(),
-            &bytes,
-            ExternalRefs::SameOrigin,
-            started,
-        )
-        .await
-        .with_context(|| input.to_string())?;
-        return Ok(resolved.spec);
-    }
-    let bytes = read_input(input, kind).await?;
-    normalize(kind, "diff.document", &bytes).with_context(|| input.to_string())
+        &sources::Request::command_line(),
+    )
+    .await
+    .with_context(|| input.to_string())
 }
 
 async fn diff(
-    old: &str,
-    new: &str,
+    [old, new]: [&str; 2],
+    env: &[String],
     kind: Kind,
     json: bool,
     markdown: bool,
     provenance: bool,
     fail_on: Option<&str>,
 ) -> Outcome {
-    let old_spec = load_spec(old, kind).await?;
-    let new_spec = load_spec(new, kind).await?;
+    let parsed = sources::parse_arguments(&[old, new], env).map_err(anyhow::Error::from)?;
+    let old_spec = load_spec(old, &parsed[0], kind).await?;
+    let new_spec = load_spec(new, &parsed[1], kind).await?;
     let report = classify(&old_spec, &new_spec, &Default::default());
     if json && provenance {
         print_json(&stamp(report_json(&report), &report, "diff"));

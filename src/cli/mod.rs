@@ -75,7 +75,8 @@ enum Command {
     },
     /// Show a tool's applied versions, newest first.
     History(history::HistoryArgs),
-    /// Compare two documents (files or URLs) without a registry.
+    /// Compare two documents without a registry. Each is a file, `-` (stdin), an http(s) URL,
+    /// `git:REV:PATH` or `cmd:<JSON argv>` (an MCP stdio server), read as a watch of --kind reads it.
     Diff(diff::DiffArgs),
     /// Validate a config file.
     Config {

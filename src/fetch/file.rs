@@ -1,4 +1,5 @@
-//! `Source::Path`: a local schema file, under the same size cap as a download.
+//! `Source::Path` and `Source::Stdin`: a local schema file or standard input, under the same
+//! size cap as a download.
 
 use std::path::Path;
 
@@ -24,6 +25,30 @@ pub(super) async fn read_capped(path: &Path, max_bytes: u64) -> Result<FetchOutc
         .read_to_end(&mut bytes)
         .await
         .map_err(io_error)?;
+    whole(bytes, max_bytes)
+}
+
+/// Standard input, at most `max_bytes` (a blocking read on its own thread).
+pub(super) async fn read_stdin_capped(max_bytes: u64) -> Result<FetchOutcome, FetchError> {
+    let read = tokio::task::spawn_blocking(move || {
+        use std::io::Read as _;
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(max_bytes.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map(|_| bytes)
+    })
+    .await
+    .map_err(|e| FetchError::Stdin {
+        error: std::io::Error::other(e.to_string()),
+    })?;
+    let bytes = read.map_err(|error| FetchError::Stdin { error })?;
+    whole(bytes, max_bytes)
+}
+
+/// A document read with a cap of `max_bytes + 1`: whole, or too large.
+pub(super) fn whole(bytes: Vec<u8>, max_bytes: u64) -> Result<FetchOutcome, FetchError> {
     if bytes.len() as u64 > max_bytes {
         return Err(FetchError::TooLarge { limit: max_bytes });
     }

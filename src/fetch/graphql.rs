@@ -1,9 +1,9 @@
 //! GraphQL introspection over POST (docs/design.md "Fetching": full fetch every time, no
 //! validators). The same bounds as every fetch: total deadline, decoded body cap, redirects,
-//! headers only to the configured origin. A `path` source is read as a file (SDL or a saved
+//! headers only to the configured origin. Any other source is read as a document (SDL or a saved
 //! introspection result).
 
-use super::{file, http, FetchError, FetchOutcome, FetchRequest, Source, Validators};
+use super::{http, FetchError, FetchOutcome, FetchRequest, Source, Validators};
 
 /// The standard introspection query (graphql-js `getIntrospectionQuery()` with its defaults:
 /// descriptions on; no `specifiedByURL`, `isRepeatable`, schema description or deprecated
@@ -64,7 +64,7 @@ pub async fn fetch_schema(request: &FetchRequest) -> Result<FetchOutcome, FetchE
                 };
                 http::fetch_url_with(&request, url, Some(&post)).await
             }
-            Source::Path(path) => file::read_capped(path, request.max_bytes).await,
+            Source::Path(_) | Source::Stdin | Source::Git(_) => super::fetch(&request).await,
         }
     };
     let fetched = match tokio::time::timeout(request.timeout, work).await {

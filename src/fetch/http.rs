@@ -1,4 +1,6 @@
-//! `Source::Url`: HTTP(S) with manual redirects, conditional GET and a decoded-size cap.
+//! `Source::Url`: HTTP(S) with manual redirects, conditional GET and a decoded-size cap. The
+//! client builder, header expansion, CA handling and error redaction here are also the MCP
+//! Streamable HTTP transport's (`crate::mcp`): one HTTP plumbing for every fetch.
 
 use std::collections::BTreeMap;
 use std::error::Error as StdError;
@@ -46,12 +48,14 @@ fn install_crypto_provider() {
 
 /// Configured headers after expansion, plus the expanded values so error text can be
 /// scrubbed of them as a second line of defence.
-struct Configured {
-    headers: HeaderMap,
-    secrets: Vec<String>,
+pub(crate) struct Configured {
+    pub(crate) headers: HeaderMap,
+    pub(crate) secrets: Vec<String>,
 }
 
-fn configured_headers(templates: &BTreeMap<String, String>) -> Result<Configured, FetchError> {
+pub(crate) fn configured_headers(
+    templates: &BTreeMap<String, String>,
+) -> Result<Configured, FetchError> {
     let mut headers = HeaderMap::new();
     let mut secrets = Vec::new();
     for (name, template) in templates {
@@ -155,7 +159,7 @@ fn client_cache() -> &'static std::sync::Mutex<std::collections::HashMap<ClientK
     CACHE.get_or_init(Default::default)
 }
 
-async fn build_client(request: &FetchRequest) -> Result<reqwest::Client, FetchError> {
+pub(crate) async fn build_client(request: &FetchRequest) -> Result<reqwest::Client, FetchError> {
     // The CA file is read every time so a rotated bundle takes effect; its bytes are the key.
     let ca_pem = match &request.ca_file {
         Some(path) => Some(read_ca_bytes(path).await?),
@@ -399,7 +403,7 @@ async fn read_body_capped(
     }
 }
 
-fn classify_send(error: reqwest::Error, secrets: &[String]) -> FetchError {
+pub(crate) fn classify_send(error: reqwest::Error, secrets: &[String]) -> FetchError {
     let error = error.without_url();
     if error.is_timeout() {
         return FetchError::Timeout;
@@ -416,7 +420,7 @@ fn classify_send(error: reqwest::Error, secrets: &[String]) -> FetchError {
 
 /// reqwest reports every body failure as a decode error, so look at the cause: corrupt
 /// compressed data is `InvalidData`; anything else means the body ended early (P6).
-fn classify_body(error: reqwest::Error, secrets: &[String]) -> FetchError {
+pub(crate) fn classify_body(error: reqwest::Error, secrets: &[String]) -> FetchError {
     let error = error.without_url();
     if error.is_timeout() {
         return FetchError::Timeout;

@@ -1,4 +1,5 @@
-//! Fetching a schema document from a URL or a local file, with every fetch bounded.
+//! Fetching a schema document from a URL, a local file, standard input or a git revision, with
+//! every fetch bounded. Which fetch a kind needs is decided in `crate::sources`.
 //!
 //! Bounds (docs/design.md "Fetching"; docs/reliability.md P1-P7): a total deadline that covers
 //! redirects and the body, a cap on decoded body bytes, at most [`MAX_REDIRECTS`] hops,
@@ -6,8 +7,9 @@
 //! configured headers, which carry credentials, sent only to the configured origin.
 
 mod file;
+mod git;
 pub mod graphql;
-mod http;
+pub(crate) mod http;
 pub mod openapi_refs;
 pub mod optimade;
 mod secrets;
@@ -17,6 +19,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+pub use git::{GitBlob, GitNameError};
 pub use secrets::{expand_header_value, SecretError, MAX_SECRET_FILE_BYTES};
 
 /// Most redirect hops followed before giving up; the next redirect is an error.
@@ -40,6 +43,10 @@ pub struct Validators {
 pub enum Source {
     Url(url::Url),
     Path(PathBuf),
+    /// Standard input, read once.
+    Stdin,
+    /// A file at a git revision of the working directory's repository.
+    Git(GitBlob),
 }
 
 /// One fetch. `Debug` prints header names only: configured values may be credentials.
@@ -154,6 +161,10 @@ pub enum FetchError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("cannot read standard input: {error}")]
+    Stdin { error: std::io::Error },
+    #[error("cannot read {object} from git: {detail}")]
+    Git { object: String, detail: String },
     #[error("header `{name}`: {reason}")]
     Header { name: String, reason: HeaderProblem },
     #[error("bad URL: {reason}")]
@@ -174,6 +185,8 @@ pub async fn fetch(request: &FetchRequest) -> Result<FetchOutcome, FetchError> {
         match &request.source {
             Source::Url(url) => http::fetch_url(request, url).await,
             Source::Path(path) => file::read_capped(path, request.max_bytes).await,
+            Source::Stdin => file::read_stdin_capped(request.max_bytes).await,
+            Source::Git(blob) => git::read_blob(blob, request.max_bytes).await,
         }
     };
     match tokio::time::timeout(request.timeout, work).await {

@@ -83,8 +83,18 @@ pub struct Resolved {
 
 /// The absolute URI the root document's relative `$ref`s resolve against: the URL after
 /// redirects when it stayed on the configured origin, else the configured URL; for a file,
-/// its absolute path as a `file:` URL.
-fn root_uri(request: &FetchRequest, final_url: Option<&str>) -> Result<Url, BundleError> {
+/// its absolute path as a `file:` URL; for standard input, a file in the working directory; for
+/// a git blob, its path from the top of the work tree as a `file:` URL (every document it
+/// reaches is then read at the same revision, see [`external_source`]).
+async fn root_uri(request: &FetchRequest, final_url: Option<&str>) -> Result<Url, BundleError> {
+    let file_url = |path: &std::path::Path| {
+        let absolute = std::path::absolute(path).map_err(|e| BundleError::Root {
+            reason: e.to_string(),
+        })?;
+        Url::from_file_path(&absolute).map_err(|()| BundleError::Root {
+            reason: "the path cannot be written as a file: URL".into(),
+        })
+    };
     let mut uri = match &request.source {
         Source::Url(configured) => final_url
             .and_then(|u| Url::parse(u).ok())
@@ -96,17 +106,38 @@ fn root_uri(request: &FetchRequest, final_url: Option<&str>) -> Result<Url, Bund
                 u
             })
             .unwrap_or_else(|| configured.clone()),
-        Source::Path(path) => {
-            let absolute = std::path::absolute(path).map_err(|e| BundleError::Root {
+        Source::Path(path) => file_url(path)?,
+        Source::Stdin => file_url(std::path::Path::new("-"))?,
+        Source::Git(blob) => {
+            let path = blob.tree_path().await.map_err(|e| BundleError::Root {
                 reason: e.to_string(),
             })?;
-            Url::from_file_path(&absolute).map_err(|()| BundleError::Root {
-                reason: "the path cannot be written as a file: URL".into(),
-            })?
+            file_url(&path)?
         }
     };
     uri.set_fragment(None);
     Ok(uri)
+}
+
+/// Where an external document is read from: a `file:` document of a git root is the same path
+/// at the same revision; any other `file:` document is a local file.
+fn external_source(root: &Source, found: &ExternalRef) -> Result<Source, BundleError> {
+    if found.document.scheme() != "file" {
+        return Ok(Source::Url(found.document.clone()));
+    }
+    let path = found
+        .document
+        .to_file_path()
+        .map_err(|()| BundleError::Fetch {
+            reference: found.reference.clone(),
+            source: FetchError::BadUrl {
+                reason: "not a local file path".into(),
+            },
+        })?;
+    Ok(match root {
+        Source::Git(blob) => Source::Git(blob.sibling(&path.to_string_lossy())),
+        Source::Url(_) | Source::Path(_) | Source::Stdin => Source::Path(path),
+    })
 }
 
 /// Whether an external document may be fetched for a root at `root`.
@@ -142,7 +173,7 @@ pub async fn normalize_document(
     started: Instant,
 ) -> Result<Resolved, BundleError> {
     let root = parse_document(bytes).map_err(NormalizeError::from)?;
-    let root_uri = root_uri(request, final_url)?;
+    let root_uri = root_uri(request, final_url).await?;
     let direct = external_documents(&root_uri, &root)?;
     let Some(first) = direct.first() else {
         return Ok(Resolved {
@@ -196,21 +227,7 @@ async fn fetch_externals(
             });
         }
         seen.insert(found.document.clone());
-        let source = if found.document.scheme() == "file" {
-            Source::Path(
-                found
-                    .document
-                    .to_file_path()
-                    .map_err(|()| BundleError::Fetch {
-                        reference: found.reference.clone(),
-                        source: FetchError::BadUrl {
-                            reason: "not a local file path".into(),
-                        },
-                    })?,
-            )
-        } else {
-            Source::Url(found.document.clone())
-        };
+        let source = external_source(&request.source, &found)?;
         let sub = FetchRequest {
             source,
             max_bytes: request.max_bytes.saturating_sub(used),

@@ -6,7 +6,7 @@
 //! cycle is a full fetch (docs/design.md "Fetching"). Bounds: one total deadline over all requests,
 //! the body cap over the sum of all bodies, at most `MAX_ENTRY_TYPES` entry types, and each
 //! body must be strict JSON (checked before it is spliced into the combined document).
-//! A `path` source is read as an already combined document.
+//! Any other source (a file, standard input, a git blob) is read as an already combined document.
 
 use super::{FetchError, FetchOutcome, FetchRequest, Source, Validators};
 use crate::core::json::parse_json;
@@ -15,7 +15,7 @@ use crate::core::normalize::optimade::listed_entry_types;
 /// Fetches the OPTIMADE info documents of `request.source` (the service's base URL).
 pub async fn fetch(request: &FetchRequest) -> Result<FetchOutcome, FetchError> {
     let base = match &request.source {
-        Source::Path(_) => return super::fetch(request).await,
+        Source::Path(_) | Source::Stdin | Source::Git(_) => return super::fetch(request).await,
         Source::Url(url) => url.clone(),
     };
     let work = fetch_all(request, base);

@@ -3,12 +3,16 @@
 //! Modern requests carry `MCP-Protocol-Version: 2026-07-28` and `Mcp-Method`; legacy ones carry
 //! the negotiated version and the `Mcp-Session-Id` the server handed out (ended with DELETE).
 //! Redirects are not followed (configured headers may be credentials), proxies come from the
-//! config only, and every body counts against the fetch's byte budget.
+//! config only, and every body counts against the fetch's byte budget. The client, header
+//! expansion (duplicate names refused, caller-supplied conditional headers dropped), CA bundle
+//! and error redaction are those of every other fetch (`crate::fetch::http`).
 
 use super::{
     classify_message, parse_messages, Budget, Era, Incoming, McpError, Reply, MODERN_VERSION,
 };
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers};
+use crate::fetch::{FetchError, FetchRequest, Source, DEFAULT_CONNECT_TIMEOUT};
+use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -20,14 +24,14 @@ const METHOD_HEADER: &str = "mcp-method";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 /// Bound on an error body read for era detection.
 const MAX_ERROR_BODY: usize = 64 * 1024;
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DELETE_TIMEOUT: Duration = Duration::from_secs(2);
-const MAX_CA_FILE_BYTES: u64 = 16 * 1024 * 1024;
 
 pub(super) struct HttpConn {
     client: reqwest::Client,
     url: url::Url,
     headers: HeaderMap,
+    /// Expanded header values, masked in any error text.
+    secrets: Vec<String>,
     session_id: Option<HeaderValue>,
     /// The negotiated legacy version (sent after initialize).
     pub(super) protocol_version: Option<String>,
@@ -35,19 +39,16 @@ pub(super) struct HttpConn {
     next_id: i64,
 }
 
-fn transport(error: &reqwest::Error) -> McpError {
-    let mut detail = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(inner) = source {
-        detail = format!("{detail}: {inner}");
-        source = inner.source();
-    }
-    if error.is_timeout() {
-        return McpError::Timeout {
+/// A failed send or body read, classified and redacted like every fetch's.
+fn transport(error: FetchError) -> McpError {
+    match error {
+        FetchError::Timeout => McpError::Timeout {
             phase: "HTTP".into(),
-        };
+        },
+        error => McpError::Transport {
+            detail: error.to_string(),
+        },
     }
-    McpError::Transport { detail }
 }
 
 impl HttpConn {
@@ -59,42 +60,23 @@ impl HttpConn {
         budget: Budget,
         timeout: Duration,
     ) -> Result<HttpConn, McpError> {
-        // With `rustls-no-provider`, a client needs a process-wide provider; Err = one exists.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let mut builder = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .referer(false)
-            .user_agent(concat!("schemawatch/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(CONNECT_TIMEOUT.min(timeout));
-        if let Some(path) = ca_file {
-            builder = builder.tls_certs_merge(read_ca_file(path).await?);
-        }
-        builder = match proxy {
-            Some(p) => builder.proxy(reqwest::Proxy::all(p).map_err(|_| McpError::Transport {
-                detail: "invalid proxy URL".into(),
-            })?),
-            None => builder.no_proxy(),
+        let request = FetchRequest {
+            source: Source::Url(url.clone()),
+            headers: templates.clone(),
+            timeout,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT.min(timeout),
+            max_bytes: budget.limit,
+            ca_file: ca_file.map(Path::to_path_buf),
+            proxy: proxy.map(str::to_owned),
+            validators: None,
         };
-        let client = builder.build().map_err(|e| transport(&e.without_url()))?;
-        let mut headers = HeaderMap::new();
-        for (name, template) in templates {
-            let bad = |reason: String| McpError::Header {
-                name: name.clone(),
-                reason,
-            };
-            let header_name =
-                HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("invalid name".into()))?;
-            let value =
-                crate::fetch::expand_header_value(template).map_err(|e| bad(e.to_string()))?;
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| bad("invalid value (control characters)".into()))?;
-            value.set_sensitive(true);
-            headers.insert(header_name, value);
-        }
+        let configured = configured_headers(&request.headers)?;
+        let client = build_client(&request).await?;
         Ok(HttpConn {
             client,
             url: url.clone(),
-            headers,
+            headers: configured.headers,
+            secrets: configured.secrets,
             session_id: None,
             protocol_version: None,
             budget,
@@ -141,7 +123,7 @@ impl HttpConn {
             .post(method, era, &body)
             .send()
             .await
-            .map_err(|e| transport(&e.without_url()))?;
+            .map_err(|e| transport(classify_send(e, &self.secrets)))?;
         let status = response.status();
         if era == Era::Legacy && method == "initialize" {
             if let Some(session) = response.headers().get(SESSION_HEADER) {
@@ -198,7 +180,7 @@ impl HttpConn {
         while let Some(chunk) = response
             .chunk()
             .await
-            .map_err(|e| transport(&e.without_url()))?
+            .map_err(|e| transport(classify_body(e, &self.secrets)))?
         {
             self.budget.take(chunk.len())?;
             body.extend_from_slice(&chunk);
@@ -226,7 +208,7 @@ impl HttpConn {
             let chunk = response
                 .chunk()
                 .await
-                .map_err(|e| transport(&e.without_url()))?;
+                .map_err(|e| transport(classify_body(e, &self.secrets)))?;
             let Some(chunk) = chunk else {
                 return Err(McpError::Closed {
                     method: method.into(),
@@ -273,7 +255,7 @@ impl HttpConn {
             .post(method, Era::Legacy, &body)
             .send()
             .await
-            .map_err(|e| transport(&e.without_url()))?;
+            .map_err(|e| transport(classify_send(e, &self.secrets)))?;
         if !response.status().is_success() {
             return Err(McpError::Status {
                 method: method.into(),
@@ -299,28 +281,4 @@ impl HttpConn {
         };
         let _ = tokio::time::timeout(DELETE_TIMEOUT, request.send()).await;
     }
-}
-
-async fn read_ca_file(path: &Path) -> Result<Vec<reqwest::Certificate>, McpError> {
-    use tokio::io::AsyncReadExt;
-    let bad = |reason: String| McpError::Transport {
-        detail: format!("CA file {}: {reason}", path.display()),
-    };
-    let file = tokio::fs::File::open(path)
-        .await
-        .map_err(|e| bad(e.to_string()))?;
-    let mut pem = Vec::new();
-    file.take(MAX_CA_FILE_BYTES + 1)
-        .read_to_end(&mut pem)
-        .await
-        .map_err(|e| bad(e.to_string()))?;
-    if pem.len() as u64 > MAX_CA_FILE_BYTES {
-        return Err(bad("too large".into()));
-    }
-    let certs = reqwest::Certificate::from_pem_bundle(&pem)
-        .map_err(|_| bad("not a valid PEM bundle".into()))?;
-    if certs.is_empty() {
-        return Err(bad("no PEM certificate found".into()));
-    }
-    Ok(certs)
 }

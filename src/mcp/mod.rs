@@ -25,9 +25,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 use tokio::time::Instant;
 
-use crate::config::{SourceConfig, WatchConfig};
-use crate::core::model::Kind;
-
 /// The stateless protocol version (per-request `_meta`, no handshake).
 pub const MODERN_VERSION: &str = "2026-07-28";
 /// The version asked for in a legacy `initialize`.
@@ -98,38 +95,22 @@ impl McpRequest {
     pub fn new(target: Target) -> Self {
         McpRequest {
             target,
-            timeout: crate::config::DEFAULT_TIMEOUT,
-            max_bytes: crate::config::DEFAULT_MAX_BYTES,
+            timeout: crate::fetch::DEFAULT_TIMEOUT,
+            max_bytes: crate::fetch::DEFAULT_MAX_BYTES,
             max_pages: DEFAULT_MAX_PAGES,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
         }
     }
 
-    /// The request for an MCP watch with a live source (`url` or `command`); `None` for other
-    /// kinds and for `path` (a saved tool list, read like any document).
-    pub fn for_watch(watch: &WatchConfig) -> Option<McpRequest> {
-        if watch.kind != Kind::Mcp {
-            return None;
-        }
-        let target = match &watch.source {
-            SourceConfig::Url(url) => Target::Http {
-                url: url.clone(),
-                headers: watch.schema_headers.clone(),
-                ca_file: watch.ca_file.clone(),
-                proxy: watch.proxy.clone(),
-            },
-            SourceConfig::Command { argv, env } => Target::Stdio {
-                argv: argv.clone(),
-                env: env.clone(),
-            },
-            SourceConfig::Path(_) => return None,
-        };
-        Some(McpRequest {
-            timeout: watch.timeout,
-            max_bytes: watch.max_bytes,
-            probe_timeout: DEFAULT_PROBE_TIMEOUT.min(watch.timeout / 3),
+    /// The request for `target` within the bounds of a fetch: the probe gets at most a third
+    /// of the deadline.
+    pub fn bounded(target: Target, timeout: Duration, max_bytes: u64) -> Self {
+        McpRequest {
+            timeout,
+            max_bytes,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT.min(timeout / 3),
             ..McpRequest::new(target)
-        })
+        }
     }
 }
 
@@ -187,8 +168,9 @@ pub enum McpError {
     EmptyCommand,
     #[error("env `{name}`: {reason}")]
     Env { name: String, reason: String },
-    #[error("header `{name}`: {reason}")]
-    Header { name: String, reason: String },
+    /// Setting up the HTTP transport failed (headers, CA file, proxy, client).
+    #[error(transparent)]
+    Fetch(#[from] crate::fetch::FetchError),
     #[error("MCP server sent more than the limit of {limit} bytes")]
     TooLarge { limit: u64 },
     #[error("MCP server sent something that is not JSON-RPC: {detail}")]

@@ -1,6 +1,7 @@
 //! The command line end to end: the real `schemawatch` binary against real HTTP servers on
 //! 127.0.0.1 and real SQLite registries (check, pending, review artifacts, external `$ref`s),
-//! the fetch layer against misbehaving servers, and the shipped example config.
+//! the fetch layer against misbehaving servers, every form of the source grammar (`-`, URLs,
+//! `git:`, `cmd:`), and the shipped example config.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -10,3 +11,4 @@ mod e2e;
 mod example_config;
 mod external_refs;
 mod fetch;
+mod sources;

@@ -6,6 +6,7 @@
 #![allow(dead_code)]
 
 pub mod corpus;
+pub mod peers;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

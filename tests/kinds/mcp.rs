@@ -9,6 +9,7 @@
 
 use crate::common;
 
+use common::peers::{self, everything, everything_http, free_port, peers_dir, runs, start_http};
 use common::Sandbox;
 use schemawatch::core::diff::classify;
 use schemawatch::core::fingerprint::SpecIndex;
@@ -17,58 +18,21 @@ use schemawatch::core::normalize::mcp::normalize;
 use schemawatch::mcp::{fetch_tools, Era, McpError, McpRequest, Snapshot, Target};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 // ---------------------------------------------------------------------------------------
-// Peers
+// Peers (tests/common/peers.rs)
 // ---------------------------------------------------------------------------------------
-
-fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peers")
-}
-
-fn require_peers() -> bool {
-    std::env::var("SCHEMAWATCH_REQUIRE_PEERS").as_deref() == Ok("1")
-}
 
 /// Skips the test (or fails it under SCHEMAWATCH_REQUIRE_PEERS=1) when a peer is missing.
 macro_rules! need {
     ($found:expr, $what:expr) => {
-        match $found {
+        match peers::need($found, $what) {
             Some(v) => v,
-            None => {
-                if require_peers() {
-                    panic!(
-                        "{} is missing and SCHEMAWATCH_REQUIRE_PEERS=1 (see tests/peers/README.md)",
-                        $what
-                    );
-                }
-                eprintln!("SKIPPED: {} is missing (see tests/peers/README.md)", $what);
-                return;
-            }
+            None => return,
         }
     };
-}
-
-fn runs(program: &str, args: &[&str]) -> bool {
-    Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| s.success())
-        .unwrap_or(false)
-}
-
-/// `node` and the installed server-everything entry point.
-fn everything() -> Option<(String, String)> {
-    let js = peers_dir().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    (js.is_file() && runs("node", &["--version"]))
-        .then(|| ("node".to_string(), js.to_string_lossy().into_owned()))
 }
 
 /// A python that can import the `mcp` 2.x server API: the test venv, else `python3`.
@@ -128,48 +92,6 @@ fn tool_names(snapshot: &Snapshot) -> Vec<String> {
     names
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// A server process killed and reaped when the test ends, however it ends.
-struct ServerProcess(Child);
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts an HTTP peer and waits until its port accepts connections.
-fn start_http(mut command: Command, port: u16, env: &[(&str, &str)]) -> ServerProcess {
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("PORT", port.to_string())
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    let mut server = ServerProcess(command.spawn().expect("spawn HTTP peer"));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(status)) = server.0.try_wait() {
-            panic!("HTTP peer exited early: {status}");
-        }
-        assert!(
-            Instant::now() < deadline,
-            "HTTP peer never listened on {port}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server
-}
-
 // ---------------------------------------------------------------------------------------
 // server-everything (legacy era)
 // ---------------------------------------------------------------------------------------
@@ -215,17 +137,8 @@ async fn everything_over_stdio_and_http_agree() {
     );
 
     // The same server over Streamable HTTP (SSE answers, a session), forced onto 127.0.0.1.
-    let port = free_port();
-    let mut command = Command::new(&node);
-    command
-        .arg("--require")
-        .arg(peers_dir().join("bind-localhost.cjs"))
-        .arg(&js)
-        .arg("streamableHttp");
-    let _server = start_http(command, port, &[]);
-    let over_http = fetch_tools(&http(&format!("http://127.0.0.1:{port}/mcp")))
-        .await
-        .expect("HTTP fetch");
+    let (_server, url) = everything_http(&node, &js);
+    let over_http = fetch_tools(&http(&url)).await.expect("HTTP fetch");
     assert_eq!(over_http.era, Era::Legacy);
     assert_eq!(tool_names(&over_http), tool_names(&first));
     let http_spec = spec_of(&over_http);

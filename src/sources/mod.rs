@@ -1,0 +1,373 @@
+//! The one source layer: where a contract comes from ([`Source`], also the one grammar of every
+//! command-line argument that names a document) and how a kind reads it ([`load`], then
+//! [`contract`]). `check`, the daemon and `diff` all come through here, so a document named on
+//! the command line is read exactly the way a watch of that kind reads it.
+//!
+//! This is the only place that dispatches on the kind for fetching: [`load`] has one exhaustive
+//! `match` on [`Kind`] (no `_` arm), so a new kind does not compile until it says how it is
+//! fetched.
+//!
+//! | source | `openapi` `openrpc` `odata` | `graphql` | `optimade` | `mcp` |
+//! |---|---|---|---|---|
+//! | URL | conditional GET | introspection POST | `/info` + `/info/<type>` | Streamable HTTP |
+//! | file, `-`, `git:` | the document | SDL or saved introspection | combined document | saved snapshot |
+//! | `cmd:` | refused | refused | refused | stdio server |
+
+mod grammar;
+
+pub use grammar::{parse_arguments, parse_env, GrammarError};
+
+use crate::config::{ExternalRefs, SourceConfig, WatchConfig};
+use crate::core::model::{Kind, ToolSpec};
+use crate::core::normalize::normalize;
+use crate::fetch::openapi_refs::{self, BundleError};
+use crate::fetch::{self, FetchError, FetchOutcome, FetchRequest, GitBlob, Validators};
+use crate::mcp::{self, McpError, McpRequest, Target};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Total deadline for a document named on the command line (`diff`): room for a slow server
+/// or a cold `npx`.
+pub const COMMAND_LINE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Where a contract comes from: a watch's `url` / `path` / `command`, or a command-line
+/// argument parsed by [`Source::parse`].
+#[derive(Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A local file.
+    Path(PathBuf),
+    /// Standard input (`-`), read once.
+    Stdin,
+    /// `http://` or `https://`.
+    Url(url::Url),
+    /// `git:REV:PATH`: a file at a revision of the working directory's repository.
+    Git(GitBlob),
+    /// An MCP server over stdio (`cmd:<JSON argv>`, a watch's `command`), with environment
+    /// templates for the child (`${VAR}`, `${file:PATH}`, expanded at spawn time).
+    Command {
+        argv: Vec<String>,
+        env: BTreeMap<String, String>,
+    },
+}
+
+impl fmt::Debug for Source {
+    /// Environment values may be secrets: names only.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Path(p) => f.debug_tuple("Path").field(p).finish(),
+            Source::Stdin => f.write_str("Stdin"),
+            Source::Url(u) => f.debug_tuple("Url").field(&u.as_str()).finish(),
+            Source::Git(b) => f.debug_tuple("Git").field(b).finish(),
+            Source::Command { argv, env } => f
+                .debug_struct("Command")
+                .field("argv", argv)
+                .field("env", &env.keys().collect::<Vec<_>>())
+                .finish(),
+        }
+    }
+}
+
+impl Source {
+    /// A watch's configured source.
+    pub fn from_config(source: &SourceConfig) -> Source {
+        match source {
+            SourceConfig::Url(url) => Source::Url(url.clone()),
+            SourceConfig::Path(path) => Source::Path(path.clone()),
+            SourceConfig::Command { argv, env } => Source::Command {
+                argv: argv.clone(),
+                env: env.clone(),
+            },
+        }
+    }
+
+    /// What the source is, for messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Source::Path(_) => "a file",
+            Source::Stdin => "standard input (`-`)",
+            Source::Url(_) => "a URL",
+            Source::Git(_) => "a git blob (`git:`)",
+            Source::Command { .. } => "an MCP stdio server (`cmd:`)",
+        }
+    }
+
+    /// The same document for the plain fetcher; `None` for a stdio server.
+    fn document(&self) -> Option<fetch::Source> {
+        match self {
+            Source::Path(path) => Some(fetch::Source::Path(path.clone())),
+            Source::Stdin => Some(fetch::Source::Stdin),
+            Source::Url(url) => Some(fetch::Source::Url(url.clone())),
+            Source::Git(blob) => Some(fetch::Source::Git(blob.clone())),
+            Source::Command { .. } => None,
+        }
+    }
+}
+
+/// The bounds and settings of one load. `headers` are value templates ("Bearer ${TOKEN}"),
+/// expanded at fetch time; `Debug` prints their names only.
+#[derive(Clone)]
+pub struct Request {
+    pub headers: BTreeMap<String, String>,
+    /// Total deadline for the whole load.
+    pub timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Cap on decoded body bytes (for MCP: on everything the server sends).
+    pub max_bytes: u64,
+    pub ca_file: Option<PathBuf>,
+    pub proxy: Option<String>,
+    /// Validators of the accepted snapshot; used only by kinds with conditional fetches.
+    pub validators: Option<Validators>,
+    /// What an OpenAPI document's external `$ref`s may reach.
+    pub external_refs: ExternalRefs,
+}
+
+impl fmt::Debug for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Request")
+            .field("headers", &self.headers.keys().collect::<Vec<_>>())
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_bytes", &self.max_bytes)
+            .field("ca_file", &self.ca_file)
+            .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
+            .field("validators", &self.validators)
+            .field("external_refs", &self.external_refs)
+            .finish()
+    }
+}
+
+impl Request {
+    /// A document named on the command line: unconditional, no headers, default bounds.
+    pub fn command_line() -> Request {
+        Request {
+            headers: BTreeMap::new(),
+            timeout: COMMAND_LINE_TIMEOUT,
+            connect_timeout: fetch::DEFAULT_CONNECT_TIMEOUT,
+            max_bytes: fetch::DEFAULT_MAX_BYTES,
+            ca_file: None,
+            proxy: None,
+            validators: None,
+            external_refs: ExternalRefs::SameOrigin,
+        }
+    }
+
+    /// One refresh of `watch`, conditional on `validators` where the kind allows it.
+    pub fn for_watch(watch: &WatchConfig, validators: Option<Validators>) -> Request {
+        Request {
+            headers: watch.schema_headers.clone(),
+            timeout: watch.timeout,
+            connect_timeout: fetch::DEFAULT_CONNECT_TIMEOUT.min(watch.timeout),
+            max_bytes: watch.max_bytes,
+            ca_file: watch.ca_file.clone(),
+            proxy: watch.proxy.clone(),
+            validators,
+            external_refs: watch.external_refs,
+        }
+    }
+
+    fn fetch(&self, source: fetch::Source, conditional: bool) -> FetchRequest {
+        FetchRequest {
+            source,
+            headers: self.headers.clone(),
+            timeout: self.timeout,
+            connect_timeout: self.connect_timeout,
+            max_bytes: self.max_bytes,
+            ca_file: self.ca_file.clone(),
+            proxy: self.proxy.clone(),
+            validators: if conditional {
+                self.validators.clone()
+            } else {
+                None
+            },
+        }
+    }
+}
+
+/// Why a source could not be read. Messages never carry header or environment values.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Fetch(#[from] FetchError),
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    #[error("{what} cannot serve kind {kind}{hint}")]
+    Unsupported {
+        what: &'static str,
+        kind: Kind,
+        hint: &'static str,
+    },
+}
+
+impl LoadError {
+    /// A coarse, value-free class for metrics (`refresh_errors_total`).
+    pub fn class(&self) -> &'static str {
+        match self {
+            LoadError::Fetch(e) => fetch_error_class(e),
+            LoadError::Mcp(_) => "mcp",
+            LoadError::Unsupported { .. } => "fetch",
+        }
+    }
+}
+
+/// The metrics class of a fetch failure.
+pub fn fetch_error_class(e: &FetchError) -> &'static str {
+    use FetchError as F;
+    match e {
+        F::Timeout => "timeout",
+        F::Connect { .. } => "connect",
+        F::Tls { .. } => "tls",
+        F::Status { .. } | F::UnexpectedNotModified => "http_status",
+        F::TooLarge { .. } => "too_large",
+        _ => "fetch",
+    }
+}
+
+/// Reads the document of `source` the way a watch of `kind` reads it (docs/design.md
+/// "Fetching"). Only the plain document kinds are conditional on `request.validators`.
+pub async fn load(
+    kind: Kind,
+    source: &Source,
+    request: &Request,
+) -> Result<FetchOutcome, LoadError> {
+    let unsupported = |hint| LoadError::Unsupported {
+        what: source.describe(),
+        kind,
+        hint,
+    };
+    const MCP_ONLY: &str = " (a `cmd:` source is an MCP server: use --kind mcp)";
+    let outcome = match kind {
+        Kind::Openapi | Kind::Openrpc | Kind::Odata => {
+            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            fetch::fetch(&request.fetch(document, true)).await?
+        }
+        // Introspection is a POST: a full fetch every time, no validators.
+        Kind::Graphql => {
+            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            fetch::graphql::fetch_schema(&request.fetch(document, false)).await?
+        }
+        // Multi-resource: no single validator covers the contract, so always a full fetch.
+        Kind::Optimade => {
+            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            fetch::optimade::fetch(&request.fetch(document, false)).await?
+        }
+        // A full tool-list walk every time, no validators; a saved snapshot is a document.
+        Kind::Mcp => {
+            let target = match source {
+                Source::Url(url) => Target::Http {
+                    url: url.clone(),
+                    headers: request.headers.clone(),
+                    ca_file: request.ca_file.clone(),
+                    proxy: request.proxy.clone(),
+                },
+                Source::Command { argv, env } => Target::Stdio {
+                    argv: argv.clone(),
+                    env: env.clone(),
+                },
+                Source::Path(_) | Source::Stdin | Source::Git(_) => {
+                    let document = source.document().ok_or_else(|| unsupported(""))?;
+                    return Ok(fetch::fetch(&request.fetch(document, true)).await?);
+                }
+            };
+            let mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
+            FetchOutcome::Body {
+                bytes: mcp::fetch_document(&mcp_request).await?,
+                validators: Validators::default(),
+                final_url: None,
+            }
+        }
+    };
+    Ok(outcome)
+}
+
+/// A normalized contract and what reading it took beyond the root document.
+#[derive(Debug)]
+pub struct Contract {
+    pub spec: ToolSpec,
+    /// An OpenAPI document with external `$ref`s: no validator of the root covers it.
+    pub has_external_refs: bool,
+    /// Body bytes of the external documents fetched.
+    pub external_bytes: u64,
+}
+
+/// Normalizes the document [`load`] read from `source` (`final_url`: where it came from after
+/// redirects). An OpenAPI document's external `$ref`s are read too, from the same place: the
+/// same origin, the file's folder, or the same git revision. `started` is when the load began:
+/// `request.timeout` covers everything.
+pub async fn contract(
+    kind: Kind,
+    name: &str,
+    source: &Source,
+    request: &Request,
+    bytes: &[u8],
+    final_url: Option<&str>,
+    started: Instant,
+) -> Result<Contract, BundleError> {
+    let plain = || -> Result<Contract, BundleError> {
+        Ok(Contract {
+            spec: normalize(kind, name, bytes)?,
+            has_external_refs: false,
+            external_bytes: 0,
+        })
+    };
+    match kind {
+        Kind::Openapi => {
+            let Some(document) = source.document() else {
+                return plain();
+            };
+            let resolved = openapi_refs::normalize_document(
+                name,
+                &request.fetch(document, true),
+                final_url,
+                bytes,
+                request.external_refs,
+                started,
+            )
+            .await?;
+            Ok(Contract {
+                spec: resolved.spec,
+                has_external_refs: resolved.has_external_refs,
+                external_bytes: resolved.external_bytes,
+            })
+        }
+        Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Mcp | Kind::Optimade => plain(),
+    }
+}
+
+/// Why [`load_spec`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    #[error("unexpected 304 Not Modified")]
+    NotModified,
+}
+
+/// [`load`] then [`contract`]: the contract of `source` as `kind`, unconditionally.
+pub async fn load_spec(
+    kind: Kind,
+    name: &str,
+    source: &Source,
+    request: &Request,
+) -> Result<ToolSpec, SpecError> {
+    let started = Instant::now();
+    match load(kind, source, request).await? {
+        FetchOutcome::Body {
+            bytes, final_url, ..
+        } => Ok(contract(
+            kind,
+            name,
+            source,
+            request,
+            &bytes,
+            final_url.as_deref(),
+            started,
+        )
+        .await?
+        .spec),
+        FetchOutcome::NotModified => Err(SpecError::NotModified),
+    }
+}
