@@ -372,7 +372,9 @@ fn valid_watch_name(name: &str) -> bool {
         && !name.ends_with('.')
 }
 
-fn parse_overrides(raw: &BTreeMap<String, String>) -> Result<SeverityOverrides, String> {
+/// Checks `rule-id = "level"` overrides (config tables, `diff --severity`): every id must name
+/// a rule (or one of its aliases), every level a severity.
+pub fn parse_overrides(raw: &BTreeMap<String, String>) -> Result<SeverityOverrides, String> {
     let mut out = SeverityOverrides::new();
     for (id, level) in raw {
         if rules::find(id).is_none() {

@@ -209,6 +209,22 @@ pub fn source_identity(source: &SourceConfig) -> String {
     }
 }
 
+/// The classification policy of a watch: its severity overrides (global merged with its own)
+/// and, when it has one, its surface classification file (read now).
+pub fn watch_policy(watch: &WatchConfig) -> Result<ClassifyPolicy, String> {
+    let classification = match &watch.classification {
+        Some(path) => Some(SurfaceClassification {
+            watch: watch.name.clone(),
+            buckets: crate::artifacts::triage::read_classification(path)?,
+        }),
+        None => None,
+    };
+    Ok(ClassifyPolicy {
+        severity: watch.severity.clone(),
+        classification,
+    })
+}
+
 /// Runs one refresh cycle of `watch` against `registry`.
 pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions: u32) -> Outcome {
     let mut stats = Stats::default();
@@ -387,18 +403,7 @@ async fn refresh_inner(
         let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
         let mut classified = None;
         if let (Decision::Classify, Some(current)) = (decision, &current) {
-            let classification = match &watch.classification {
-                Some(path) => Some(SurfaceClassification {
-                    watch: watch.name.clone(),
-                    buckets: crate::artifacts::triage::read_classification(path)
-                        .map_err(RefreshError::Classification)?,
-                }),
-                None => None,
-            };
-            let classify_policy = ClassifyPolicy {
-                severity: watch.severity.clone(),
-                classification,
-            };
+            let classify_policy = watch_policy(watch).map_err(RefreshError::Classification)?;
             let report = classify(&current.spec, &spec, &classify_policy);
             decision = decide(
                 accepted,
