@@ -79,25 +79,9 @@ pub fn command_identity(argv: &[String]) -> String {
     )
 }
 
-/// What an OpenAPI watch does with external `$ref`s (`external_refs`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ExternalRefs {
-    /// Fetch referenced documents on the root's origin (for a file: its folder and below).
-    #[default]
-    SameOrigin,
-    /// Refuse any external `$ref` (an error outcome).
-    None,
-}
-
-impl ExternalRefs {
-    pub fn parse(text: &str) -> Option<ExternalRefs> {
-        match text {
-            "same-origin" => Some(ExternalRefs::SameOrigin),
-            "none" => Some(ExternalRefs::None),
-            _ => None,
-        }
-    }
-}
+/// What an OpenAPI watch does with external `$ref`s (`external_refs`); defined beside the
+/// fetch that honours it, so the fetch layer never depends on the config.
+pub use crate::fetch::openapi_refs::ExternalRefs;
 
 #[derive(Debug, Clone)]
 pub struct WatchConfig {

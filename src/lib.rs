@@ -1,10 +1,17 @@
 //! schemawatch: a trusted, versioned registry of API and tool contracts, with drift detection.
 //!
 //! `core` is pure (no I/O): model, canonical JSON, fingerprints, normalizers, drift rules.
-//! Everything else is an edge: `sources` (which fetch a kind needs, and the command-line source
-//! grammar), `fetch` (network, files, git) and `mcp` (MCP client), `registry` (SQLite),
-//! `refresh` (one watch's cycle), `daemon` (the scheduler), `config`,
-//! and the CLI in `main.rs`.
+//! Everything else is an edge, and dependencies point one way (ARCHITECTURE.md):
+//!
+//! - `fetch` (HTTP, files, git, standard input; bounds, validators, secrets) and `mcp` (the MCP
+//!   client over stdio and Streamable HTTP, on `fetch`'s HTTP plumbing);
+//! - `sources`: which fetch a kind needs, and the command-line source grammar;
+//! - `config` (the TOML file), `registry` (SQLite: snapshots, history, reviews, CAS);
+//! - `refresh` (one watch's cycle: a pure `decide` and its shell), `artifacts` (catalog,
+//!   pins, triage, provenance), `views` (the JSON shapes the CLI and the API share),
+//!   `metrics`;
+//! - `daemon` (scheduler, signals, reload, systemd) and `api` (the HTTP API);
+//! - the command line is the binary's `cli/` module, a file per subcommand.
 
 pub mod api;
 pub mod artifacts;

@@ -14,7 +14,6 @@
 //! referenced documents unchanged (docs/design.md "Fetching"), so callers fetch it in full.
 
 use super::{FetchError, FetchOutcome, FetchRequest, Source};
-use crate::config::ExternalRefs;
 use crate::core::json::parse_document;
 use crate::core::model::ToolSpec;
 use crate::core::normalize::openapi::{normalize_bundle, normalize_owned};
@@ -24,6 +23,26 @@ use crate::core::normalize::NormalizeError;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 use url::Url;
+
+/// What an OpenAPI watch does with external `$ref`s (`external_refs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExternalRefs {
+    /// Fetch referenced documents on the root's origin (for a file: its folder and below).
+    #[default]
+    SameOrigin,
+    /// Refuse any external `$ref` (an error outcome).
+    None,
+}
+
+impl ExternalRefs {
+    pub fn parse(text: &str) -> Option<ExternalRefs> {
+        match text {
+            "same-origin" => Some(ExternalRefs::SameOrigin),
+            "none" => Some(ExternalRefs::None),
+            _ => None,
+        }
+    }
+}
 
 /// Why an OpenAPI document and its external documents could not be turned into a contract.
 /// Messages name `$ref`s as written in the documents, never a fetched URL.

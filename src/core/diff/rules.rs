@@ -7,6 +7,8 @@
 //!
 //! Rule ids are frozen: a renamed rule keeps the id it was first published under as its
 //! `stable_id` and lists its old ids in `aliases`, which `[severity]` overrides still accept.
+//! A rule split out of another names its parent in `split_from`, so a user's override of the
+//! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
 use super::{body, endpoint, parameter, response, schema, tool};
 use crate::core::model::Severity;
@@ -60,6 +62,9 @@ pub struct Rule {
     /// The JSON Schema keywords whose comparison emits this rule (schema rules only); the
     /// schema walker treats every keyword listed here as modelled.
     pub keywords: &'static [&'static str],
+    /// The ids of the rules this one was split out of; their overrides apply to it unless it
+    /// has one of its own.
+    pub split_from: &'static [&'static str],
 }
 
 impl Rule {
@@ -73,6 +78,15 @@ impl Rule {
             stable_id: id,
             aliases: &[],
             keywords: &[],
+            split_from: &[],
+        }
+    }
+
+    /// Records the rules this one was split out of (their overrides keep applying).
+    pub const fn split_from(self, parents: &'static [&'static str]) -> Rule {
+        Rule {
+            split_from: parents,
+            ..self
         }
     }
 
@@ -104,6 +118,7 @@ impl Rule {
             .or_else(|| {
                 std::iter::once(self.stable_id)
                     .chain(self.aliases.iter().copied())
+                    .chain(self.split_from.iter().copied())
                     .find_map(|name| overrides.get(name))
             })
             .copied()
@@ -191,8 +206,13 @@ pub static ALL: &[&Rule] = &[
 ];
 
 /// Looks up a rule by id, stable id or alias.
+/// Looks up a rule by id or alias; an id that was split into several rules (and is no rule
+/// of its own any more) finds the first of them, so overrides naming it stay valid.
 pub fn find(id: &str) -> Option<&'static Rule> {
-    ALL.iter().copied().find(|r| r.is_named(id))
+    ALL.iter()
+        .copied()
+        .find(|r| r.is_named(id))
+        .or_else(|| ALL.iter().copied().find(|r| r.split_from.contains(&id)))
 }
 
 /// Per-rule severity overrides (`[severity]` and `[watch.severity]` in config), keyed by the
@@ -222,6 +242,23 @@ pub fn rules_markdown() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_split_rule_inherits_its_parents_override_unless_it_has_its_own() {
+        static CHILD: Rule = Rule::new(
+            "request-child-changed",
+            Severity::Breaking,
+            Side::Request,
+            "test",
+        )
+        .split_from(&["request-parent-changed"]);
+        let mut overrides = SeverityOverrides::new();
+        assert_eq!(CHILD.severity_under(&overrides), Severity::Breaking);
+        overrides.insert("request-parent-changed".into(), Severity::Info);
+        assert_eq!(CHILD.severity_under(&overrides), Severity::Info);
+        overrides.insert("request-child-changed".into(), Severity::Security);
+        assert_eq!(CHILD.severity_under(&overrides), Severity::Security);
+    }
+
     use super::*;
 
     #[test]
