@@ -1,9 +1,8 @@
 //! `schemawatch catalog export|diff`: the content-free tool inventory.
 
-use super::{current_tools, load_config, read_text, ConfigArg, Outcome};
+use super::{current_tools, load_config, read_artifacts, ConfigArg, Outcome};
 use anyhow::anyhow;
 use schemawatch::artifacts::catalog;
-use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand)]
 pub enum CatalogCommand {
@@ -12,16 +11,17 @@ pub enum CatalogCommand {
         #[command(flatten)]
         config: ConfigArg,
     },
-    /// Compare two inventories keyed by (tool_id, version).
+    /// Compare two inventories keyed by (tool_id, version). Each is a file, `-`, a URL or
+    /// `git:REV:PATH`.
     Diff {
-        base: PathBuf,
-        candidate: PathBuf,
+        base: String,
+        candidate: String,
         #[arg(long, value_parser = ["json", "markdown"], default_value = "json")]
         format: String,
     },
 }
 
-pub fn run(action: CatalogCommand) -> Outcome {
+pub async fn run(action: CatalogCommand) -> Outcome {
     match action {
         CatalogCommand::Export { config } => {
             let config = load_config(&config)?;
@@ -37,11 +37,14 @@ pub fn run(action: CatalogCommand) -> Outcome {
             candidate,
             format,
         } => {
-            let parse = |path: &Path, side: &str| -> anyhow::Result<Vec<catalog::ToolRecord>> {
-                catalog::parse_inventory(&read_text(path)?)
-                    .map_err(|e| anyhow!("{}: {side}.{e}", path.display()))
+            let texts = read_artifacts(&[&base, &candidate]).await?;
+            let parse = |input: &str, text: &str, side: &str| {
+                catalog::parse_inventory(text).map_err(|e| anyhow!("{input}: {side}.{e}"))
             };
-            let diff = catalog::diff(&parse(&base, "baseline")?, &parse(&candidate, "candidate")?);
+            let diff = catalog::diff(
+                &parse(&base, &texts[0], "baseline")?,
+                &parse(&candidate, &texts[1], "candidate")?,
+            );
             if format == "markdown" {
                 say_raw!("{}", diff.to_markdown());
             } else {

@@ -183,8 +183,8 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Diff(args) => diff::run(args).await,
         Command::Config { action } => config::run(action),
         Command::Watch { action } => watch::run(action),
-        Command::Catalog { action } => catalog::run(action),
-        Command::Pin { action } => pin::run(action),
+        Command::Catalog { action } => catalog::run(action).await,
+        Command::Pin { action } => pin::run(action).await,
         Command::Triage(args) => triage::run(args),
         Command::Inspect { action } => inspect::run(action),
         Command::Rules(args) => rules::run(args),
@@ -235,4 +235,19 @@ fn current_tools(
 
 fn read_text(path: &Path) -> anyhow::Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+/// Reads review artifacts (inventories, pins) named in the source grammar (a file, `-`, a URL,
+/// `git:REV:PATH`), as text; errors name the argument.
+async fn read_artifacts(inputs: &[&str]) -> anyhow::Result<Vec<String>> {
+    let sources = schemawatch::sources::parse_arguments(inputs, &[])?;
+    let request = schemawatch::sources::Request::command_line();
+    let mut out = Vec::with_capacity(inputs.len());
+    for (input, source) in inputs.iter().zip(&sources) {
+        let bytes = schemawatch::sources::read_document(source, &request)
+            .await
+            .with_context(|| format!("cannot read {input}"))?;
+        out.push(String::from_utf8(bytes).map_err(|_| anyhow!("{input}: not UTF-8 text"))?);
+    }
+    Ok(out)
 }

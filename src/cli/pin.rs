@@ -1,11 +1,11 @@
 //! `schemawatch pin capture|check`: pins of reviewed tool versions.
 
 use super::{
-    current_tools, load_config, open_registry, print_json, read_text, ConfigArg, Failure, Outcome,
+    current_tools, load_config, open_registry, print_json, read_artifacts, ConfigArg, Failure,
+    Outcome,
 };
 use anyhow::anyhow;
 use schemawatch::artifacts::pin;
-use std::path::PathBuf;
 
 #[derive(clap::Subcommand)]
 pub enum PinCommand {
@@ -16,9 +16,10 @@ pub enum PinCommand {
         #[arg(long = "watch")]
         watches: Vec<String>,
     },
-    /// Check a pin: exit 0 eligible, 1 re-review required, 2 invalid.
+    /// Check a pin (a file, `-`, a URL or `git:REV:PATH`): exit 0 eligible, 1 re-review
+    /// required, 2 invalid.
     Check {
-        pin: PathBuf,
+        pin: String,
         #[command(flatten)]
         config: ConfigArg,
         #[arg(long)]
@@ -26,7 +27,7 @@ pub enum PinCommand {
     },
 }
 
-pub fn run(action: PinCommand) -> Outcome {
+pub async fn run(action: PinCommand) -> Outcome {
     match action {
         PinCommand::Capture { config, watches } => {
             let config = load_config(&config)?;
@@ -47,7 +48,7 @@ pub fn run(action: PinCommand) -> Outcome {
             json,
         } => {
             let config = load_config(&config)?;
-            let text = read_text(&pin_path)?;
+            let text = read_artifacts(&[&pin_path]).await?.remove(0);
             let registry = open_registry(&config)?;
             let result = schemawatch::artifacts::check_pin(&config, &registry, &text)
                 .map_err(anyhow::Error::from)?;
@@ -69,10 +70,7 @@ pub fn run(action: PinCommand) -> Outcome {
                 );
             }
             if result.reasons.contains(&"invalid_snapshot") {
-                Err(Failure::Usage(anyhow!(
-                    "{}: invalid pin",
-                    pin_path.display()
-                )))
+                Err(Failure::Usage(anyhow!("{}: invalid pin", pin_path)))
             } else if result.eligible() {
                 Ok(())
             } else {

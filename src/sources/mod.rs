@@ -198,6 +198,9 @@ pub enum LoadError {
         kind: Kind,
         hint: &'static str,
     },
+    /// A review artifact (inventory, pin) is a document, never a server.
+    #[error("{what} holds no document (use a file, `-`, a URL or `git:REV:PATH`)")]
+    NotADocument { what: &'static str },
 }
 
 impl LoadError {
@@ -206,7 +209,7 @@ impl LoadError {
         match self {
             LoadError::Fetch(e) => fetch_error_class(e),
             LoadError::Mcp(_) => "mcp",
-            LoadError::Unsupported { .. } => "fetch",
+            LoadError::Unsupported { .. } | LoadError::NotADocument { .. } => "fetch",
         }
     }
 }
@@ -279,6 +282,18 @@ pub async fn load(
         }
     };
     Ok(outcome)
+}
+
+/// Reads a plain document that is not a contract (a catalog inventory, a pin) from any source
+/// of the grammar that holds one, unconditionally and with the request's bounds.
+pub async fn read_document(source: &Source, request: &Request) -> Result<Vec<u8>, LoadError> {
+    let document = source.document().ok_or(LoadError::NotADocument {
+        what: source.describe(),
+    })?;
+    match fetch::fetch(&request.fetch(document, false)).await? {
+        FetchOutcome::Body { bytes, .. } => Ok(bytes),
+        FetchOutcome::NotModified => Err(FetchError::UnexpectedNotModified.into()),
+    }
 }
 
 /// A normalized contract and what reading it took beyond the root document.

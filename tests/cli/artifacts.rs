@@ -561,3 +561,86 @@ fn an_info_override_of_endpoint_unclassified_takes_effect() {
     let log = String::from_utf8_lossy(&o.stderr);
     assert!(!log.contains("pending_review"), "{log}");
 }
+
+/// Inventories and pins are named in the source grammar too: a CI job compares the inventory
+/// committed on the base branch (`git:REV:PATH`) with the one it just exported, and checks a
+/// pin piped in on standard input.
+#[test]
+fn artifacts_are_read_from_git_revisions_and_standard_input() {
+    let env = Env::new();
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(&env.root)
+            .output()
+            .expect("git runs");
+        assert!(
+            o.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    env.serve(&doc(|_| {}));
+    env.check();
+    std::fs::write(env.root.join("inventory.json"), env.export()).unwrap();
+    git(&["init", "-q"]);
+    git(&["add", "inventory.json"]);
+    git(&["commit", "-q", "-m", "base"]);
+
+    // A compatible change moves the version; the working tree's inventory follows it.
+    env.serve(&doc(|d| {
+        d["paths"]["/pets"]["get"]["parameters"][0]["description"] = json!("how many");
+        d["paths"]["/owners"] = json!({"get": {"operationId": "listOwners",
+            "responses": {"200": {"description": "ok"}}}});
+    }));
+    env.check();
+    std::fs::write(env.root.join("inventory.json"), env.export()).unwrap();
+    let o = bin()
+        .args([
+            "catalog",
+            "diff",
+            "git:HEAD:inventory.json",
+            "inventory.json",
+        ])
+        .current_dir(&env.root)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let diff = json_of(&o);
+    assert!(
+        !diff["added"].as_array().unwrap().is_empty(),
+        "the new endpoint is an addition: {diff}"
+    );
+
+    // A pin on standard input.
+    let pin = env.capture("pin.json");
+    let mut child = bin()
+        .args(["pin", "check", "-", "--config", &env.config, "--json"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&pin).unwrap())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert_eq!(json_of(&o)["status"], "eligible");
+
+    // A stdio server holds no artifact.
+    let o = bin()
+        .args(["pin", "check", r#"cmd:["true"]"#, "--config", &env.config])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("holds no document"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
