@@ -8,13 +8,14 @@
 //! - `sources`: which fetch a kind needs, and the command-line source grammar;
 //! - `config` (the TOML file), `registry` (SQLite: snapshots, history, reviews, CAS);
 //! - `refresh` (one watch's cycle: a pure `decide` and its shell), `artifacts` (catalog,
-//!   pins, triage, provenance), `views` (the JSON shapes the CLI and the API share),
+//!   pins, triage, provenance), `ci` (accept files, the gate, SARIF / JUnit / GitHub / GitLab), `views` (the JSON shapes the CLI and the API share),
 //!   `metrics`;
 //! - `daemon` (scheduler, signals, reload, systemd) and `api` (the HTTP API);
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
 pub mod api;
 pub mod artifacts;
+pub mod ci;
 pub mod config;
 pub mod core;
 pub mod daemon;

@@ -1,12 +1,15 @@
 //! `schemawatch diff`: compare two documents without a registry.
 
-use super::{print_json, Failure, KindArg, Outcome};
+use super::{Failure, KindArg, Outcome};
 use anyhow::{anyhow, Context};
 use schemawatch::artifacts::provenance::stamp;
+use schemawatch::ci::accept::{self, Date};
+use schemawatch::ci::formats;
+use schemawatch::ci::gate::{self, Gate, Standing};
 use schemawatch::config::{parse_overrides, Config};
 use schemawatch::core::diff::{classify, ClassifyPolicy};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
-use schemawatch::core::report::{report_json, report_markdown, report_text};
+use schemawatch::core::report::{report_markdown, report_text};
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
 use std::collections::BTreeMap;
@@ -21,10 +24,26 @@ pub struct DiffArgs {
     /// NAME=VALUE for a `cmd:` server's environment (repeatable; values expand `${VAR}`).
     #[arg(long = "env", value_name = "NAME=VALUE")]
     env: Vec<String>,
+    /// Same as `--format json`.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
+    /// Same as `--format markdown`.
     #[arg(long)]
     markdown: bool,
+    /// An output format, `F` or `F=PATH` (repeatable; at most one without `=PATH`, which goes
+    /// to stdout): text, json, markdown, sarif, junit, github, gitlab.
+    #[arg(long = "format", value_name = "F[=PATH]")]
+    formats: Vec<String>,
+    /// TOML `[[accept]]` entries: changes (by id) a reviewer accepted until a date; an
+    /// accepted change is reported but does not fail `--fail-on`.
+    #[arg(long)]
+    accept: Option<PathBuf>,
+    /// The check date for `--accept` (YYYY-MM-DD; default: SOURCE_DATE_EPOCH, else today UTC).
+    #[arg(long)]
+    date: Option<String>,
+    /// Exit 1 when an accept entry matches no change (a stale entry).
+    #[arg(long, requires = "accept")]
+    strict_accept: bool,
     /// With --json: stamp the report with its reasoning (`_toulmin`, `_tags`).
     #[arg(long, requires = "json")]
     provenance: bool,
@@ -91,27 +110,219 @@ async fn load_spec(input: &str, source: &Source, kind: Kind) -> anyhow::Result<T
     .with_context(|| input.to_string())
 }
 
+/// The output formats asked for, each with its file (`None`: stdout).
+fn outputs(args: &DiffArgs) -> anyhow::Result<Vec<(Format, Option<PathBuf>)>> {
+    let mut out = Vec::new();
+    if args.json {
+        out.push((Format::Json, None));
+    }
+    if args.markdown {
+        out.push((Format::Markdown, None));
+    }
+    for item in &args.formats {
+        let (name, path) = match item.split_once('=') {
+            Some((name, path)) if !path.is_empty() => (name, Some(PathBuf::from(path))),
+            Some((name, _)) => return Err(anyhow!("--format {name}=: the path is empty")),
+            None => (item.as_str(), None),
+        };
+        let format = Format::parse(name).ok_or_else(|| {
+            anyhow!(
+                "--format {name:?}: expected text, json, markdown, sarif, junit, github or gitlab"
+            )
+        })?;
+        out.push((format, path));
+    }
+    if out.iter().filter(|(_, path)| path.is_none()).count() > 1 {
+        return Err(anyhow!(
+            "more than one output format goes to stdout; give the others a file (`--format F=PATH`)"
+        ));
+    }
+    if out.iter().all(|(_, path)| path.is_some()) {
+        out.push((Format::Text, None));
+    }
+    if args.provenance && !out.iter().any(|(f, _)| *f == Format::Json) {
+        return Err(anyhow!(
+            "--provenance stamps the JSON report: add --json or --format json"
+        ));
+    }
+    Ok(out)
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Format {
+    Text,
+    Json,
+    Markdown,
+    Sarif,
+    Junit,
+    Github,
+    Gitlab,
+}
+
+impl Format {
+    fn parse(name: &str) -> Option<Format> {
+        Some(match name {
+            "text" => Format::Text,
+            "json" => Format::Json,
+            "markdown" => Format::Markdown,
+            "sarif" => Format::Sarif,
+            "junit" => Format::Junit,
+            "github" => Format::Github,
+            "gitlab" => Format::Gitlab,
+            _ => return None,
+        })
+    }
+}
+
+/// The check date: `--date`, else `SOURCE_DATE_EPOCH`, else today (UTC).
+fn check_date(args: &DiffArgs) -> anyhow::Result<Date> {
+    if let Some(text) = &args.date {
+        return Date::parse(text).ok_or_else(|| anyhow!("--date {text:?}: expected YYYY-MM-DD"));
+    }
+    if let Ok(epoch) = std::env::var("SOURCE_DATE_EPOCH") {
+        let seconds: i64 = epoch
+            .trim()
+            .parse()
+            .map_err(|_| anyhow!("SOURCE_DATE_EPOCH {epoch:?} is not a number of seconds"))?;
+        return Ok(Date::from_unix_seconds(seconds));
+    }
+    Ok(Date::today())
+}
+
+fn pretty(value: &serde_json::Value) -> String {
+    // serde_json without preserve_order sorts object keys, so output is byte-stable.
+    format!(
+        "{}\n",
+        serde_json::to_string_pretty(value).unwrap_or_default()
+    )
+}
+
+/// The text rendering, with the gate's standing when a gate was asked for.
+fn text_with_gate(report: &schemawatch::core::model::DriftReport, gate: &Gate) -> String {
+    let mut out = report_text(report);
+    if gate.fail_on.is_none() && !gate.with_accept_file {
+        return out;
+    }
+    out.push_str(&format!(
+        "gate{}: {} ({} unaccepted, {} accepted, {} expired, {} stale)\n",
+        gate.fail_on
+            .map(|f| format!(" (fail on {})", f.as_str()))
+            .unwrap_or_default(),
+        if gate.failed { "failed" } else { "passed" },
+        gate.unaccepted(),
+        gate.accepted(),
+        gate.expired(),
+        gate.stale.len()
+    ));
+    for c in &gate.changes {
+        let standing = match c.standing {
+            Standing::Accepted(e) => format!(
+                "accepted   ({} until {}: {})",
+                e.reviewer, e.expires, e.reason
+            ),
+            Standing::Expired(e) => format!(
+                "expired    (accepted by {} until {})",
+                e.reviewer, e.expires
+            ),
+            Standing::Open if c.at_or_above => "unaccepted".to_string(),
+            Standing::Open => continue,
+        };
+        out.push_str(&format!(
+            "  {} {} {} {}\n",
+            c.id,
+            c.change.rule,
+            schemawatch::core::report::visible(&c.change.path),
+            standing
+        ));
+    }
+    out
+}
+
 async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
     let (old, new, kind) = (args.old.as_str(), args.new.as_str(), args.kind.0);
-    let (json, markdown, provenance) = (args.json, args.markdown, args.provenance);
-    let fail_on = args.fail_on.as_deref();
+    let outputs = outputs(args)?;
+    let fail_on = args.fail_on.as_deref().and_then(Compatibility::parse);
+    let date = check_date(args)?;
+    let entries = match &args.accept {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read accept file {}", path.display()))?;
+            Some(
+                accept::parse(&path.display().to_string(), &text, date)
+                    .map_err(anyhow::Error::from)?,
+            )
+        }
+    };
     let parsed = sources::parse_arguments(&[old, new], &args.env).map_err(anyhow::Error::from)?;
     let old_spec = load_spec(old, &parsed[0], kind).await?;
     let new_spec = load_spec(new, &parsed[1], kind).await?;
     let report = classify(&old_spec, &new_spec, policy);
-    if json && provenance {
-        print_json(&stamp(report_json(&report), &report, "diff"));
-    } else if json {
-        print_json(&report_json(&report));
-    } else if markdown {
-        say_raw!("{}", report_markdown(&report));
-    } else {
-        say_raw!("{}", report_text(&report));
-    }
-    if let Some(level) = fail_on.and_then(Compatibility::parse) {
-        if report.compatibility >= level {
-            return Err(Failure::Reported(String::new()));
+    let gate = gate::evaluate(&report, entries.as_deref(), new, date, fail_on);
+    let hints = gate::hints(
+        old_spec.metadata.version.as_deref(),
+        new_spec.metadata.version.as_deref(),
+        &report,
+    );
+    for (format, path) in &outputs {
+        let rendered = match format {
+            Format::Text => text_with_gate(&report, &gate),
+            Format::Json => {
+                let value = gate::report_with_gate(&report, &gate, new, &hints);
+                if args.provenance {
+                    pretty(&stamp(value, &report, "diff"))
+                } else {
+                    pretty(&value)
+                }
+            }
+            Format::Markdown => report_markdown(&report),
+            Format::Sarif => pretty(&formats::sarif(&gate, new)),
+            Format::Junit => formats::junit(&gate, new),
+            Format::Github => formats::github(&gate, new),
+            Format::Gitlab => pretty(&formats::gitlab(&gate, new)),
+        };
+        match path {
+            None => say_raw!("{rendered}"),
+            Some(path) => std::fs::write(path, rendered)
+                .with_context(|| format!("cannot write {}", path.display()))?,
         }
+        if *format == Format::Github {
+            // The step summary of a GitHub Actions job, when there is one.
+            if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
+                use std::io::Write as _;
+                let mut file = std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(&summary)
+                    .with_context(|| "cannot open $GITHUB_STEP_SUMMARY".to_string())?;
+                file.write_all(report_markdown(&report).as_bytes())
+                    .with_context(|| "cannot write $GITHUB_STEP_SUMMARY".to_string())?;
+            }
+        }
+    }
+    for c in &gate.changes {
+        if let Standing::Expired(e) = c.standing {
+            eprintln!(
+                "schemawatch: warning: accept entry at line {} for {} expired on {}; the change counts again",
+                e.line, e.change, e.expires
+            );
+        }
+    }
+    for e in &gate.stale {
+        eprintln!(
+            "schemawatch: warning: accept entry at line {} ({}) matches no change: it is stale",
+            e.line, e.change
+        );
+    }
+    if gate.failed {
+        return Err(Failure::Reported(String::new()));
+    }
+    if args.strict_accept && !gate.stale.is_empty() {
+        return Err(Failure::Reported(format!(
+            "{} stale accept entr{} (--strict-accept)",
+            gate.stale.len(),
+            if gate.stale.len() == 1 { "y" } else { "ies" }
+        )));
     }
     Ok(())
 }

@@ -6,6 +6,51 @@ use crate::core::model::{Change, DriftReport, Severity};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
+/// Shows characters a reader cannot see (controls, format characters, variation selectors,
+/// other default-ignorable code points) as visible `\u{…}` escapes; TAB and LF stay.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.replace("\r\n", "\n").chars() {
+        if is_hidden(c) {
+            out.push_str(&format!("\\u{{{:X}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn is_hidden(c: char) -> bool {
+    let u = c as u32;
+    (c.is_control() && c != '\t' && c != '\n')
+        || matches!(u,
+            0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
+            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x2800 | 0x3164
+            | 0xFE00..=0xFE0F | 0xFEFF | 0xFFA0 | 0xFFF0..=0xFFFB | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A | 0xE0000..=0xE0FFF)
+}
+
+/// The stable id of a change: `chg1:` and the first 16 hex digits of SHA-256 over the RFC 8785
+/// canonical JSON of `{"after", "before", "path", "rule"}`, where `rule` is the rule's stable
+/// id (the one it was first published under), so renames and splits do not move ids. Computed
+/// when a report is rendered, never stored.
+pub fn change_id(c: &Change) -> String {
+    use sha2::{Digest, Sha256};
+    let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
+    let identity = json!({
+        "after": c.after.as_ref().map(|v| &v.0),
+        "before": c.before.as_ref().map(|v| &v.0),
+        "path": c.path,
+        "rule": rule,
+    });
+    let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
+    let mut id = String::from("chg1:");
+    for byte in &digest[..8] {
+        id.push_str(&format!("{byte:02x}"));
+    }
+    id
+}
+
 /// `{"compatibility", "old_fingerprint", "new_fingerprint", "changes": [...]}`.
 pub fn report_json(report: &DriftReport) -> Value {
     json!({
@@ -18,6 +63,7 @@ pub fn report_json(report: &DriftReport) -> Value {
 
 pub fn change_json(c: &Change) -> Value {
     json!({
+        "id": change_id(c),
         "severity": c.severity.as_str(),
         "path": c.path,
         "kind": c.kind,
@@ -77,7 +123,7 @@ const ENDPOINT_CHILDREN: &[&str] = &[
 ];
 
 /// The endpoint a change belongs to (`endpoints.NAME...`), or a section for the rest.
-fn group_of(path: &str) -> String {
+pub fn group_of(path: &str) -> String {
     match path.strip_prefix("endpoints.") {
         Some(rest) => {
             let end = ENDPOINT_CHILDREN
@@ -95,8 +141,34 @@ fn group_of(path: &str) -> String {
     }
 }
 
+/// Markdown-inert text for a table cell: hidden characters shown as escapes, newlines folded,
+/// and every character Markdown or HTML would act on (links, images, emphasis, tags, pipes)
+/// backslash-escaped or entity-encoded, so provider text cannot inject markup.
 fn escape_md(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    let mut out = String::with_capacity(text.len());
+    for c in visible(text).chars() {
+        match c {
+            '\n' => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '!' | '#' | '|' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for a code span in a table cell: hidden characters shown, newlines folded, pipes
+/// escaped (GFM splits cells on them even in code), backticks that would end the span replaced.
+fn escape_code(text: &str) -> String {
+    visible(text)
+        .replace('\n', " ")
+        .replace('`', "'")
+        .replace('|', "\\|")
 }
 
 /// A changelog a reviewer can paste into a ticket, grouped by endpoint.
@@ -122,14 +194,15 @@ pub fn report_markdown(report: &DriftReport) -> String {
     }
     for (group, changes) in groups {
         out.push_str(&format!(
-            "\n### {group}\n\n| severity | rule | where | change |\n|---|---|---|---|\n"
+            "\n### {}\n\n| severity | rule | where | change |\n|---|---|---|---|\n",
+            escape_md(&group)
         ));
         for c in changes {
             out.push_str(&format!(
                 "| {} | `{}` | `{}` | {} |\n",
                 c.severity.as_str(),
                 c.rule,
-                escape_md(&c.path),
+                escape_code(&c.path),
                 escape_md(&c.message)
             ));
         }

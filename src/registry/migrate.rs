@@ -7,7 +7,13 @@ use super::{RegistryError, Result};
 use rusqlite::{params, Connection, TransactionBehavior};
 
 /// (version, SQL), in order. Append only: an applied migration never changes.
-const MIGRATIONS: &[(i64, &str)] = &[(1, include_str!("../../migrations/0001_init.sql"))];
+const MIGRATIONS: &[(i64, &str)] = &[
+    (1, include_str!("../../migrations/0001_init.sql")),
+    (
+        2,
+        include_str!("../../migrations/0002_accepted_changes.sql"),
+    ),
+];
 
 pub fn latest() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)

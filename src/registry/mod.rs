@@ -96,6 +96,9 @@ pub struct HistoryEntry {
     pub review_id: Option<i64>,
     pub reviewer: Option<String>,
     pub reason: Option<String>,
+    /// The ids (`chg1:…`) of the changes a reviewer accepted with `pending accept` (empty for
+    /// registered and applied versions, and for versions accepted by older releases).
+    pub accepted_changes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -266,22 +269,41 @@ impl Registry {
 
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
         let mut stmt = self.conn.prepare(
-            "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason
+            "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
+                    accepted_changes
              FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
         )?;
         let rows = stmt.query_map([tool], |r| {
-            Ok(HistoryEntry {
-                version: r.get(0)?,
-                registry_version: r.get(1)?,
-                fingerprint: r.get(2)?,
-                applied_at: r.get(3)?,
-                compatibility: r.get(4)?,
-                review_id: r.get(5)?,
-                reviewer: r.get(6)?,
-                reason: r.get(7)?,
-            })
+            let accepted: Option<String> = r.get(8)?;
+            Ok((
+                HistoryEntry {
+                    version: r.get(0)?,
+                    registry_version: r.get(1)?,
+                    fingerprint: r.get(2)?,
+                    applied_at: r.get(3)?,
+                    compatibility: r.get(4)?,
+                    review_id: r.get(5)?,
+                    reviewer: r.get(6)?,
+                    reason: r.get(7)?,
+                    accepted_changes: Vec::new(),
+                },
+                accepted,
+            ))
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let mut out = Vec::new();
+        for row in rows {
+            let (mut entry, accepted) = row?;
+            if let Some(text) = accepted {
+                entry.accepted_changes =
+                    serde_json::from_str(&text).map_err(|e| RegistryError::BadRow {
+                        table: "tool_versions",
+                        key: format!("{tool}/{}", entry.version),
+                        problem: format!("accepted_changes: {e}"),
+                    })?;
+            }
+            out.push(entry);
+        }
+        Ok(out)
     }
 
     pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
@@ -533,6 +555,19 @@ impl Registry {
             Err(e) => return Err(e),
         };
         failpoint::hit("accept.after_apply")?;
+        let accepted: Vec<String> = review
+            .report
+            .changes
+            .iter()
+            .map(crate::core::report::change_id)
+            .collect();
+        tx.execute(
+            "UPDATE tool_versions SET accepted_changes = ?1 WHERE registry_version = ?2",
+            params![
+                serde_json::to_string(&accepted).unwrap_or_default(),
+                version
+            ],
+        )?;
         let now = now_rfc3339();
         tx.execute(
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",

@@ -313,6 +313,25 @@ fn openapi_watch_lifecycle_end_to_end() {
     assert_eq!(newest["review_id"], review_v3, "{newest}");
     assert_eq!(newest["reviewer"], "alice", "{newest}");
     assert_eq!(newest["reason"], "approved in TICKET-1", "{newest}");
+    // The accepted change ids are those `pending show` listed for the review.
+    let shown: Vec<Value> = sb.pending_show(review_v3)["report"]["changes"]
+        .as_array()
+        .expect("the review's changes")
+        .iter()
+        .map(|c| c["id"].clone())
+        .collect();
+    assert!(
+        !shown.is_empty()
+            && shown
+                .iter()
+                .all(|id| id.as_str().is_some_and(|i| i.starts_with("chg1:")))
+    );
+    assert_eq!(newest["accepted_changes"], Value::Array(shown), "{newest}");
+    assert_eq!(
+        history[1]["accepted_changes"],
+        serde_json::json!([]),
+        "{history:?}"
+    );
     assert_eq!(
         history
             .iter()

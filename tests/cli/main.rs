@@ -7,6 +7,7 @@
 mod common;
 
 mod artifacts;
+mod ci_gate;
 mod diff_policy;
 mod e2e;
 mod example_config;

@@ -1,0 +1,3 @@
+-- schemawatch registry, schema version 2: a history row written by `pending accept` records
+-- the ids (`chg1:…`) of the changes the reviewer accepted, as a JSON array.
+ALTER TABLE tool_versions ADD COLUMN accepted_changes TEXT;

@@ -1,0 +1,371 @@
+//! Accept files: change-scoped exceptions for the CI gate, each with who approved it, why and
+//! until when (`[[accept]]` entries in TOML).
+//!
+//! ```toml
+//! [[accept]]
+//! change = "chg1:0123456789abcdef"
+//! reviewer = "alice"
+//! reason = "clients migrated in PR 123"
+//! expires = "2027-03-31"        # valid through 23:59:59 UTC of that day
+//! file = "openapi.yaml"         # optional: only for this spec
+//! ```
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// How far ahead an entry may expire, counted from the check date.
+pub const MAX_VALIDITY_DAYS: i64 = 366;
+
+/// A calendar date (UTC), as days since 1970-01-01 plus its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Date {
+    days: i64,
+}
+
+impl Date {
+    /// Parses `YYYY-MM-DD` (a real calendar day).
+    pub fn parse(text: &str) -> Option<Date> {
+        let bytes = text.as_bytes();
+        if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
+            return None;
+        }
+        let digits = |range: std::ops::Range<usize>| -> Option<i64> {
+            let part = &text[range];
+            part.bytes()
+                .all(|b| b.is_ascii_digit())
+                .then(|| part.parse().ok())
+                .flatten()
+        };
+        let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+        if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
+            return None;
+        }
+        Some(Date {
+            days: days_from_civil(y, m, d),
+        })
+    }
+
+    /// The UTC date of a Unix time in seconds.
+    pub fn from_unix_seconds(seconds: i64) -> Date {
+        Date {
+            days: seconds.div_euclid(86_400),
+        }
+    }
+
+    /// Today (UTC) by the system clock.
+    pub fn today() -> Date {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        Date::from_unix_seconds(seconds)
+    }
+
+    pub fn plus_days(self, days: i64) -> Date {
+        Date {
+            days: self.days + days,
+        }
+    }
+
+    pub fn days_until(self, later: Date) -> i64 {
+        later.days - self.days
+    }
+}
+
+impl std::fmt::Display for Date {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (y, m, d) = civil_from_days(self.days);
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's days-from-civil / civil-from-days (proleptic Gregorian calendar).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// One `[[accept]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptEntry {
+    pub change: String,
+    pub reviewer: String,
+    pub reason: String,
+    pub expires: Date,
+    /// Scopes the entry to one spec (matched against the new document's file name or path).
+    pub file: Option<String>,
+    /// 1-based line of the entry's `[[accept]]` header.
+    pub line: usize,
+}
+
+impl AcceptEntry {
+    /// Whether the entry still holds on `date` (valid through the end of its `expires` day).
+    pub fn valid_on(&self, date: Date) -> bool {
+        date <= self.expires
+    }
+
+    /// Whether the entry applies to the document named `document` (on the command line).
+    pub fn applies_to(&self, document: &str) -> bool {
+        match &self.file {
+            None => true,
+            Some(file) => {
+                let document = document.rsplit_once(':').map_or(document, |(_, p)| p);
+                let document = document.trim_start_matches("./");
+                document == file || document.ends_with(&format!("/{file}"))
+            }
+        }
+    }
+}
+
+/// Why an accept file was refused. Every error names the file and, where it has one, the line.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    #[error("{file}:{line}: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}:{line}: {message}")]
+    Entry {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{file}:{line}: a second entry for {change} (the first is on line {first})")]
+    Duplicate {
+        file: String,
+        line: usize,
+        first: usize,
+        change: String,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    accept: Vec<toml::Spanned<RawEntry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEntry {
+    change: String,
+    reviewer: String,
+    reason: String,
+    expires: String,
+    file: Option<String>,
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].matches('\n').count() + 1
+}
+
+/// Whether `id` is a change id of the current scheme (`chg1:` + 16 lowercase hex digits).
+pub fn is_change_id(id: &str) -> bool {
+    id.strip_prefix("chg1:").is_some_and(|hex| {
+        hex.len() == 16
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// Parses and checks an accept file; `date` is the check date (bounds `expires`).
+pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, AcceptError> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| AcceptError::Syntax {
+        file: file.to_string(),
+        line: e.span().map_or(1, |s| line_of(text, s.start)),
+        message: e.message().to_string(),
+    })?;
+    let mut entries: Vec<AcceptEntry> = Vec::new();
+    let mut seen: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
+    for spanned in raw.accept {
+        let line = line_of(text, spanned.span().start);
+        let entry = spanned.into_inner();
+        let bad = |message: String| AcceptError::Entry {
+            file: file.to_string(),
+            line,
+            message,
+        };
+        if !is_change_id(&entry.change) {
+            return Err(bad(format!(
+                "change {:?} is not a change id (`chg1:` and 16 lowercase hex digits)",
+                entry.change
+            )));
+        }
+        for (key, value) in [("reviewer", &entry.reviewer), ("reason", &entry.reason)] {
+            if value.trim().is_empty() {
+                return Err(bad(format!("`{key}` is empty")));
+            }
+            if value.chars().any(char::is_control) {
+                return Err(bad(format!("`{key}` holds a control character")));
+            }
+        }
+        let expires = Date::parse(&entry.expires).ok_or_else(|| {
+            bad(format!(
+                "expires {:?} is not a date (YYYY-MM-DD)",
+                entry.expires
+            ))
+        })?;
+        if date.days_until(expires) > MAX_VALIDITY_DAYS {
+            return Err(bad(format!(
+                "expires {expires} is more than {MAX_VALIDITY_DAYS} days after {date}"
+            )));
+        }
+        let key = (entry.change.clone(), entry.file.clone());
+        if let Some(first) = seen.get(&key) {
+            return Err(AcceptError::Duplicate {
+                file: file.to_string(),
+                line,
+                first: *first,
+                change: entry.change,
+            });
+        }
+        seen.insert(key, line);
+        entries.push(AcceptEntry {
+            change: entry.change,
+            reviewer: entry.reviewer,
+            reason: entry.reason,
+            expires,
+            file: entry.file,
+            line,
+        });
+    }
+    Ok(entries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(text: &str) -> Date {
+        Date::parse(text).unwrap()
+    }
+
+    #[test]
+    fn dates_parse_round_trip_and_order() {
+        for text in [
+            "1970-01-01",
+            "2000-02-29",
+            "2026-12-01",
+            "2027-12-31",
+            "2400-02-29",
+        ] {
+            assert_eq!(day(text).to_string(), text);
+        }
+        for bad in [
+            "2026-02-29",
+            "2026-13-01",
+            "2026-1-01",
+            "26-01-01",
+            "2026-01-00",
+            "x",
+        ] {
+            assert!(Date::parse(bad).is_none(), "{bad}");
+        }
+        assert_eq!(day("2026-12-01").days_until(day("2027-12-02")), 366);
+        assert_eq!(Date::from_unix_seconds(0), day("1970-01-01"));
+        assert_eq!(Date::from_unix_seconds(1_764_633_600), day("2025-12-02"));
+    }
+
+    const ENTRY: &str = "[[accept]]\nchange = \"chg1:0123456789abcdef\"\nreviewer = \"alice\"\nreason = \"migrated\"\nexpires = \"2027-01-31\"\n";
+
+    #[test]
+    fn an_entry_parses_with_its_line() {
+        let text = format!("# accepted drift\n\n{ENTRY}");
+        let entries = parse("a.toml", &text, day("2026-12-01")).unwrap();
+        assert_eq!(entries.len(), 1);
+        assert_eq!(entries[0].line, 3);
+        assert!(entries[0].valid_on(day("2027-01-31")));
+        assert!(!entries[0].valid_on(day("2027-02-01")));
+    }
+
+    #[test]
+    fn bad_entries_name_file_and_line() {
+        let date = day("2026-12-01");
+        for (text, needle) in [
+            (
+                ENTRY.replace("chg1:0123456789abcdef", "chg1:XYZ"),
+                "not a change id",
+            ),
+            (
+                ENTRY.replace("2027-01-31", "2028-01-31"),
+                "more than 366 days",
+            ),
+            (ENTRY.replace("2027-01-31", "soon"), "not a date"),
+            (ENTRY.replace("\"alice\"", "\"\""), "`reviewer` is empty"),
+            (
+                ENTRY.replace("\"migrated\"", "\"a\\nb\""),
+                "control character",
+            ),
+            (format!("{ENTRY}color = \"red\"\n"), "unknown field"),
+            (format!("{ENTRY}\n{ENTRY}"), "a second entry"),
+        ] {
+            let error = parse("a.toml", &text, date).unwrap_err().to_string();
+            assert!(error.starts_with("a.toml:"), "{error}");
+            assert!(error.contains(needle), "{error}");
+        }
+        let error = parse("a.toml", &format!("{ENTRY}\n{ENTRY}"), date)
+            .unwrap_err()
+            .to_string();
+        assert!(error.starts_with("a.toml:7:"), "{error}");
+        // The same change for two different files is two entries, not a duplicate.
+        let two = format!("{ENTRY}file = \"a.yaml\"\n\n{ENTRY}file = \"b.yaml\"\n");
+        assert_eq!(parse("a.toml", &two, date).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn file_scopes_match_paths_and_git_names() {
+        let entry = AcceptEntry {
+            change: "chg1:0123456789abcdef".into(),
+            reviewer: "a".into(),
+            reason: "b".into(),
+            expires: day("2027-01-01"),
+            file: Some("openapi.yaml".into()),
+            line: 1,
+        };
+        for yes in [
+            "openapi.yaml",
+            "./openapi.yaml",
+            "api/openapi.yaml",
+            "git:HEAD:openapi.yaml",
+        ] {
+            assert!(entry.applies_to(yes), "{yes}");
+        }
+        for no in ["other.yaml", "xopenapi.yaml"] {
+            assert!(!entry.applies_to(no), "{no}");
+        }
+    }
+}

@@ -1,0 +1,369 @@
+//! The gate decision of `diff --fail-on`: which changes are at or above the threshold, which of
+//! them an unexpired accept entry takes out of the decision, which entries are expired or
+//! stale, and whether the gate fails. Pure: the check date is an input.
+
+use super::accept::{AcceptEntry, Date};
+use crate::core::model::{Change, Compatibility, DriftReport, Severity};
+use crate::core::report::{change_id, change_json, report_json};
+use serde_json::{json, Value};
+
+/// Where a change stands against the accept file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Standing<'a> {
+    /// No entry names it.
+    Open,
+    /// An unexpired entry names it: it is reported but does not fail the gate.
+    Accepted(&'a AcceptEntry),
+    /// An entry names it but expired before the check date: it counts again.
+    Expired(&'a AcceptEntry),
+}
+
+/// One change as the gate sees it.
+#[derive(Debug, Clone)]
+pub struct GateChange<'a> {
+    pub change: &'a Change,
+    pub id: String,
+    pub standing: Standing<'a>,
+    /// At or above `--fail-on` (or, without it, breaking or worse: the level renderers use).
+    pub at_or_above: bool,
+}
+
+/// The whole decision.
+#[derive(Debug, Clone)]
+pub struct Gate<'a> {
+    pub fail_on: Option<Compatibility>,
+    pub date: Date,
+    pub changes: Vec<GateChange<'a>>,
+    /// Entries for this document that match no change.
+    pub stale: Vec<&'a AcceptEntry>,
+    pub failed: bool,
+    /// Whether an accept file was given (the JSON then always carries the gate).
+    pub with_accept_file: bool,
+}
+
+/// The report level a change's severity reaches.
+pub fn level_of(severity: Severity) -> Compatibility {
+    match severity {
+        Severity::Info => Compatibility::Identical,
+        Severity::Compatible => Compatibility::Compatible,
+        Severity::Breaking => Compatibility::Breaking,
+        Severity::Security => Compatibility::SecurityReview,
+    }
+}
+
+/// Decides the gate for `report` of the document named `document` on `date`.
+pub fn evaluate<'a>(
+    report: &'a DriftReport,
+    entries: Option<&'a [AcceptEntry]>,
+    document: &str,
+    date: Date,
+    fail_on: Option<Compatibility>,
+) -> Gate<'a> {
+    let threshold = fail_on.unwrap_or(Compatibility::Breaking);
+    let applicable: Vec<&AcceptEntry> = entries
+        .unwrap_or(&[])
+        .iter()
+        .filter(|e| e.applies_to(document))
+        .collect();
+    let changes: Vec<GateChange> = report
+        .changes
+        .iter()
+        .map(|change| {
+            let id = change_id(change);
+            let standing = match applicable.iter().find(|e| e.change == id) {
+                None => Standing::Open,
+                Some(entry) if entry.valid_on(date) => Standing::Accepted(entry),
+                Some(entry) => Standing::Expired(entry),
+            };
+            GateChange {
+                change,
+                id,
+                standing,
+                at_or_above: level_of(change.severity) >= threshold,
+            }
+        })
+        .collect();
+    let stale = applicable
+        .iter()
+        .copied()
+        .filter(|e| !changes.iter().any(|c| c.id == e.change))
+        .collect();
+    let failed = match fail_on {
+        None => false,
+        Some(level) => {
+            let counted = changes
+                .iter()
+                .filter(|c| c.at_or_above && !matches!(c.standing, Standing::Accepted(_)))
+                .count();
+            let any_at_or_above = changes.iter().any(|c| c.at_or_above);
+            // A verdict no single change explains still fails: unknown is never accepted.
+            counted > 0 || (!any_at_or_above && report.compatibility >= level)
+        }
+    };
+    Gate {
+        fail_on,
+        date,
+        changes,
+        stale,
+        failed,
+        with_accept_file: entries.is_some(),
+    }
+}
+
+impl Gate<'_> {
+    pub fn accepted(&self) -> usize {
+        self.count(|s| matches!(s, Standing::Accepted(_)))
+    }
+
+    pub fn expired(&self) -> usize {
+        self.count(|s| matches!(s, Standing::Expired(_)))
+    }
+
+    /// Changes at or above the threshold that no unexpired entry accepts.
+    pub fn unaccepted(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|c| c.at_or_above && !matches!(c.standing, Standing::Accepted(_)))
+            .count()
+    }
+
+    fn count(&self, pred: impl Fn(&Standing) -> bool) -> usize {
+        self.changes.iter().filter(|c| pred(&c.standing)).count()
+    }
+
+    /// The `"gate"` object of `diff --json`.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "fail_on": self.fail_on.map(Compatibility::as_str),
+            "failed": self.failed,
+            "accepted": self.accepted(),
+            "expired": self.expired(),
+            "stale": self.stale.len(),
+            "unaccepted": self.unaccepted(),
+        })
+    }
+
+    /// A ready-to-paste accept entry for a change (placeholders for who and why; 30 days).
+    pub fn accept_entry(&self, id: &str, document: &str) -> String {
+        let until = self.date.plus_days(30);
+        let file = std::path::Path::new(document.rsplit_once(':').map_or(document, |(_, p)| p))
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        let mut entry = format!(
+            "[[accept]]\nchange = \"{id}\"\nreviewer = \"YOUR NAME\"\nreason = \"WHY THIS CHANGE IS SAFE\"\nexpires = \"{until}\"\n"
+        );
+        if let Some(file) = file.filter(|f| !f.is_empty() && f != "-") {
+            entry.push_str(&format!("file = {}\n", toml_string(&file)));
+        }
+        entry
+    }
+}
+
+fn toml_string(text: &str) -> String {
+    // A TOML basic string has JSON's escapes for what we emit.
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn entry_json(entry: &AcceptEntry) -> Value {
+    json!({
+        "reviewer": entry.reviewer,
+        "reason": entry.reason,
+        "expires": entry.expires.to_string(),
+    })
+}
+
+/// `diff --json`: the report (every change with its `id`), and when a gate was asked for, each
+/// change's standing, ready-to-paste entries for the unaccepted ones at or above `--fail-on`,
+/// and the `"gate"` object. `hints` is added when there are any.
+pub fn report_with_gate(
+    report: &DriftReport,
+    gate: &Gate,
+    document: &str,
+    hints: &[String],
+) -> Value {
+    let mut out = report_json(report);
+    let gated = gate.fail_on.is_some() || gate.with_accept_file;
+    if gated {
+        let changes: Vec<Value> = gate
+            .changes
+            .iter()
+            .map(|c| {
+                let mut value = change_json(c.change);
+                match c.standing {
+                    Standing::Accepted(entry) => value["accepted"] = entry_json(entry),
+                    Standing::Expired(entry) => value["accept_expired"] = entry_json(entry),
+                    Standing::Open => {}
+                }
+                if gate.fail_on.is_some()
+                    && c.at_or_above
+                    && !matches!(c.standing, Standing::Accepted(_))
+                {
+                    value["accept_entry"] = json!(gate.accept_entry(&c.id, document));
+                }
+                value
+            })
+            .collect();
+        out["changes"] = json!(changes);
+        out["gate"] = gate.to_json();
+    }
+    if !hints.is_empty() {
+        out["hints"] = json!(hints);
+    }
+    out
+}
+
+/// The major part of a declared version (`v2.1.0` → 2), when it has one.
+fn major(version: &str) -> Option<u64> {
+    let digits: String = version
+        .trim()
+        .trim_start_matches(['v', 'V'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Hints outside the changes: a breaking report whose provider did not raise the major part of
+/// its declared version (OpenAPI / OpenRPC `info.version`). Never affects the verdict.
+pub fn hints(
+    old_version: Option<&str>,
+    new_version: Option<&str>,
+    report: &DriftReport,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    if report.compatibility < Compatibility::Breaking {
+        return out;
+    }
+    if let (Some(old), Some(new)) = (old_version, new_version) {
+        if let (Some(a), Some(b)) = (major(old), major(new)) {
+            if b <= a {
+                out.push(format!(
+                    "the report is {} but the declared version did not raise its major part ({old} → {new})",
+                    report.compatibility.as_str()
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::ValueOrd;
+
+    fn change(path: &str, severity: Severity) -> Change {
+        Change {
+            path: path.into(),
+            kind: "removed".into(),
+            rule: "endpoint-removed".into(),
+            severity,
+            before: Some(ValueOrd(json!("x"))),
+            after: None,
+            message: "gone".into(),
+        }
+    }
+
+    fn report(changes: Vec<Change>) -> DriftReport {
+        let compatibility = changes
+            .iter()
+            .map(|c| level_of(c.severity))
+            .max()
+            .unwrap_or(Compatibility::Identical);
+        DriftReport {
+            compatibility,
+            old_fingerprint: "sha256:a".into(),
+            new_fingerprint: "sha256:b".into(),
+            changes,
+        }
+    }
+
+    fn entry(change: &Change, expires: &str) -> AcceptEntry {
+        AcceptEntry {
+            change: change_id(change),
+            reviewer: "alice".into(),
+            reason: "ok".into(),
+            expires: Date::parse(expires).unwrap(),
+            file: None,
+            line: 1,
+        }
+    }
+
+    #[test]
+    fn accepting_one_of_two_breaking_changes_still_fails_and_both_pass() {
+        let (a, b) = (
+            change("endpoints.a", Severity::Breaking),
+            change("endpoints.b", Severity::Breaking),
+        );
+        let r = report(vec![a.clone(), b.clone()]);
+        let date = Date::parse("2026-12-01").unwrap();
+        let fail_on = Some(Compatibility::Breaking);
+        let one = [entry(&a, "2027-01-01")];
+        let g = evaluate(&r, Some(&one), "openapi.yaml", date, fail_on);
+        assert!(g.failed);
+        assert_eq!((g.accepted(), g.unaccepted()), (1, 1));
+        let both = [entry(&a, "2027-01-01"), entry(&b, "2027-01-01")];
+        let g = evaluate(&r, Some(&both), "openapi.yaml", date, fail_on);
+        assert!(!g.failed);
+        // Expired the day before the check date: counts again.
+        let expired = [entry(&a, "2026-11-30"), entry(&b, "2027-01-01")];
+        let g = evaluate(&r, Some(&expired), "openapi.yaml", date, fail_on);
+        assert!(g.failed);
+        assert_eq!(g.expired(), 1);
+        // Valid through its last day.
+        let last_day = [entry(&a, "2026-12-01"), entry(&b, "2026-12-01")];
+        assert!(!evaluate(&r, Some(&last_day), "openapi.yaml", date, fail_on).failed);
+    }
+
+    #[test]
+    fn an_entry_matching_no_change_is_stale_and_changes_below_the_threshold_never_fail() {
+        let a = change("endpoints.a", Severity::Compatible);
+        let r = report(vec![a.clone()]);
+        let other = change("endpoints.zzz", Severity::Breaking);
+        let entries = [entry(&other, "2027-01-01")];
+        let date = Date::parse("2026-12-01").unwrap();
+        let g = evaluate(
+            &r,
+            Some(&entries),
+            "x.json",
+            date,
+            Some(Compatibility::Breaking),
+        );
+        assert!(!g.failed);
+        assert_eq!(g.stale.len(), 1);
+        let json = report_with_gate(&r, &g, "x.json", &[]);
+        assert_eq!(json["gate"]["stale"], 1);
+        assert!(json["changes"][0].get("accept_entry").is_none());
+    }
+
+    #[test]
+    fn ready_to_paste_entries_parse_once_filled_in() {
+        let a = change("endpoints.a", Severity::Breaking);
+        let r = report(vec![a.clone()]);
+        let date = Date::parse("2026-12-01").unwrap();
+        let g = evaluate(
+            &r,
+            None,
+            "api/openapi.yaml",
+            date,
+            Some(Compatibility::Breaking),
+        );
+        let json = report_with_gate(&r, &g, "api/openapi.yaml", &[]);
+        let entry = json["changes"][0]["accept_entry"].as_str().unwrap();
+        assert!(entry.contains("expires = \"2026-12-31\""), "{entry}");
+        let parsed = super::super::accept::parse("a.toml", entry, date).unwrap();
+        assert_eq!(parsed[0].change, change_id(&a));
+        assert_eq!(parsed[0].file.as_deref(), Some("openapi.yaml"));
+    }
+
+    #[test]
+    fn hints_say_when_a_breaking_report_keeps_its_major_version() {
+        let r = report(vec![change("endpoints.a", Severity::Breaking)]);
+        assert_eq!(hints(Some("1.1.4"), Some("1.2.0"), &r).len(), 1);
+        assert!(hints(Some("1.1.4"), Some("2.0.0"), &r).is_empty());
+        assert!(hints(Some("v1"), Some("v2"), &r).is_empty());
+        assert!(hints(None, Some("1.0"), &r).is_empty());
+        let compatible = report(vec![change("endpoints.a", Severity::Compatible)]);
+        assert!(hints(Some("1.0"), Some("1.0"), &compatible).is_empty());
+    }
+}
