@@ -349,7 +349,14 @@ pub(super) fn compare_endpoint(
     } else {
         (Direction::Request, Direction::Response)
     };
-    parameter::compare_parameters(send, &at, &o.parameters, &n.parameters, schemas, out);
+    parameter::compare_parameters(
+        send,
+        &at,
+        (&o.parameters, &o.path_template),
+        (&n.parameters, &n.path_template),
+        schemas,
+        out,
+    );
     body::compare_request_body(
         send,
         &at,

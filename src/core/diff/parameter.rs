@@ -65,20 +65,97 @@ pub static REQUEST_PARAMETER_STYLE_CHANGED: Rule = Rule::new(
     "A parameter's serialization (style, explode, allowReserved, content type) changed.",
 );
 
+pub static PATH_PARAMETER_RENAMED: Rule = Rule::new(
+    "path-parameter-renamed",
+    Info,
+    Side::Request,
+    "A path parameter was renamed in place (same position in the template, same schema and requiredness); callers fill the template by position, so nothing they send changes.",
+);
+
+/// The parameter names of a path template, in order (`/a/{x}/b/{y}` → `[x, y]`).
+fn template_names(template: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        names.push(&rest[start + 1..start + len]);
+        rest = &rest[start + len + 1..];
+    }
+    names
+}
+
+/// Path parameters renamed in place: old name → new name, for templates that are the same
+/// but for the names (the endpoint's identity, `/pets/{}`, is then the same too).
+pub(super) fn renamed_in_place(old_template: &str, new_template: &str) -> BTreeMap<String, String> {
+    let (old_names, new_names) = (template_names(old_template), template_names(new_template));
+    let mut out = BTreeMap::new();
+    if old_names.len() != new_names.len() {
+        return out;
+    }
+    let strip = |t: &str, names: &[&str]| {
+        let mut t = t.to_string();
+        for n in names {
+            t = t.replacen(&format!("{{{n}}}"), "{}", 1);
+        }
+        t
+    };
+    if strip(old_template, &old_names) != strip(new_template, &new_names) {
+        return out;
+    }
+    for (o, n) in old_names.iter().zip(&new_names) {
+        if o != n && !old_names.contains(n) && !new_names.contains(o) {
+            out.insert(o.to_string(), n.to_string());
+        }
+    }
+    out
+}
+
 pub(super) fn compare_parameters(
     send: Direction,
     at: &str,
-    old: &[ParameterSpec],
-    new: &[ParameterSpec],
+    (old, old_template): (&[ParameterSpec], &str),
+    (new, new_template): (&[ParameterSpec], &str),
     schemas: &mut SchemaDiffer,
     out: &mut Emitter,
 ) {
     let key = |p: &ParameterSpec| (p.location.clone(), p.name.clone());
     let old_by: BTreeMap<_, _> = old.iter().map(|p| (key(p), p)).collect();
     let new_by: BTreeMap<_, _> = new.iter().map(|p| (key(p), p)).collect();
+    // In-place renames: the parameter at the same template position, required and serialized
+    // alike, under another name. It is one parameter: the rename is info, and its schema,
+    // description and deprecation are compared as for any kept parameter.
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    for (from, to) in renamed_in_place(old_template, new_template) {
+        let path_key = |name: &str| ("path".to_string(), name.to_string());
+        if let (Some(o), Some(n)) = (old_by.get(&path_key(&from)), new_by.get(&path_key(&to))) {
+            if o.required == n.required
+                && o.style == n.style
+                && !new_by.contains_key(&path_key(&from))
+                && !old_by.contains_key(&path_key(&to))
+            {
+                renamed.insert(from, to);
+            }
+        }
+    }
+    for (from, to) in &renamed {
+        out.emit(
+            &PATH_PARAMETER_RENAMED,
+            &format!("{at}.parameters.path.{from}"),
+            "parameter_renamed",
+            Some(json!(from)),
+            Some(json!(to)),
+            format!("Path parameter '{from}' was renamed to '{to}' in place."),
+        );
+    }
     for (k, o) in &old_by {
         let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
-        match new_by.get(k) {
+        let counterpart = match renamed.get(&k.1).filter(|_| k.0 == "path") {
+            Some(to) => new_by.get(&("path".to_string(), to.clone())),
+            None => new_by.get(k),
+        };
+        match counterpart {
             None => {
                 let moved = new
                     .iter()
@@ -177,7 +254,7 @@ pub(super) fn compare_parameters(
         }
     }
     for (k, n) in &new_by {
-        if old_by.contains_key(k) {
+        if old_by.contains_key(k) || (k.0 == "path" && renamed.values().any(|to| *to == k.1)) {
             continue;
         }
         let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
@@ -224,8 +301,23 @@ pub(super) mod cases {
     use serde_json::json;
 
     /// One case per rule of this family (more where kinds differ).
+    /// GET /pets/{NAME} with one required string path parameter NAME.
+    fn by_path_parameter(name: &str) -> crate::core::model::ToolSpec {
+        let d = crate::core::diff::tests::doc(|d| {
+            at(d, "/paths")[format!("/pets/{{{name}}}")] = json!({"get": {
+                "operationId": "showPet",
+                "parameters": [{"name": name, "in": "path", "required": true, "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok"}}}});
+        });
+        crate::core::normalize::openapi::normalize_value("acme.pets", &d).unwrap()
+    }
+
     pub(in crate::core::diff) fn cases() -> Vec<Case> {
         vec![
+            Case::new(
+                &PATH_PARAMETER_RENAMED,
+                (by_path_parameter("petId"), by_path_parameter("id")),
+            ),
             Case::new(
                 &REQUEST_PARAMETER_ADDED_OPTIONAL,
                 openapi(|d| {
@@ -274,6 +366,58 @@ pub(super) mod cases {
                 rpc(|p| p.insert(1, json!({"name": "fee", "schema": {"type": "integer"}}))),
             ),
         ]
+    }
+
+    #[test]
+    fn an_in_place_rename_is_info_but_a_changed_schema_or_position_is_not() {
+        let report = check(
+            &PATH_PARAMETER_RENAMED,
+            &by_path_parameter("petId"),
+            &by_path_parameter("id"),
+        );
+        assert_eq!(
+            report.compatibility,
+            Compatibility::Compatible,
+            "{report:?}"
+        );
+        assert_eq!(report.changes.len(), 1, "{report:?}");
+        // Renamed and retyped: the rename is info, the type change is judged as for any
+        // parameter (breaking), and nothing reads as removed and added.
+        let mut new = by_path_parameter("id");
+        new.endpoints
+            .iter_mut()
+            .flat_map(|e| e.parameters.iter_mut())
+            .filter(|p| p.name == "id")
+            .for_each(|p| p.schema = json!({"type": "integer"}));
+        let report =
+            crate::core::diff::classify(&by_path_parameter("petId"), &new, &Default::default());
+        let rules: Vec<&str> = report.changes.iter().map(|c| c.rule.as_str()).collect();
+        assert!(rules.contains(&PATH_PARAMETER_RENAMED.id), "{rules:?}");
+        assert!(rules.contains(&"request-type-changed"), "{rules:?}");
+        assert!(!rules.contains(&REQUEST_PARAMETER_REMOVED.id), "{rules:?}");
+        assert_eq!(report.compatibility, Compatibility::Breaking);
+        // Becoming optional at the same time is no in-place rename.
+        let mut new = by_path_parameter("id");
+        new.endpoints
+            .iter_mut()
+            .flat_map(|e| e.parameters.iter_mut())
+            .for_each(|p| p.required = false);
+        let report =
+            crate::core::diff::classify(&by_path_parameter("petId"), &new, &Default::default());
+        assert!(
+            report
+                .changes
+                .iter()
+                .all(|c| c.rule != PATH_PARAMETER_RENAMED.id),
+            "{report:?}"
+        );
+        // Swapped names are no rename.
+        assert!(renamed_in_place("/a/{x}/{y}", "/a/{y}/{x}").is_empty());
+        assert_eq!(
+            renamed_in_place("/e/{enterprise_id}/billing", "/e/{enterprise}/billing"),
+            BTreeMap::from([("enterprise_id".to_string(), "enterprise".to_string())])
+        );
+        assert!(renamed_in_place("/a/{x}", "/b/{y}").is_empty());
     }
 
     #[test]

@@ -154,6 +154,13 @@ pub static REQUEST_ENUM_VALUE_REMOVED: Rule = Rule::new(
 )
 .keywords(EXTENSIBLE_ENUM_KEYWORDS);
 
+pub static READ_WRITE_ONLY_SIDE_IGNORED: Rule = Rule::new(
+    "read-write-only-side-ignored",
+    Info,
+    Side::Schema,
+    "A readOnly property was added, removed or changed requiredness in a request schema, or a writeOnly property in a response schema: callers never send (or receive) it.",
+);
+
 pub static REQUEST_PROPERTY_ADDED_OPTIONAL: Rule = Rule::new(
     "request-property-added-optional",
     Compatible,
@@ -696,6 +703,63 @@ impl<'d> SchemaDiffer<'d> {
         );
     }
 
+    /// Whether `schema` (following `$ref`s on its side) carries `keyword: true`.
+    fn flagged(&self, schema: &Value, old_side: bool, keyword: &str) -> bool {
+        let defs = if old_side {
+            self.old_defs
+        } else {
+            self.new_defs
+        };
+        let mut current = schema;
+        for _ in 0..8 {
+            if current.get(keyword) == Some(&Value::Bool(true)) {
+                return true;
+            }
+            match ref_of(current).and_then(|r| defs.get(r)) {
+                Some(target) => current = target,
+                None => return false,
+            }
+        }
+        false
+    }
+
+    /// A property the direction never carries: readOnly ones in what a caller sends,
+    /// writeOnly ones in what it receives (either side's declaration counts).
+    fn not_carried(&self, old: Option<&Value>, new: Option<&Value>, dir: Direction) -> bool {
+        let keyword = match dir {
+            Direction::Request => "readOnly",
+            Direction::Response => "writeOnly",
+        };
+        old.is_some_and(|s| self.flagged(s, true, keyword))
+            || new.is_some_and(|s| self.flagged(s, false, keyword))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit_not_carried(
+        &mut self,
+        out: &mut Emitter,
+        dir: Direction,
+        path: &str,
+        kind: &str,
+        before: Option<Value>,
+        after: Option<Value>,
+        what: String,
+    ) {
+        let why = match dir {
+            Direction::Request => "readOnly: callers never send it",
+            Direction::Response => "writeOnly: callers never receive it",
+        };
+        self.emit(
+            out,
+            &READ_WRITE_ONLY_SIDE_IGNORED,
+            path,
+            kind,
+            before,
+            after,
+            format!("{what} ({why})."),
+        );
+    }
+
     fn compare_properties(
         &mut self,
         o: &Map<String, Value>,
@@ -722,6 +786,15 @@ impl<'d> SchemaDiffer<'d> {
                 Some(new_schema) => {
                     self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1)
                 }
+                None if self.not_carried(Some(old_schema), None, dir) => self.emit_not_carried(
+                    out,
+                    dir,
+                    &p_at,
+                    "property_removed",
+                    Some(json!(name)),
+                    None,
+                    format!("Property '{name}' was removed from {path}"),
+                ),
                 None => {
                     let rule = match dir {
                         Direction::Request => &REQUEST_PROPERTY_REMOVED,
@@ -742,6 +815,18 @@ impl<'d> SchemaDiffer<'d> {
         for name in new_props.keys().filter(|k| !old_props.contains_key(*k)) {
             let p_at = format!("{path}.properties.{name}");
             let required = new_required.contains(name.as_str());
+            if self.not_carried(None, new_props.get(name), dir) {
+                self.emit_not_carried(
+                    out,
+                    dir,
+                    &p_at,
+                    "property_added",
+                    None,
+                    Some(json!(name)),
+                    format!("Property '{name}' was added to {path}"),
+                );
+                continue;
+            }
             let rule = match (dir, required) {
                 (Direction::Request, true) => &REQUEST_PROPERTY_ADDED_REQUIRED,
                 (Direction::Request, false) => &REQUEST_PROPERTY_ADDED_OPTIONAL,
@@ -765,6 +850,19 @@ impl<'d> SchemaDiffer<'d> {
                 continue;
             }
             let now_required = new_required.contains(name);
+            if self.not_carried(old_props.get(*name), new_props.get(*name), dir) {
+                let word = if now_required { "required" } else { "optional" };
+                self.emit_not_carried(
+                    out,
+                    dir,
+                    &format!("{path}.properties.{name}.required"),
+                    "property_required_changed",
+                    Some(json!(!now_required)),
+                    Some(json!(now_required)),
+                    format!("Property '{name}' of {path} became {word}"),
+                );
+                continue;
+            }
             let rule = match (dir, now_required) {
                 (Direction::Request, true) => &REQUEST_PROPERTY_BECAME_REQUIRED,
                 (Direction::Request, false) => &REQUEST_PROPERTY_BECAME_OPTIONAL,
@@ -1386,6 +1484,30 @@ pub(super) mod cases {
                 &READ_WRITE_ONLY_CHANGED,
                 openapi(|d| {
                     at(d, PET)["properties"]["id"]["readOnly"] = json!(true);
+                }),
+            ),
+            // A server-assigned id callers never send, even though it is required.
+            Case::new(
+                &READ_WRITE_ONLY_SIDE_IGNORED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["id"] =
+                        json!({"type": "integer", "readOnly": true});
+                    at(d, NEW_PET)["required"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!("id"));
+                }),
+            ),
+            // A password callers send but never receive.
+            Case::new(
+                &READ_WRITE_ONLY_SIDE_IGNORED,
+                openapi_reversed(|d| {
+                    at(d, PET)["properties"]["password"] =
+                        json!({"type": "string", "writeOnly": true});
+                    at(d, PET)["required"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!("password"));
                 }),
             ),
             Case::new(
