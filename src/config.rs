@@ -259,12 +259,17 @@ impl Config {
             }
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade)",
+                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite)",
                     w.kind
                 ))
             })?;
             if w.command.is_some() && kind != Kind::Mcp {
                 return Err(invalid(format!("{at}: `command` is only for kind \"mcp\"")));
+            }
+            if kind == Kind::Sqlite && (w.url.is_some() || w.path.is_none()) {
+                return Err(invalid(format!(
+                    "{at}: kind \"sqlite\" reads a database file: set `path`"
+                )));
             }
             if w.env.is_some() && w.command.is_none() {
                 return Err(invalid(format!(
@@ -562,6 +567,13 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("exactly one of"), "{err}");
+        let err =
+            parse("[[watch]]\nname = \"a.b\"\nkind = \"sqlite\"\nurl = \"http://127.0.0.1/x\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("set `path`"), "{err}");
+        let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"sqlite\"\npath = \"app.db\"\n").unwrap();
+        assert_eq!(c.watches[0].kind, Kind::Sqlite);
         let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"soap\"\npath = \"x\"\n")
             .unwrap_err()
             .to_string();

@@ -16,16 +16,19 @@ pub enum Kind {
     Graphql,
     Mcp,
     Optimade,
+    /// A SQLite database file, by catalog introspection.
+    Sqlite,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 7] = [
         Kind::Openapi,
         Kind::Openrpc,
         Kind::Odata,
         Kind::Graphql,
         Kind::Mcp,
         Kind::Optimade,
+        Kind::Sqlite,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -36,7 +39,13 @@ impl Kind {
             Kind::Graphql => "graphql",
             Kind::Mcp => "mcp",
             Kind::Optimade => "optimade",
+            Kind::Sqlite => "sqlite",
         }
+    }
+
+    /// A database kind: its endpoints are tables, views and functions (docs/databases.md).
+    pub fn is_database(self) -> bool {
+        matches!(self, Kind::Sqlite)
     }
 
     pub fn parse(text: &str) -> Option<Kind> {

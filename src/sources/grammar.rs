@@ -5,6 +5,7 @@
 //! - `http://…` / `https://…`: a URL;
 //! - `git:REV:PATH`: the file PATH at revision REV of the working directory's repository;
 //! - `cmd:<JSON argv>`: an MCP stdio server, e.g. `cmd:["npx","-y","server"]`;
+//! - `sqlite:PATH`: a SQLite database file (for `--kind sqlite`, a plain path is one too);
 //! - anything else: a file path.
 //!
 //! The prefix never implies the kind: `--kind` decides, and [`super::load`] refuses a source
@@ -28,6 +29,8 @@ pub enum GrammarError {
     Git { text: String, reason: GitNameError },
     #[error("{text}: expected cmd: followed by a JSON array of strings, the program first (e.g. cmd:[\"node\",\"server.js\"]): {reason}")]
     BadCommand { text: String, reason: String },
+    #[error("{text}: expected sqlite:PATH (a SQLite database file)")]
+    SqliteWithoutPath { text: String },
     #[error("standard input (`-`) can be read only once")]
     StdinTwice,
     #[error("--env {text}: expected NAME=VALUE with a name of letters, digits and `_`")]
@@ -59,6 +62,12 @@ impl Source {
                 reason,
             })?;
             return Ok(Source::Git(blob));
+        }
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err(GrammarError::SqliteWithoutPath { text: text.into() });
+            }
+            return Ok(Source::Sqlite(PathBuf::from(path)));
         }
         if let Some(rest) = text.strip_prefix("cmd:") {
             let bad = |reason: String| GrammarError::BadCommand {
@@ -152,6 +161,8 @@ mod tests {
         assert_eq!(parse("/tmp/cmd:x"), Source::Path("/tmp/cmd:x".into()));
         assert_eq!(parse("file:///x"), Source::Path("file:///x".into()));
         assert!(matches!(parse("https://h/v1"), Source::Url(_)));
+        assert_eq!(parse("sqlite:app.db"), Source::Sqlite("app.db".into()));
+        assert_eq!(parse("./sqlite:x"), Source::Path("./sqlite:x".into()));
         assert!(matches!(parse("HTTP://h/v1"), Source::Url(_)));
         match parse("git:HEAD~1:api/openapi.json") {
             Source::Git(blob) => assert_eq!(blob.object(), "HEAD~1:api/openapi.json"),
@@ -169,6 +180,10 @@ mod tests {
     #[test]
     fn bad_forms_are_refused() {
         assert_eq!(Source::parse(""), Err(GrammarError::Empty));
+        assert!(matches!(
+            Source::parse("sqlite:"),
+            Err(GrammarError::SqliteWithoutPath { .. })
+        ));
         assert!(matches!(
             Source::parse("git:--output=x:f"),
             Err(GrammarError::Git {

@@ -12,8 +12,13 @@
 //! | URL | conditional GET | introspection POST | `/info` + `/info/<type>` | Streamable HTTP |
 //! | file, `-`, `git:` | the document | SDL or saved introspection | combined document | saved snapshot |
 //! | `cmd:` | refused | refused | refused | stdio server |
+//!
+//! Kind `sqlite` reads a database file (a path, or `sqlite:PATH`) by catalog introspection,
+//! read-only ([`sqlite`]); every other source is refused for it, and `sqlite:` for every other
+//! kind.
 
 mod grammar;
+pub mod sqlite;
 
 pub use grammar::{parse_arguments, parse_env, GrammarError};
 
@@ -50,6 +55,8 @@ pub enum Source {
         argv: Vec<String>,
         env: BTreeMap<String, String>,
     },
+    /// `sqlite:PATH`: a SQLite database file, read by catalog introspection (kind `sqlite`).
+    Sqlite(PathBuf),
 }
 
 impl fmt::Debug for Source {
@@ -65,6 +72,7 @@ impl fmt::Debug for Source {
                 .field("argv", argv)
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .finish(),
+            Source::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
         }
     }
 }
@@ -90,6 +98,7 @@ impl Source {
             Source::Url(_) => "a URL",
             Source::Git(_) => "a git blob (`git:`)",
             Source::Command { .. } => "an MCP stdio server (`cmd:`)",
+            Source::Sqlite(_) => "a SQLite database (`sqlite:`)",
         }
     }
 
@@ -100,7 +109,7 @@ impl Source {
             Source::Stdin => Some(fetch::Source::Stdin),
             Source::Url(url) => Some(fetch::Source::Url(url.clone())),
             Source::Git(blob) => Some(fetch::Source::Git(blob.clone())),
-            Source::Command { .. } => None,
+            Source::Command { .. } | Source::Sqlite(_) => None,
         }
     }
 }
@@ -192,6 +201,8 @@ pub enum LoadError {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Mcp(#[from] McpError),
+    #[error(transparent)]
+    Database(#[from] sqlite::DatabaseError),
     #[error("{what} cannot serve kind {kind}{hint}")]
     Unsupported {
         what: &'static str,
@@ -206,6 +217,8 @@ impl LoadError {
         match self {
             LoadError::Fetch(e) => fetch_error_class(e),
             LoadError::Mcp(_) => "mcp",
+            LoadError::Database(sqlite::DatabaseError::Timeout) => "timeout",
+            LoadError::Database(_) => "database",
             LoadError::Unsupported { .. } => "fetch",
         }
     }
@@ -237,19 +250,24 @@ pub async fn load(
         hint,
     };
     const MCP_ONLY: &str = " (a `cmd:` source is an MCP server: use --kind mcp)";
+    const SQLITE_ONLY: &str = " (a `sqlite:` source is a database file: use --kind sqlite)";
+    let not_document = || match source {
+        Source::Sqlite(_) => unsupported(SQLITE_ONLY),
+        _ => unsupported(MCP_ONLY),
+    };
     let outcome = match kind {
         Kind::Openapi | Kind::Openrpc | Kind::Odata => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::fetch(&request.fetch(document, true)).await?
         }
         // Introspection is a POST: a full fetch every time, no validators.
         Kind::Graphql => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::graphql::fetch_schema(&request.fetch(document, false)).await?
         }
         // Multi-resource: no single validator covers the contract, so always a full fetch.
         Kind::Optimade => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::optimade::fetch(&request.fetch(document, false)).await?
         }
         // A full tool-list walk every time, no validators; a saved snapshot is a document.
@@ -265,6 +283,7 @@ pub async fn load(
                     argv: argv.clone(),
                     env: env.clone(),
                 },
+                Source::Sqlite(_) => return Err(unsupported(SQLITE_ONLY)),
                 Source::Path(_) | Source::Stdin | Source::Git(_) => {
                     let document = source.document().ok_or_else(|| unsupported(""))?;
                     return Ok(fetch::fetch(&request.fetch(document, true)).await?);
@@ -273,6 +292,22 @@ pub async fn load(
             let mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
             FetchOutcome::Body {
                 bytes: mcp::fetch_document(&mcp_request).await?,
+                validators: Validators::default(),
+                final_url: None,
+            }
+        }
+        // Catalog introspection of a database file: a full read every time, no validators.
+        Kind::Sqlite => {
+            let path = match source {
+                Source::Path(path) | Source::Sqlite(path) => path,
+                Source::Stdin | Source::Url(_) | Source::Git(_) | Source::Command { .. } => {
+                    return Err(unsupported(
+                        " (kind sqlite reads a database file: name its path or sqlite:PATH)",
+                    ))
+                }
+            };
+            FetchOutcome::Body {
+                bytes: sqlite::fetch(path, request.timeout).await?,
                 validators: Validators::default(),
                 final_url: None,
             }
@@ -331,7 +366,9 @@ pub async fn contract(
                 external_bytes: resolved.external_bytes,
             })
         }
-        Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Mcp | Kind::Optimade => plain(),
+        Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Mcp | Kind::Optimade | Kind::Sqlite => {
+            plain()
+        }
     }
 }
 

@@ -8,7 +8,7 @@
 //! Rule ids are frozen: a renamed rule keeps the id it was first published under as its
 //! `stable_id` and lists its old ids in `aliases`, which `[severity]` overrides still accept.
 
-use super::{body, endpoint, parameter, response, schema, tool};
+use super::{body, database, endpoint, parameter, response, schema, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -26,6 +26,9 @@ pub enum Side {
     Response,
     /// A schema in either direction, judged the same way both ways.
     Schema,
+    /// A database table's or view's catalog facts: column order, constraints, indexes,
+    /// triggers.
+    Table,
 }
 
 impl Side {
@@ -36,6 +39,7 @@ impl Side {
             Side::Request => "request",
             Side::Response => "response",
             Side::Schema => "schema",
+            Side::Table => "table",
         }
     }
 }
@@ -113,6 +117,19 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &database::DATABASE_CHECK_CHANGED,
+    &database::DATABASE_COLUMN_REORDERED,
+    &database::DATABASE_DECLARED_TYPE_CHANGED,
+    &database::DATABASE_FOREIGN_KEY_CHANGED,
+    &database::DATABASE_INDEX_CHANGED,
+    &database::DATABASE_OBJECT_ADDED,
+    &database::DATABASE_PRIMARY_KEY_CHANGED,
+    &database::DATABASE_TABLE_OPTIONS_CHANGED,
+    &database::DATABASE_TRIGGER_ADDED,
+    &database::DATABASE_TRIGGER_CHANGED,
+    &database::DATABASE_TRIGGER_REMOVED,
+    &database::DATABASE_UNIQUE_CHANGED,
+    &database::DATABASE_VIEW_DEFINITION_CHANGED,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
     &schema::DOCUMENTATION_CHANGED,
@@ -278,6 +295,7 @@ mod tests {
             include_str!("response.rs"),
             include_str!("schema.rs"),
             include_str!("tool.rs"),
+            include_str!("database.rs"),
         ];
         let defined: usize = sources
             .iter()
