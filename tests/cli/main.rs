@@ -7,6 +7,7 @@
 mod common;
 
 mod artifacts;
+mod databases;
 mod diff_policy;
 mod e2e;
 mod example_config;
