@@ -5,6 +5,7 @@
 
 use crate::common;
 
+use common::postgres;
 use common::*;
 use rusqlite::Connection;
 use serde_json::Value;
@@ -338,4 +339,40 @@ fn diff_reads_two_database_files() {
     );
     let run = sb.run(&["diff", "--kind", "sqlite", "a.db", "https://127.0.0.1:1/x"]);
     assert_eq!(run.code, 2, "{}", run.describe());
+}
+
+/// The throwaway cluster of `./scripts/test`: TLS verified against the generated certificate,
+/// scram-sha-256 (a wrong password is refused), and one fresh database per test.
+#[test]
+fn the_postgres_harness_serves_verified_tls_and_scram() {
+    let Some(db) = postgres::database() else {
+        return;
+    };
+    let facts = db.sql(
+        "SELECT s.ssl, current_setting('password_encryption'), current_database()
+           FROM pg_stat_ssl s WHERE s.pid = pg_backend_pid()",
+    );
+    assert_eq!(facts, format!("t|scram-sha-256|{}", db.name));
+    db.sql("CREATE TABLE t (id int)");
+    let other = postgres::database().expect("a second database");
+    assert_ne!(other.name, db.name);
+    assert_eq!(
+        other.sql("SELECT count(*) FROM pg_class WHERE relname = 't'"),
+        "0"
+    );
+    // A wrong password is refused.
+    let wrong = db
+        .cluster
+        .psql(&db.name)
+        .env("PGPASSFILE", "/dev/null")
+        .env("PGPASSWORD", "wrong")
+        .arg("--command=SELECT 1")
+        .output()
+        .unwrap();
+    assert!(!wrong.status.success());
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("password authentication failed"),
+        "{}",
+        String::from_utf8_lossy(&wrong.stderr)
+    );
 }
