@@ -146,11 +146,23 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
         };
         match key.as_str() {
             "columns" => column_order(before, after, &path, name, out),
-            "declared_types" => simple(
-                &DATABASE_DECLARED_TYPE_CHANGED,
-                "declared column types",
-                out,
-            ),
+            "declared_types" => {
+                // Only columns kept in both: an added or dropped column is a schema change.
+                let kept_changed = match (
+                    before.and_then(Value::as_object),
+                    after.and_then(Value::as_object),
+                ) {
+                    (Some(b), Some(a)) => b.iter().any(|(c, t)| a.get(c).is_some_and(|u| u != t)),
+                    _ => false,
+                };
+                if kept_changed {
+                    simple(
+                        &DATABASE_DECLARED_TYPE_CHANGED,
+                        "declared column types",
+                        out,
+                    )
+                }
+            }
             "primary_key" => simple(&DATABASE_PRIMARY_KEY_CHANGED, "primary key", out),
             "unique" => simple(&DATABASE_UNIQUE_CHANGED, "unique constraints", out),
             "foreign_keys" => simple(&DATABASE_FOREIGN_KEY_CHANGED, "foreign keys", out),
