@@ -376,3 +376,44 @@ fn the_postgres_harness_serves_verified_tls_and_scram() {
         String::from_utf8_lossy(&wrong.stderr)
     );
 }
+
+/// Catalog export, pins and triage work unchanged on a database watch; a folder is not a
+/// database.
+#[test]
+fn review_artifacts_work_on_a_sqlite_watch() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path("data")).unwrap();
+    let db = sb.path("data/app.db");
+    migrate(
+        &db,
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+         CREATE VIEW names AS SELECT name FROM users;",
+    );
+    sb.write_config(&sqlite_config(&db));
+    expect(&sb, &db, "registered", None);
+    let cfg = sb.config_arg();
+    let export = sb.run(&["catalog", "export", "--config", &cfg]);
+    export.assert_code(0);
+    assert!(
+        export.stdout_text().contains("acme.app"),
+        "{}",
+        export.describe()
+    );
+    let capture = sb.run(&["pin", "capture", "--config", &cfg]);
+    capture.assert_code(0);
+    let pin = sb.write_file("pin.json", &capture.stdout);
+    let pin = pin.display().to_string();
+    sb.run(&["pin", "check", &pin, "--config", &cfg, "--json"])
+        .assert_code(0);
+    let triage = sb.run(&["triage", "--config", &cfg, "--json"]);
+    triage.assert_code(0);
+    assert_eq!(triage.json()["total"], 2, "{}", triage.describe());
+
+    let run = sb.run(&["diff", "--kind", "sqlite", "data/app.db", "data"]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr_text().contains("not a regular file"),
+        "{}",
+        run.describe()
+    );
+}
