@@ -119,6 +119,8 @@ pub struct WatchConfig {
     /// A surface classification file (`triage --classification` format): a new endpoint it does
     /// not classify is a security change.
     pub classification: Option<PathBuf>,
+    /// Kind `postgres`: `password` (a template), `password_file`, `schemas`.
+    pub database: crate::sources::postgres::DatabaseOptions,
 }
 
 #[derive(Deserialize)]
@@ -172,6 +174,9 @@ struct RawWatch {
     proxy: Option<String>,
     external_refs: Option<String>,
     classification: Option<String>,
+    password: Option<String>,
+    password_file: Option<String>,
+    schemas: Option<Vec<String>>,
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -259,7 +264,7 @@ impl Config {
             }
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite)",
+                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres)",
                     w.kind
                 ))
             })?;
@@ -270,6 +275,30 @@ impl Config {
                 return Err(invalid(format!(
                     "{at}: kind \"sqlite\" reads a database file: set `path`"
                 )));
+            }
+            if kind != Kind::Postgres
+                && (w.password.is_some() || w.password_file.is_some() || w.schemas.is_some())
+            {
+                return Err(invalid(format!(
+                    "{at}: `password`, `password_file` and `schemas` are only for kind \"postgres\""
+                )));
+            }
+            if w.password.is_some() && w.password_file.is_some() {
+                return Err(invalid(format!(
+                    "{at}: set at most one of `password` or `password_file`"
+                )));
+            }
+            if kind == Kind::Postgres {
+                let Some(u) = &w.url else {
+                    return Err(invalid(format!(
+                        "{at}: kind \"postgres\" needs `url = \"postgresql://user@host:port/db\"`"
+                    )));
+                };
+                // Never echo the URL: it may hold a password.
+                let url = url::Url::parse(u)
+                    .map_err(|_| invalid(format!("{at}: url: not a postgresql:// URL")))?;
+                crate::sources::postgres::parse_url(&url)
+                    .map_err(|e| invalid(format!("{at}: url: {e}")))?;
             }
             if w.env.is_some() && w.command.is_none() {
                 return Err(invalid(format!(
@@ -292,6 +321,10 @@ impl Config {
                         "{at}: set exactly one of `url`, `path` or `command`"
                     )))
                 }
+                (Some(u), None) if kind == Kind::Postgres => SourceConfig::Url(
+                    url::Url::parse(u)
+                        .map_err(|_| invalid(format!("{at}: url: not a postgresql:// URL")))?,
+                ),
                 (Some(u), None) => {
                     let url = url::Url::parse(u).map_err(|e| invalid(format!("{at}: url: {e}")))?;
                     if !matches!(url.scheme(), "http" | "https") {
@@ -334,6 +367,11 @@ impl Config {
             watches.push(WatchConfig {
                 external_refs,
                 classification: w.classification.as_deref().map(resolve).transpose()?,
+                database: crate::sources::postgres::DatabaseOptions {
+                    password: w.password,
+                    password_file: w.password_file.as_deref().map(resolve).transpose()?,
+                    schemas: w.schemas.unwrap_or_default(),
+                },
                 kind,
                 source,
                 interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,

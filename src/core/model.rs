@@ -18,10 +18,12 @@ pub enum Kind {
     Optimade,
     /// A SQLite database file, by catalog introspection.
     Sqlite,
+    /// A PostgreSQL database, by `pg_catalog` introspection.
+    Postgres,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 7] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Openapi,
         Kind::Openrpc,
         Kind::Odata,
@@ -29,6 +31,7 @@ impl Kind {
         Kind::Mcp,
         Kind::Optimade,
         Kind::Sqlite,
+        Kind::Postgres,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -40,12 +43,13 @@ impl Kind {
             Kind::Mcp => "mcp",
             Kind::Optimade => "optimade",
             Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
         }
     }
 
     /// A database kind: its endpoints are tables, views and functions (docs/databases.md).
     pub fn is_database(self) -> bool {
-        matches!(self, Kind::Sqlite)
+        matches!(self, Kind::Sqlite | Kind::Postgres)
     }
 
     pub fn parse(text: &str) -> Option<Kind> {

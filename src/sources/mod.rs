@@ -15,9 +15,11 @@
 //!
 //! Kind `sqlite` reads a database file (a path, or `sqlite:PATH`) by catalog introspection,
 //! read-only ([`sqlite`]); every other source is refused for it, and `sqlite:` for every other
-//! kind.
+//! kind. Kind `postgres` reads `pg_catalog` of a `postgresql://` URL ([`postgres`]), the only
+//! source it takes and one no other kind takes.
 
 mod grammar;
+pub mod postgres;
 pub mod sqlite;
 
 pub use grammar::{parse_arguments, parse_env, GrammarError};
@@ -57,6 +59,8 @@ pub enum Source {
     },
     /// `sqlite:PATH`: a SQLite database file, read by catalog introspection (kind `sqlite`).
     Sqlite(PathBuf),
+    /// `postgresql://user@host:port/db` (never with a password): kind `postgres`.
+    Postgres(url::Url),
 }
 
 impl fmt::Debug for Source {
@@ -73,6 +77,11 @@ impl fmt::Debug for Source {
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .finish(),
             Source::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            Source::Postgres(u) => {
+                let mut u = u.clone();
+                let _ = u.set_password(None);
+                f.debug_tuple("Postgres").field(&u.as_str()).finish()
+            }
         }
     }
 }
@@ -81,6 +90,9 @@ impl Source {
     /// A watch's configured source.
     pub fn from_config(source: &SourceConfig) -> Source {
         match source {
+            SourceConfig::Url(url) if matches!(url.scheme(), "postgresql" | "postgres") => {
+                Source::Postgres(url.clone())
+            }
             SourceConfig::Url(url) => Source::Url(url.clone()),
             SourceConfig::Path(path) => Source::Path(path.clone()),
             SourceConfig::Command { argv, env } => Source::Command {
@@ -99,6 +111,7 @@ impl Source {
             Source::Git(_) => "a git blob (`git:`)",
             Source::Command { .. } => "an MCP stdio server (`cmd:`)",
             Source::Sqlite(_) => "a SQLite database (`sqlite:`)",
+            Source::Postgres(_) => "a PostgreSQL database (`postgresql://`)",
         }
     }
 
@@ -109,7 +122,7 @@ impl Source {
             Source::Stdin => Some(fetch::Source::Stdin),
             Source::Url(url) => Some(fetch::Source::Url(url.clone())),
             Source::Git(blob) => Some(fetch::Source::Git(blob.clone())),
-            Source::Command { .. } | Source::Sqlite(_) => None,
+            Source::Command { .. } | Source::Sqlite(_) | Source::Postgres(_) => None,
         }
     }
 }
@@ -130,6 +143,8 @@ pub struct Request {
     pub validators: Option<Validators>,
     /// What an OpenAPI document's external `$ref`s may reach.
     pub external_refs: ExternalRefs,
+    /// Kind `postgres`: password source and schemas.
+    pub database: postgres::DatabaseOptions,
 }
 
 impl fmt::Debug for Request {
@@ -143,6 +158,7 @@ impl fmt::Debug for Request {
             .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
             .field("validators", &self.validators)
             .field("external_refs", &self.external_refs)
+            .field("database", &self.database)
             .finish()
     }
 }
@@ -159,6 +175,7 @@ impl Request {
             proxy: None,
             validators: None,
             external_refs: ExternalRefs::SameOrigin,
+            database: postgres::DatabaseOptions::default(),
         }
     }
 
@@ -173,6 +190,7 @@ impl Request {
             proxy: watch.proxy.clone(),
             validators,
             external_refs: watch.external_refs,
+            database: watch.database.clone(),
         }
     }
 
@@ -203,6 +221,8 @@ pub enum LoadError {
     Mcp(#[from] McpError),
     #[error(transparent)]
     Database(#[from] sqlite::DatabaseError),
+    #[error(transparent)]
+    Postgres(#[from] postgres::PostgresError),
     #[error("{what} cannot serve kind {kind}{hint}")]
     Unsupported {
         what: &'static str,
@@ -219,6 +239,10 @@ impl LoadError {
             LoadError::Mcp(_) => "mcp",
             LoadError::Database(sqlite::DatabaseError::Timeout) => "timeout",
             LoadError::Database(_) => "database",
+            LoadError::Postgres(postgres::PostgresError::Timeout) => "timeout",
+            LoadError::Postgres(postgres::PostgresError::Tls(_)) => "tls",
+            LoadError::Postgres(postgres::PostgresError::Connect { .. }) => "connect",
+            LoadError::Postgres(_) => "database",
             LoadError::Unsupported { .. } => "fetch",
         }
     }
@@ -251,8 +275,10 @@ pub async fn load(
     };
     const MCP_ONLY: &str = " (a `cmd:` source is an MCP server: use --kind mcp)";
     const SQLITE_ONLY: &str = " (a `sqlite:` source is a database file: use --kind sqlite)";
+    const POSTGRES_ONLY: &str = " (a `postgresql://` source is a database: use --kind postgres)";
     let not_document = || match source {
         Source::Sqlite(_) => unsupported(SQLITE_ONLY),
+        Source::Postgres(_) => unsupported(POSTGRES_ONLY),
         _ => unsupported(MCP_ONLY),
     };
     let outcome = match kind {
@@ -284,6 +310,7 @@ pub async fn load(
                     env: env.clone(),
                 },
                 Source::Sqlite(_) => return Err(unsupported(SQLITE_ONLY)),
+                Source::Postgres(_) => return Err(unsupported(POSTGRES_ONLY)),
                 Source::Path(_) | Source::Stdin | Source::Git(_) => {
                     let document = source.document().ok_or_else(|| unsupported(""))?;
                     return Ok(fetch::fetch(&request.fetch(document, true)).await?);
@@ -300,7 +327,11 @@ pub async fn load(
         Kind::Sqlite => {
             let path = match source {
                 Source::Path(path) | Source::Sqlite(path) => path,
-                Source::Stdin | Source::Url(_) | Source::Git(_) | Source::Command { .. } => {
+                Source::Stdin
+                | Source::Url(_)
+                | Source::Git(_)
+                | Source::Command { .. }
+                | Source::Postgres(_) => {
                     return Err(unsupported(
                         " (kind sqlite reads a database file: name its path or sqlite:PATH)",
                     ))
@@ -308,6 +339,26 @@ pub async fn load(
             };
             FetchOutcome::Body {
                 bytes: sqlite::fetch(path, request.timeout).await?,
+                validators: Validators::default(),
+                final_url: None,
+            }
+        }
+        // pg_catalog introspection in a read-only transaction: full every time.
+        Kind::Postgres => {
+            let Source::Postgres(url) = source else {
+                return Err(unsupported(
+                    " (kind postgres reads a postgresql://user@host:port/db URL)",
+                ));
+            };
+            FetchOutcome::Body {
+                bytes: postgres::fetch(
+                    url,
+                    &request.database,
+                    request.ca_file.as_deref(),
+                    request.timeout,
+                    request.connect_timeout,
+                )
+                .await?,
                 validators: Validators::default(),
                 final_url: None,
             }
@@ -366,9 +417,13 @@ pub async fn contract(
                 external_bytes: resolved.external_bytes,
             })
         }
-        Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Mcp | Kind::Optimade | Kind::Sqlite => {
-            plain()
-        }
+        Kind::Openrpc
+        | Kind::Odata
+        | Kind::Graphql
+        | Kind::Mcp
+        | Kind::Optimade
+        | Kind::Sqlite
+        | Kind::Postgres => plain(),
     }
 }
 

@@ -178,6 +178,43 @@ pub(super) fn sqlite(edit: Edit) -> Pair {
     (old, new)
 }
 
+/// A PostgreSQL catalog (kind postgres): relations[0] is the table `public.orders`,
+/// functions[0] the STABLE function `public.total(integer)` granted to `app`.
+pub(super) fn postgres_catalog() -> Value {
+    json!({
+        "format": crate::core::normalize::postgres::CATALOG_FORMAT,
+        "relations": [
+            {"schema": "public", "name": "orders", "kind": "r", "row_security": false,
+             "force_row_security": false, "privileges": [], "definition": null,
+             "columns": [
+                {"name": "id", "type_name": "integer", "not_null": true, "default": null, "identity": "a",
+                 "generated": "", "enum_values": null, "domain_base": null, "domain_not_null": false},
+                {"name": "amount", "type_name": "numeric(10,2)", "not_null": true, "default": null, "identity": "",
+                 "generated": "", "enum_values": null, "domain_base": null, "domain_not_null": false}
+             ],
+             "constraints": [{"name": "orders_pkey", "kind": "p", "definition": "PRIMARY KEY (id)", "columns": ["id"]}],
+             "indexes": [{"name": "orders_pkey", "definition": "CREATE UNIQUE INDEX orders_pkey ON public.orders USING btree (id)"}],
+             "triggers": [], "policies": []}
+        ],
+        "functions": [
+            {"schema": "public", "name": "total", "kind": "f", "arguments": "integer", "result": "integer",
+             "volatility": "s", "security_definer": false, "language": "sql", "body": "SELECT 1",
+             "privileges": [{"grantee": "app", "privilege": "EXECUTE"}]}
+        ]
+    })
+}
+
+/// The base PostgreSQL catalog, then the catalog with `edit`.
+pub(super) fn postgres(edit: Edit) -> Pair {
+    use crate::core::normalize::postgres::normalize;
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    let old = normalize("acme.shop", &bytes(&postgres_catalog())).unwrap();
+    let mut edited = postgres_catalog();
+    edit(&mut edited);
+    let new = normalize("acme.shop", &bytes(&edited)).unwrap();
+    (old, new)
+}
+
 /// An OpenRPC method `transfer(from, to, memo?)`; `edit` changes its params.
 pub(super) fn rpc_doc(edit: impl FnOnce(&mut Vec<Value>)) -> Value {
     let mut params = vec![

@@ -7,6 +7,7 @@ pub mod openapi;
 pub mod openapi_refs;
 pub mod openrpc;
 pub mod optimade;
+pub mod postgres;
 pub mod schema;
 pub mod sqlite;
 
@@ -51,5 +52,6 @@ pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, Norm
         Kind::Optimade => optimade::normalize(watch, bytes),
         Kind::Mcp => mcp::normalize(watch, bytes),
         Kind::Sqlite => sqlite::normalize(watch, bytes),
+        Kind::Postgres => postgres::normalize(watch, bytes),
     }
 }

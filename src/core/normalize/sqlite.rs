@@ -19,6 +19,7 @@
 //!
 //! Object creation order never matters: everything is keyed and sorted by name.
 
+use super::schema::normalize_schema_owned;
 use super::{split_watch_name, NormalizeError};
 use crate::core::fingerprint::digest_text;
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
@@ -223,9 +224,14 @@ fn relation_endpoint(
         }
     }
     pk.sort();
-    let output_schema = object_schema(output_props, output_required, None);
-    let input_schema =
-        (!is_view).then(|| object_schema(input_props, input_required, Some(json!(false))));
+    let output_schema = normalize_schema_owned(object_schema(output_props, output_required, None));
+    let input_schema = (!is_view).then(|| {
+        normalize_schema_owned(object_schema(
+            input_props,
+            input_required,
+            Some(json!(false)),
+        ))
+    });
 
     let mut facts = Map::new();
     facts.insert("columns".into(), Value::Array(order));
