@@ -274,8 +274,17 @@ fn password(options: &DatabaseOptions, t: &Target) -> Result<Option<String>, Pos
 /// Error text of the client, with every secret removed.
 fn scrub(error: &tokio_postgres::Error, secret: Option<&str>) -> String {
     let mut text = match error.as_db_error() {
-        Some(db) => format!("{}: {}", db.code().code(), db.message()),
-        None => error.to_string(),
+        Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
+        None => {
+            let mut text = error.to_string();
+            let mut cause = std::error::Error::source(error);
+            while let Some(c) = cause {
+                text.push_str(": ");
+                text.push_str(&c.to_string());
+                cause = c.source();
+            }
+            text
+        }
     };
     if let Some(s) = secret.filter(|s| !s.is_empty()) {
         text = text.replace(s, "<redacted>");

@@ -417,3 +417,181 @@ fn review_artifacts_work_on_a_sqlite_watch() {
         run.describe()
     );
 }
+
+const SHOP: &str = "acme.shop";
+
+/// A login role of its own for one test (no privilege beyond LOGIN and the defaults: the
+/// least-privilege role of docs/databases.md), whose password is the credential canary.
+fn reader_role(db: &postgres::Database) -> String {
+    let role = format!("{}_reader", db.name);
+    db.sql(&format!("CREATE ROLE \"{role}\" LOGIN PASSWORD '{CANARY}'"));
+    role
+}
+
+fn postgres_config(db: &postgres::Database, role: &str, port: Option<u16>) -> String {
+    let url = match port {
+        Some(p) => format!("postgresql://{role}@127.0.0.1:{p}/{}", db.name),
+        None => db.url().replacen("schemawatch@", &format!("{role}@"), 1),
+    };
+    format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{SHOP}\"\nkind = \"postgres\"\nurl = \"{url}\"\nca_file = \"{}\"\npassword = \"${{{TOKEN_VAR}}}\"\ntimeout = \"20s\"\n",
+        db.cluster.ca.display()
+    )
+}
+
+fn pg_expect(sb: &Sandbox, action: &str, compatibility: Option<&str>) -> Value {
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value).clone();
+    assert_eq!(o["action"], action, "{o}\n{}", run.describe());
+    assert_eq!(o["compatibility"].as_str(), compatibility, "{o}");
+    o
+}
+
+/// Asserts the pending review holds every rule of `expected`, then accepts it.
+fn review_has(sb: &Sandbox, o: &Value, expected: &[&str]) {
+    let rules = rules_of(sb, &o["review_id"]);
+    for rule in expected {
+        assert!(
+            rules.iter().any(|r| r == rule),
+            "{rule} missing in {rules:?}"
+        );
+    }
+    accept(sb, &o["review_id"]);
+}
+
+/// The migration sequence on the throwaway cluster, read by a least-privilege role over
+/// verified TLS with scram-sha-256; the canary password never leaves the process.
+#[test]
+fn postgres_migrations_are_classified() {
+    let Some(db) = postgres::database() else {
+        return;
+    };
+    let role = reader_role(&db);
+    let sb = Sandbox::new();
+    sb.write_config(&postgres_config(&db, &role, None));
+    db.sql("CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL)");
+    pg_expect(&sb, "registered", None);
+    pg_expect(&sb, "unchanged", None);
+
+    db.sql("CREATE TABLE orders (id integer PRIMARY KEY, customer_id integer REFERENCES customers(id), total numeric(10,2))");
+    pg_expect(&sb, "applied", Some("compatible"));
+    db.sql("ALTER TABLE customers ADD COLUMN email text");
+    pg_expect(&sb, "applied", Some("compatible"));
+    db.sql("ALTER TABLE customers ADD COLUMN tier text NOT NULL DEFAULT 'basic'");
+    pg_expect(&sb, "applied", Some("compatible"));
+
+    db.sql("ALTER TABLE orders ADD COLUMN note text NOT NULL");
+    let o = pg_expect(&sb, "pending_review", Some("breaking"));
+    review_has(&sb, &o, &["request-property-added-required"]);
+    db.sql("ALTER TABLE customers DROP COLUMN email");
+    let o = pg_expect(&sb, "pending_review", Some("breaking"));
+    review_has(&sb, &o, &["response-property-removed"]);
+    db.sql("ALTER TABLE orders ALTER COLUMN total TYPE numeric(12,2)");
+    let o = pg_expect(&sb, "pending_review", Some("breaking"));
+    review_has(&sb, &o, &["database-column-type-changed"]);
+
+    db.sql("CREATE TYPE status AS ENUM ('new', 'paid')");
+    db.sql("ALTER TABLE orders ADD COLUMN status status");
+    pg_expect(&sb, "applied", Some("compatible"));
+    db.sql("ALTER TYPE status ADD VALUE 'refunded'");
+    let o = pg_expect(&sb, "pending_review", Some("breaking"));
+    review_has(&sb, &o, &["response-enum-value-added"]);
+
+    db.sql("ALTER TABLE orders ENABLE ROW LEVEL SECURITY");
+    db.sql("CREATE POLICY own_orders ON orders USING (customer_id > 0)");
+    let o = pg_expect(&sb, "pending_review", Some("security_review"));
+    review_has(
+        &sb,
+        &o,
+        &["database-row-security-changed", "database-policy-changed"],
+    );
+    db.sql("GRANT SELECT ON customers TO PUBLIC");
+    let o = pg_expect(&sb, "pending_review", Some("security_review"));
+    review_has(&sb, &o, &["database-privilege-granted"]);
+    db.sql(
+        "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+         CREATE TRIGGER orders_touch BEFORE UPDATE ON orders FOR EACH ROW EXECUTE FUNCTION touch()",
+    );
+    let o = pg_expect(&sb, "pending_review", Some("security_review"));
+    review_has(
+        &sb,
+        &o,
+        &["database-trigger-added", "database-function-added-write"],
+    );
+    db.sql("CREATE FUNCTION order_count() RETURNS bigint STABLE LANGUAGE sql AS 'SELECT count(*) FROM orders'");
+    pg_expect(&sb, "applied", Some("compatible"));
+    pg_expect(&sb, "unchanged", None);
+
+    // The canary password reached the server only: not the registry, not any output.
+    for (path, bytes) in sb.all_files() {
+        if let Some(how) = find_canary(&bytes) {
+            panic!("the credential canary ({how}) is in {}", path.display());
+        }
+    }
+    assert_eq!(find_canary(&sb.transcript()), None);
+}
+
+/// Unreachable, refused (no CONNECT privilege) and unverifiable (no CA) databases are `error`
+/// outcomes with clear messages, and the registry is untouched.
+#[test]
+fn postgres_failures_are_errors_and_leave_the_registry_alone() {
+    let Some(db) = postgres::database() else {
+        return;
+    };
+    let role = reader_role(&db);
+    db.sql("CREATE TABLE t (id integer)");
+    let sb = Sandbox::new();
+    sb.write_config(&postgres_config(&db, &role, None));
+    pg_expect(&sb, "registered", None);
+    let version = sb.registry_version();
+    let history = sb.history(SHOP).len();
+    db.sql("ALTER TABLE t ADD COLUMN x text");
+
+    let error_of = |config: String| {
+        sb.write_config(&config);
+        let o = pg_expect(&sb, "error", None);
+        o["error"].as_str().unwrap_or_default().to_string()
+    };
+    let good = postgres_config(&db, &role, None);
+    // Without the harness CA the server's certificate cannot be verified (verify-full).
+    let unverified = error_of(
+        good.lines()
+            .filter(|l| !l.starts_with("ca_file"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    );
+    assert!(unverified.contains("cannot connect"), "{unverified}");
+    db.cluster.sql(
+        "postgres",
+        &format!("REVOKE CONNECT ON DATABASE \"{}\" FROM PUBLIC", db.name),
+    );
+    let denied = error_of(good.clone());
+    assert!(denied.contains("permission denied"), "{denied}");
+    assert_eq!(sb.registry_version(), version);
+    assert_eq!(sb.history(SHOP).len(), history);
+    assert_eq!(find_canary(&sb.transcript()), None);
+
+    // An unreachable server (another port is another source, so a fresh registry).
+    let fresh = Sandbox::new();
+    fresh.write_config(&postgres_config(&db, &role, Some(dead_port())));
+    let o = pg_expect(&fresh, "error", None);
+    let unreachable = o["error"].as_str().unwrap_or_default();
+    assert!(unreachable.contains("cannot connect"), "{unreachable}");
+    assert_eq!(fresh.registry_version(), 0);
+
+    // A password inside a URL on the command line is refused, and never echoed.
+    let run = sb.run(&[
+        "diff",
+        "--kind",
+        "postgres",
+        "postgresql://app:hunter2secret@127.0.0.1:1/db",
+        "postgresql://app@127.0.0.1:1/db",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(run.stderr_text().contains("password"), "{}", run.describe());
+    assert!(
+        !run.stderr_text().contains("hunter2secret"),
+        "{}",
+        run.describe()
+    );
+}
