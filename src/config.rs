@@ -610,6 +610,21 @@ mod tests {
                 .unwrap_err()
                 .to_string();
         assert!(err.contains("set `path`"), "{err}");
+        let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"postgres\"\nurl = \"postgresql://u:hunter2@h/db\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("password") && !err.contains("hunter2"),
+            "{err}"
+        );
+        let err = parse(
+            "[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\npath = \"x\"\nschemas = [\"public\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("only for kind \"postgres\""), "{err}");
+        let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"postgres\"\nurl = \"postgresql://u@h/db\"\npassword = \"${PG}\"\nschemas = [\"app\"]\n").unwrap();
+        assert_eq!(c.watches[0].database.schemas, vec!["app".to_string()]);
         let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"sqlite\"\npath = \"app.db\"\n").unwrap();
         assert_eq!(c.watches[0].kind, Kind::Sqlite);
         let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"soap\"\npath = \"x\"\n")
