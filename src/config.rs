@@ -103,6 +103,8 @@ pub struct WatchConfig {
     /// A surface classification file (`triage --classification` format): a new endpoint it does
     /// not classify is a security change.
     pub classification: Option<PathBuf>,
+    /// Kind `postgres`: `password` (a template), `password_file`, `schemas`.
+    pub database: crate::sources::postgres::DatabaseOptions,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +158,9 @@ struct RawWatch {
     proxy: Option<String>,
     external_refs: Option<String>,
     classification: Option<String>,
+    password: Option<String>,
+    password_file: Option<String>,
+    schemas: Option<Vec<String>>,
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
     #[serde(default)]
@@ -243,12 +248,41 @@ impl Config {
             }
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade)",
+                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres)",
                     w.kind
                 ))
             })?;
             if w.command.is_some() && kind != Kind::Mcp {
                 return Err(invalid(format!("{at}: `command` is only for kind \"mcp\"")));
+            }
+            if kind == Kind::Sqlite && (w.url.is_some() || w.path.is_none()) {
+                return Err(invalid(format!(
+                    "{at}: kind \"sqlite\" reads a database file: set `path`"
+                )));
+            }
+            if kind != Kind::Postgres
+                && (w.password.is_some() || w.password_file.is_some() || w.schemas.is_some())
+            {
+                return Err(invalid(format!(
+                    "{at}: `password`, `password_file` and `schemas` are only for kind \"postgres\""
+                )));
+            }
+            if w.password.is_some() && w.password_file.is_some() {
+                return Err(invalid(format!(
+                    "{at}: set at most one of `password` or `password_file`"
+                )));
+            }
+            if kind == Kind::Postgres {
+                let Some(u) = &w.url else {
+                    return Err(invalid(format!(
+                        "{at}: kind \"postgres\" needs `url = \"postgresql://user@host:port/db\"`"
+                    )));
+                };
+                // Never echo the URL: it may hold a password.
+                let url = url::Url::parse(u)
+                    .map_err(|_| invalid(format!("{at}: url: not a postgresql:// URL")))?;
+                crate::sources::postgres::parse_url(&url)
+                    .map_err(|e| invalid(format!("{at}: url: {e}")))?;
             }
             if w.env.is_some() && w.command.is_none() {
                 return Err(invalid(format!(
@@ -271,6 +305,10 @@ impl Config {
                         "{at}: set exactly one of `url`, `path` or `command`"
                     )))
                 }
+                (Some(u), None) if kind == Kind::Postgres => SourceConfig::Url(
+                    url::Url::parse(u)
+                        .map_err(|_| invalid(format!("{at}: url: not a postgresql:// URL")))?,
+                ),
                 (Some(u), None) => {
                     let url = url::Url::parse(u).map_err(|e| invalid(format!("{at}: url: {e}")))?;
                     if !matches!(url.scheme(), "http" | "https") {
@@ -313,6 +351,11 @@ impl Config {
             watches.push(WatchConfig {
                 external_refs,
                 classification: w.classification.as_deref().map(resolve).transpose()?,
+                database: crate::sources::postgres::DatabaseOptions {
+                    password: w.password,
+                    password_file: w.password_file.as_deref().map(resolve).transpose()?,
+                    schemas: w.schemas.unwrap_or_default(),
+                },
                 kind,
                 source,
                 interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,
@@ -546,6 +589,28 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("exactly one of"), "{err}");
+        let err =
+            parse("[[watch]]\nname = \"a.b\"\nkind = \"sqlite\"\nurl = \"http://127.0.0.1/x\"\n")
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("set `path`"), "{err}");
+        let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"postgres\"\nurl = \"postgresql://u:hunter2@h/db\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("password") && !err.contains("hunter2"),
+            "{err}"
+        );
+        let err = parse(
+            "[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\npath = \"x\"\nschemas = [\"public\"]\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("only for kind \"postgres\""), "{err}");
+        let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"postgres\"\nurl = \"postgresql://u@h/db\"\npassword = \"${PG}\"\nschemas = [\"app\"]\n").unwrap();
+        assert_eq!(c.watches[0].database.schemas, vec!["app".to_string()]);
+        let c = parse("[[watch]]\nname = \"a.b\"\nkind = \"sqlite\"\npath = \"app.db\"\n").unwrap();
+        assert_eq!(c.watches[0].kind, Kind::Sqlite);
         let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"soap\"\npath = \"x\"\n")
             .unwrap_err()
             .to_string();

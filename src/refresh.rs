@@ -623,6 +623,20 @@ mod tests {
             ),
             (RefreshError::Classification("x".into()), "registry"),
             (RefreshError::Conflict { attempts: 5 }, "conflict"),
+            (
+                RefreshError::Source(sources::LoadError::Database(
+                    sources::sqlite::DatabaseError::NotFound {
+                        path: "a.db".into(),
+                    },
+                )),
+                "database",
+            ),
+            (
+                RefreshError::Source(sources::LoadError::Database(
+                    sources::sqlite::DatabaseError::Timeout,
+                )),
+                "timeout",
+            ),
         ];
         for (error, class) in cases {
             assert_eq!(error.class(), class, "{error}");

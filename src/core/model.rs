@@ -16,16 +16,22 @@ pub enum Kind {
     Graphql,
     Mcp,
     Optimade,
+    /// A SQLite database file, by catalog introspection.
+    Sqlite,
+    /// A PostgreSQL database, by `pg_catalog` introspection.
+    Postgres,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 6] = [
+    pub const ALL: [Kind; 8] = [
         Kind::Openapi,
         Kind::Openrpc,
         Kind::Odata,
         Kind::Graphql,
         Kind::Mcp,
         Kind::Optimade,
+        Kind::Sqlite,
+        Kind::Postgres,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -36,7 +42,14 @@ impl Kind {
             Kind::Graphql => "graphql",
             Kind::Mcp => "mcp",
             Kind::Optimade => "optimade",
+            Kind::Sqlite => "sqlite",
+            Kind::Postgres => "postgres",
         }
+    }
+
+    /// A database kind: its endpoints are tables, views and functions (docs/databases.md).
+    pub fn is_database(self) -> bool {
+        matches!(self, Kind::Sqlite | Kind::Postgres)
     }
 
     pub fn parse(text: &str) -> Option<Kind> {

@@ -5,6 +5,9 @@
 //! - `http://…` / `https://…`: a URL;
 //! - `git:REV:PATH`: the file PATH at revision REV of the working directory's repository;
 //! - `cmd:<JSON argv>`: an MCP stdio server, e.g. `cmd:["npx","-y","server"]`;
+//! - `sqlite:PATH`: a SQLite database file (for `--kind sqlite`, a plain path is one too);
+//! - `postgresql://user@host:port/db` (or `postgres://`): a PostgreSQL database, never with a
+//!   password in it (refused: it would show in `ps`);
 //! - anything else: a file path.
 //!
 //! The prefix never implies the kind: `--kind` decides, and [`super::load`] refuses a source
@@ -28,6 +31,13 @@ pub enum GrammarError {
     Git { text: String, reason: GitNameError },
     #[error("{text}: expected cmd: followed by a JSON array of strings, the program first (e.g. cmd:[\"node\",\"server.js\"]): {reason}")]
     BadCommand { text: String, reason: String },
+    #[error("{text}: expected sqlite:PATH (a SQLite database file)")]
+    SqliteWithoutPath { text: String },
+    #[error("{text}: {reason}")]
+    Database {
+        text: String,
+        reason: super::postgres::UrlError,
+    },
     #[error("standard input (`-`) can be read only once")]
     StdinTwice,
     #[error("--env {text}: expected NAME=VALUE with a name of letters, digits and `_`")]
@@ -60,6 +70,12 @@ impl Source {
             })?;
             return Ok(Source::Git(blob));
         }
+        if let Some(path) = text.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err(GrammarError::SqliteWithoutPath { text: text.into() });
+            }
+            return Ok(Source::Sqlite(PathBuf::from(path)));
+        }
         if let Some(rest) = text.strip_prefix("cmd:") {
             let bad = |reason: String| GrammarError::BadCommand {
                 text: text.into(),
@@ -74,7 +90,21 @@ impl Source {
                 env: BTreeMap::new(),
             });
         }
-        let lower = text.get(..8).unwrap_or(text).to_ascii_lowercase();
+        let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+        if lower.starts_with("postgresql://") || lower.starts_with("postgres://") {
+            let url = url::Url::parse(text).map_err(|_| GrammarError::Database {
+                text: "a postgresql:// URL".into(),
+                reason: super::postgres::UrlError::Incomplete,
+            })?;
+            // Quote the URL without its password, if it has one.
+            let mut shown = url.clone();
+            let _ = shown.set_password(None);
+            super::postgres::parse_url(&url).map_err(|reason| GrammarError::Database {
+                text: shown.to_string(),
+                reason,
+            })?;
+            return Ok(Source::Postgres(url));
+        }
         if lower.starts_with("http://") || lower.starts_with("https://") {
             let url = url::Url::parse(text).map_err(|e| GrammarError::BadUrl {
                 text: text.into(),
@@ -152,6 +182,14 @@ mod tests {
         assert_eq!(parse("/tmp/cmd:x"), Source::Path("/tmp/cmd:x".into()));
         assert_eq!(parse("file:///x"), Source::Path("file:///x".into()));
         assert!(matches!(parse("https://h/v1"), Source::Url(_)));
+        assert_eq!(parse("sqlite:app.db"), Source::Sqlite("app.db".into()));
+        assert!(matches!(
+            parse("postgresql://app@db/shop"),
+            Source::Postgres(_)
+        ));
+        let refused = Source::parse("postgresql://app:hunter2@db/shop").unwrap_err();
+        assert!(!refused.to_string().contains("hunter2"), "{refused}");
+        assert_eq!(parse("./sqlite:x"), Source::Path("./sqlite:x".into()));
         assert!(matches!(parse("HTTP://h/v1"), Source::Url(_)));
         match parse("git:HEAD~1:api/openapi.json") {
             Source::Git(blob) => assert_eq!(blob.object(), "HEAD~1:api/openapi.json"),
@@ -169,6 +207,10 @@ mod tests {
     #[test]
     fn bad_forms_are_refused() {
         assert_eq!(Source::parse(""), Err(GrammarError::Empty));
+        assert!(matches!(
+            Source::parse("sqlite:"),
+            Err(GrammarError::SqliteWithoutPath { .. })
+        ));
         assert!(matches!(
             Source::parse("git:--output=x:f"),
             Err(GrammarError::Git {

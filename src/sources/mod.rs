@@ -12,8 +12,15 @@
 //! | URL | conditional GET | introspection POST | `/info` + `/info/<type>` | Streamable HTTP |
 //! | file, `-`, `git:` | the document | SDL or saved introspection | combined document | saved snapshot |
 //! | `cmd:` | refused | refused | refused | stdio server |
+//!
+//! Kind `sqlite` reads a database file (a path, or `sqlite:PATH`) by catalog introspection,
+//! read-only ([`sqlite`]); every other source is refused for it, and `sqlite:` for every other
+//! kind. Kind `postgres` reads `pg_catalog` of a `postgresql://` URL ([`postgres`]), the only
+//! source it takes and one no other kind takes.
 
 mod grammar;
+pub mod postgres;
+pub mod sqlite;
 
 pub use grammar::{parse_arguments, parse_env, GrammarError};
 
@@ -50,6 +57,10 @@ pub enum Source {
         argv: Vec<String>,
         env: BTreeMap<String, String>,
     },
+    /// `sqlite:PATH`: a SQLite database file, read by catalog introspection (kind `sqlite`).
+    Sqlite(PathBuf),
+    /// `postgresql://user@host:port/db` (never with a password): kind `postgres`.
+    Postgres(url::Url),
 }
 
 impl fmt::Debug for Source {
@@ -65,6 +76,12 @@ impl fmt::Debug for Source {
                 .field("argv", argv)
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .finish(),
+            Source::Sqlite(p) => f.debug_tuple("Sqlite").field(p).finish(),
+            Source::Postgres(u) => {
+                let mut u = u.clone();
+                let _ = u.set_password(None);
+                f.debug_tuple("Postgres").field(&u.as_str()).finish()
+            }
         }
     }
 }
@@ -73,6 +90,9 @@ impl Source {
     /// A watch's configured source.
     pub fn from_config(source: &SourceConfig) -> Source {
         match source {
+            SourceConfig::Url(url) if matches!(url.scheme(), "postgresql" | "postgres") => {
+                Source::Postgres(url.clone())
+            }
             SourceConfig::Url(url) => Source::Url(url.clone()),
             SourceConfig::Path(path) => Source::Path(path.clone()),
             SourceConfig::Command { argv, env } => Source::Command {
@@ -90,6 +110,8 @@ impl Source {
             Source::Url(_) => "a URL",
             Source::Git(_) => "a git blob (`git:`)",
             Source::Command { .. } => "an MCP stdio server (`cmd:`)",
+            Source::Sqlite(_) => "a SQLite database (`sqlite:`)",
+            Source::Postgres(_) => "a PostgreSQL database (`postgresql://`)",
         }
     }
 
@@ -100,7 +122,7 @@ impl Source {
             Source::Stdin => Some(fetch::Source::Stdin),
             Source::Url(url) => Some(fetch::Source::Url(url.clone())),
             Source::Git(blob) => Some(fetch::Source::Git(blob.clone())),
-            Source::Command { .. } => None,
+            Source::Command { .. } | Source::Sqlite(_) | Source::Postgres(_) => None,
         }
     }
 }
@@ -121,6 +143,8 @@ pub struct Request {
     pub validators: Option<Validators>,
     /// What an OpenAPI document's external `$ref`s may reach.
     pub external_refs: ExternalRefs,
+    /// Kind `postgres`: password source and schemas.
+    pub database: postgres::DatabaseOptions,
 }
 
 impl fmt::Debug for Request {
@@ -134,6 +158,7 @@ impl fmt::Debug for Request {
             .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
             .field("validators", &self.validators)
             .field("external_refs", &self.external_refs)
+            .field("database", &self.database)
             .finish()
     }
 }
@@ -150,6 +175,7 @@ impl Request {
             proxy: None,
             validators: None,
             external_refs: ExternalRefs::SameOrigin,
+            database: postgres::DatabaseOptions::default(),
         }
     }
 
@@ -164,6 +190,7 @@ impl Request {
             proxy: watch.proxy.clone(),
             validators,
             external_refs: watch.external_refs,
+            database: watch.database.clone(),
         }
     }
 
@@ -192,6 +219,10 @@ pub enum LoadError {
     Fetch(#[from] FetchError),
     #[error(transparent)]
     Mcp(#[from] McpError),
+    #[error(transparent)]
+    Database(#[from] sqlite::DatabaseError),
+    #[error(transparent)]
+    Postgres(#[from] postgres::PostgresError),
     #[error("{what} cannot serve kind {kind}{hint}")]
     Unsupported {
         what: &'static str,
@@ -209,6 +240,12 @@ impl LoadError {
         match self {
             LoadError::Fetch(e) => fetch_error_class(e),
             LoadError::Mcp(_) => "mcp",
+            LoadError::Database(sqlite::DatabaseError::Timeout) => "timeout",
+            LoadError::Database(_) => "database",
+            LoadError::Postgres(postgres::PostgresError::Timeout) => "timeout",
+            LoadError::Postgres(postgres::PostgresError::Tls(_)) => "tls",
+            LoadError::Postgres(postgres::PostgresError::Connect { .. }) => "connect",
+            LoadError::Postgres(_) => "database",
             LoadError::Unsupported { .. } | LoadError::NotADocument { .. } => "fetch",
         }
     }
@@ -240,19 +277,26 @@ pub async fn load(
         hint,
     };
     const MCP_ONLY: &str = " (a `cmd:` source is an MCP server: use --kind mcp)";
+    const SQLITE_ONLY: &str = " (a `sqlite:` source is a database file: use --kind sqlite)";
+    const POSTGRES_ONLY: &str = " (a `postgresql://` source is a database: use --kind postgres)";
+    let not_document = || match source {
+        Source::Sqlite(_) => unsupported(SQLITE_ONLY),
+        Source::Postgres(_) => unsupported(POSTGRES_ONLY),
+        _ => unsupported(MCP_ONLY),
+    };
     let outcome = match kind {
         Kind::Openapi | Kind::Openrpc | Kind::Odata => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::fetch(&request.fetch(document, true)).await?
         }
         // Introspection is a POST: a full fetch every time, no validators.
         Kind::Graphql => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::graphql::fetch_schema(&request.fetch(document, false)).await?
         }
         // Multi-resource: no single validator covers the contract, so always a full fetch.
         Kind::Optimade => {
-            let document = source.document().ok_or_else(|| unsupported(MCP_ONLY))?;
+            let document = source.document().ok_or_else(not_document)?;
             fetch::optimade::fetch(&request.fetch(document, false)).await?
         }
         // A full tool-list walk every time, no validators; a saved snapshot is a document.
@@ -268,6 +312,8 @@ pub async fn load(
                     argv: argv.clone(),
                     env: env.clone(),
                 },
+                Source::Sqlite(_) => return Err(unsupported(SQLITE_ONLY)),
+                Source::Postgres(_) => return Err(unsupported(POSTGRES_ONLY)),
                 Source::Path(_) | Source::Stdin | Source::Git(_) => {
                     let document = source.document().ok_or_else(|| unsupported(""))?;
                     return Ok(fetch::fetch(&request.fetch(document, true)).await?);
@@ -276,6 +322,46 @@ pub async fn load(
             let mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
             FetchOutcome::Body {
                 bytes: mcp::fetch_document(&mcp_request).await?,
+                validators: Validators::default(),
+                final_url: None,
+            }
+        }
+        // Catalog introspection of a database file: a full read every time, no validators.
+        Kind::Sqlite => {
+            let path = match source {
+                Source::Path(path) | Source::Sqlite(path) => path,
+                Source::Stdin
+                | Source::Url(_)
+                | Source::Git(_)
+                | Source::Command { .. }
+                | Source::Postgres(_) => {
+                    return Err(unsupported(
+                        " (kind sqlite reads a database file: name its path or sqlite:PATH)",
+                    ))
+                }
+            };
+            FetchOutcome::Body {
+                bytes: sqlite::fetch(path, request.timeout).await?,
+                validators: Validators::default(),
+                final_url: None,
+            }
+        }
+        // pg_catalog introspection in a read-only transaction: full every time.
+        Kind::Postgres => {
+            let Source::Postgres(url) = source else {
+                return Err(unsupported(
+                    " (kind postgres reads a postgresql://user@host:port/db URL)",
+                ));
+            };
+            FetchOutcome::Body {
+                bytes: postgres::fetch(
+                    url,
+                    &request.database,
+                    request.ca_file.as_deref(),
+                    request.timeout,
+                    request.connect_timeout,
+                )
+                .await?,
                 validators: Validators::default(),
                 final_url: None,
             }
@@ -346,7 +432,13 @@ pub async fn contract(
                 external_bytes: resolved.external_bytes,
             })
         }
-        Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Mcp | Kind::Optimade => plain(),
+        Kind::Openrpc
+        | Kind::Odata
+        | Kind::Graphql
+        | Kind::Mcp
+        | Kind::Optimade
+        | Kind::Sqlite
+        | Kind::Postgres => plain(),
     }
 }
 

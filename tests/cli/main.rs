@@ -8,6 +8,7 @@ mod common;
 
 mod artifacts;
 mod ci_gate;
+mod databases;
 mod diff_policy;
 mod e2e;
 mod example_config;

@@ -7,6 +7,7 @@
 
 pub mod corpus;
 pub mod peers;
+pub mod postgres;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::{body, parameter, response, tool, Emitter, EndpointPair};
+use super::{body, database, parameter, response, tool, Emitter, EndpointPair};
 use crate::core::model::{EndpointSpec, Kind, Severity::*};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -129,6 +129,9 @@ pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
 
 /// An endpoint of the new contract that the old one lacks.
 pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
+    if kind.is_database() {
+        return database::added(n, out);
+    }
     let (rule, why) = if kind == Kind::Mcp {
         (
             &tool::TOOL_ADDED,
@@ -333,7 +336,10 @@ pub(super) fn compare_endpoint(
             format!("The title of {} changed.", n.name),
         );
     }
-    if o.meta != n.meta {
+    if o.meta != n.meta && out.kind.is_some_and(Kind::is_database) {
+        // A database endpoint's meta holds its table facts.
+        database::compare_facts(o, n, &at, out);
+    } else if o.meta != n.meta {
         out.emit(
             &META_CHANGED,
             &format!("{at}.meta"),

@@ -6,6 +6,7 @@
 //! difference no rule explains is an `unclassified-change` (breaking), never silently identical.
 
 pub mod body;
+pub mod database;
 pub mod endpoint;
 pub mod parameter;
 pub mod response;

@@ -10,7 +10,7 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, endpoint, parameter, response, schema, tool};
+use super::{body, database, endpoint, parameter, response, schema, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -28,6 +28,9 @@ pub enum Side {
     Response,
     /// A schema in either direction, judged the same way both ways.
     Schema,
+    /// A database table's or view's catalog facts: column order, constraints, indexes,
+    /// triggers.
+    Table,
 }
 
 impl Side {
@@ -38,6 +41,7 @@ impl Side {
             Side::Request => "request",
             Side::Response => "response",
             Side::Schema => "schema",
+            Side::Table => "table",
         }
     }
 }
@@ -128,6 +132,32 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &database::DATABASE_CHECK_CHANGED,
+    &database::DATABASE_COLUMN_REORDERED,
+    &database::DATABASE_COLUMN_TYPE_CHANGED,
+    &database::DATABASE_DECLARED_TYPE_CHANGED,
+    &database::DATABASE_FOREIGN_KEY_CHANGED,
+    &database::DATABASE_FUNCTION_ADDED_READ_ONLY,
+    &database::DATABASE_FUNCTION_ADDED_WRITE,
+    &database::DATABASE_FUNCTION_BODY_CHANGED,
+    &database::DATABASE_FUNCTION_BODY_CHANGED_SENSITIVE,
+    &database::DATABASE_FUNCTION_RESULT_CHANGED,
+    &database::DATABASE_FUNCTION_VOLATILITY_CHANGED,
+    &database::DATABASE_INDEX_CHANGED,
+    &database::DATABASE_OBJECT_ADDED,
+    &database::DATABASE_OBJECT_ADDED_WITH_GRANTS,
+    &database::DATABASE_POLICY_CHANGED,
+    &database::DATABASE_PRIMARY_KEY_CHANGED,
+    &database::DATABASE_PRIVILEGE_GRANTED,
+    &database::DATABASE_PRIVILEGE_REVOKED,
+    &database::DATABASE_ROW_SECURITY_CHANGED,
+    &database::DATABASE_SECURITY_DEFINER_CHANGED,
+    &database::DATABASE_TABLE_OPTIONS_CHANGED,
+    &database::DATABASE_TRIGGER_ADDED,
+    &database::DATABASE_TRIGGER_CHANGED,
+    &database::DATABASE_TRIGGER_REMOVED,
+    &database::DATABASE_UNIQUE_CHANGED,
+    &database::DATABASE_VIEW_DEFINITION_CHANGED,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
     &schema::DOCUMENTATION_CHANGED,
@@ -317,6 +347,7 @@ mod tests {
             include_str!("response.rs"),
             include_str!("schema.rs"),
             include_str!("tool.rs"),
+            include_str!("database.rs"),
         ];
         let defined: usize = sources
             .iter()

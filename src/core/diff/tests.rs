@@ -129,6 +129,92 @@ pub(super) fn mcp(edit: Edit) -> Pair {
     (old, new)
 }
 
+/// A SQLite catalog (kind sqlite): relations[0] is the table `posts` (a foreign key to
+/// users, an index, a trigger), relations[1] the table `users` (a unique email),
+/// relations[2] the view `names`; triggers[0] is `touch` on posts.
+pub(super) fn sqlite_catalog() -> Value {
+    json!({
+        "format": crate::core::normalize::sqlite::CATALOG_FORMAT,
+        "relations": [
+            {"name": "posts", "kind": "table", "strict": false, "without_rowid": false,
+             "sql": "CREATE TABLE posts (id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id), title TEXT DEFAULT 'untitled')",
+             "columns": [
+                {"name": "id", "declared_type": "INTEGER", "not_null": false, "default": null, "pk": 1, "hidden": 0},
+                {"name": "user_id", "declared_type": "INTEGER", "not_null": true, "default": null, "pk": 0, "hidden": 0},
+                {"name": "title", "declared_type": "TEXT", "not_null": false, "default": "'untitled'", "pk": 0, "hidden": 0}
+             ],
+             "foreign_keys": [{"id": 0, "seq": 0, "table": "users", "from": "user_id", "to": "id",
+                               "on_update": "NO ACTION", "on_delete": "NO ACTION", "match": "NONE"}],
+             "indexes": [{"name": "posts_user", "unique": false, "origin": "c", "partial": false,
+                          "columns": ["user_id"], "sql": "CREATE INDEX posts_user ON posts(user_id)"}]},
+            {"name": "users", "kind": "table", "strict": false, "without_rowid": false,
+             "sql": "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT UNIQUE)",
+             "columns": [
+                {"name": "id", "declared_type": "INTEGER", "not_null": false, "default": null, "pk": 1, "hidden": 0},
+                {"name": "name", "declared_type": "TEXT", "not_null": true, "default": null, "pk": 0, "hidden": 0},
+                {"name": "email", "declared_type": "TEXT", "not_null": false, "default": null, "pk": 0, "hidden": 0}
+             ],
+             "foreign_keys": [],
+             "indexes": [{"name": "sqlite_autoindex_users_1", "unique": true, "origin": "u", "partial": false,
+                          "columns": ["email"], "sql": null}]},
+            {"name": "names", "kind": "view", "strict": false, "without_rowid": false,
+             "sql": "CREATE VIEW names AS SELECT name FROM users",
+             "columns": [{"name": "name", "declared_type": "TEXT", "not_null": false, "default": null, "pk": 0, "hidden": 0}],
+             "foreign_keys": [], "indexes": []}
+        ],
+        "triggers": [{"name": "touch", "table": "posts",
+                      "sql": "CREATE TRIGGER touch AFTER INSERT ON posts BEGIN SELECT 1; END"}]
+    })
+}
+
+/// The base SQLite catalog, then the catalog with `edit`.
+pub(super) fn sqlite(edit: Edit) -> Pair {
+    use crate::core::normalize::sqlite::normalize;
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    let old = normalize("acme.app", &bytes(&sqlite_catalog())).unwrap();
+    let mut edited = sqlite_catalog();
+    edit(&mut edited);
+    let new = normalize("acme.app", &bytes(&edited)).unwrap();
+    (old, new)
+}
+
+/// A PostgreSQL catalog (kind postgres): relations[0] is the table `public.orders`,
+/// functions[0] the STABLE function `public.total(integer)` granted to `app`.
+pub(super) fn postgres_catalog() -> Value {
+    json!({
+        "format": crate::core::normalize::postgres::CATALOG_FORMAT,
+        "relations": [
+            {"schema": "public", "name": "orders", "kind": "r", "row_security": false,
+             "force_row_security": false, "privileges": [], "definition": null,
+             "columns": [
+                {"name": "id", "type_name": "integer", "not_null": true, "default": null, "identity": "a",
+                 "generated": "", "enum_values": null, "domain_base": null, "domain_not_null": false},
+                {"name": "amount", "type_name": "numeric(10,2)", "not_null": true, "default": null, "identity": "",
+                 "generated": "", "enum_values": null, "domain_base": null, "domain_not_null": false}
+             ],
+             "constraints": [{"name": "orders_pkey", "kind": "p", "definition": "PRIMARY KEY (id)", "columns": ["id"]}],
+             "indexes": [{"name": "orders_pkey", "definition": "CREATE UNIQUE INDEX orders_pkey ON public.orders USING btree (id)"}],
+             "triggers": [], "policies": []}
+        ],
+        "functions": [
+            {"schema": "public", "name": "total", "kind": "f", "arguments": "integer", "result": "integer",
+             "volatility": "s", "security_definer": false, "language": "sql", "body": "SELECT 1",
+             "privileges": [{"grantee": "app", "privilege": "EXECUTE"}]}
+        ]
+    })
+}
+
+/// The base PostgreSQL catalog, then the catalog with `edit`.
+pub(super) fn postgres(edit: Edit) -> Pair {
+    use crate::core::normalize::postgres::normalize;
+    let bytes = |v: &Value| serde_json::to_vec(v).unwrap();
+    let old = normalize("acme.shop", &bytes(&postgres_catalog())).unwrap();
+    let mut edited = postgres_catalog();
+    edit(&mut edited);
+    let new = normalize("acme.shop", &bytes(&edited)).unwrap();
+    (old, new)
+}
+
 /// An OpenRPC method `transfer(from, to, memo?)`; `edit` changes its params.
 pub(super) fn rpc_doc(edit: impl FnOnce(&mut Vec<Value>)) -> Value {
     let mut params = vec![
@@ -257,6 +343,7 @@ fn all_cases() -> Vec<Case> {
         super::response::cases::cases(),
         super::schema::cases::cases(),
         super::tool::cases::cases(),
+        super::database::cases::cases(),
     ]
     .into_iter()
     .flatten()

@@ -7,7 +7,9 @@ pub mod openapi;
 pub mod openapi_refs;
 pub mod openrpc;
 pub mod optimade;
+pub mod postgres;
 pub mod schema;
+pub mod sqlite;
 
 use crate::core::json::ParseError;
 use crate::core::model::{Kind, ToolSpec};
@@ -49,5 +51,7 @@ pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, Norm
         Kind::Odata => odata::normalize(watch, bytes),
         Kind::Optimade => optimade::normalize(watch, bytes),
         Kind::Mcp => mcp::normalize(watch, bytes),
+        Kind::Sqlite => sqlite::normalize(watch, bytes),
+        Kind::Postgres => postgres::normalize(watch, bytes),
     }
 }
