@@ -144,7 +144,7 @@ struct RawStorage {
 #[serde(deny_unknown_fields)]
 struct RawDaemon {
     max_concurrency: Option<usize>,
-    drain_timeout: Option<String>,
+    drain_timeout: Option<toml::Spanned<String>>,
     log_format: Option<LogFormat>,
 }
 
@@ -164,9 +164,9 @@ struct RawWatch {
     path: Option<String>,
     command: Option<Vec<String>>,
     env: Option<BTreeMap<String, String>>,
-    interval: Option<String>,
+    interval: Option<toml::Spanned<String>>,
     apply_compatible: Option<bool>,
-    timeout: Option<String>,
+    timeout: Option<toml::Spanned<String>>,
     max_bytes: Option<toml::Value>,
     ca_file: Option<String>,
     proxy: Option<String>,
@@ -179,6 +179,13 @@ struct RawWatch {
 }
 
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
+/// Bounds of every configured duration (docs/reliability.md H9): anything outside is a config
+/// error naming the file and line, so no duration arithmetic downstream can overflow.
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+pub const MAX_DRAIN_TIMEOUT: Duration = Duration::from_secs(3600);
 /// A watch's default `timeout` and `max_bytes` are those of every fetch (defined once there).
 pub use crate::fetch::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT};
 
@@ -226,10 +233,14 @@ impl Config {
         });
         let daemon = Daemon {
             max_concurrency: daemon.max_concurrency.unwrap_or(4).max(1),
-            drain_timeout: match daemon.drain_timeout {
-                Some(t) => {
-                    parse_duration(&t).map_err(|e| invalid(format!("daemon.drain_timeout: {e}")))?
-                }
+            drain_timeout: match &daemon.drain_timeout {
+                Some(t) => bounded_duration(t, Duration::from_millis(1), MAX_DRAIN_TIMEOUT)
+                    .map_err(|e| {
+                        invalid(format!(
+                            "line {}: daemon.drain_timeout: {e}",
+                            line_of(text, t.span())
+                        ))
+                    })?,
                 None => Duration::from_secs(20),
             },
             log_format: daemon.log_format.unwrap_or(LogFormat::Text),
@@ -279,7 +290,13 @@ impl Config {
                     }
                     SourceConfig::Command {
                         argv,
-                        env: w.env.clone().unwrap_or_default(),
+                        env: w
+                            .env
+                            .clone()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                            .collect(),
                     }
                 }
                 _ if w.command.is_some() => {
@@ -297,8 +314,16 @@ impl Config {
                 (None, Some(p)) => SourceConfig::Path(resolve(p)?),
                 _ => return Err(invalid(format!("{at}: set exactly one of `url` or `path`"))),
             };
-            let duration = |key: &str, v: &Option<String>, default: Duration| match v {
-                Some(t) => parse_duration(t).map_err(|e| invalid(format!("{at}: {key}: {e}"))),
+            let duration = |key: &str,
+                            v: &Option<toml::Spanned<String>>,
+                            default: Duration,
+                            (min, max): (Duration, Duration)| match v {
+                Some(t) => bounded_duration(t, min, max).map_err(|e| {
+                    invalid(format!(
+                        "line {}: {at}: {key}: {e}",
+                        line_of(text, t.span())
+                    ))
+                }),
                 None => Ok(default),
             };
             let mut severity = global_severity.clone();
@@ -331,9 +356,19 @@ impl Config {
                 classification: w.classification.as_deref().map(resolve).transpose()?,
                 kind,
                 source,
-                interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,
+                interval: duration(
+                    "interval",
+                    &w.interval,
+                    DEFAULT_INTERVAL,
+                    (MIN_INTERVAL, MAX_INTERVAL),
+                )?,
                 apply_compatible: w.apply_compatible.unwrap_or(true),
-                timeout: duration("timeout", &w.timeout, DEFAULT_TIMEOUT)?,
+                timeout: duration(
+                    "timeout",
+                    &w.timeout,
+                    DEFAULT_TIMEOUT,
+                    (MIN_TIMEOUT, MAX_TIMEOUT),
+                )?,
                 max_bytes: match &w.max_bytes {
                     None => DEFAULT_MAX_BYTES,
                     Some(v) => {
@@ -342,7 +377,11 @@ impl Config {
                 },
                 ca_file: w.ca_file.as_deref().map(resolve).transpose()?,
                 proxy: w.proxy,
-                schema_headers: w.schema_headers,
+                schema_headers: w
+                    .schema_headers
+                    .into_iter()
+                    .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                    .collect(),
                 severity,
                 name: w.name,
             });
@@ -396,6 +435,31 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} must be greater than zero"));
     }
     Ok(d)
+}
+
+/// A configured duration within `[min, max]`.
+fn bounded_duration(
+    text: &toml::Spanned<String>,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, String> {
+    let raw = text.get_ref();
+    let d = parse_duration(raw)?;
+    if d < min || d > max {
+        return Err(format!(
+            "{raw:?} is out of range (at least {}, at most {})",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(d)
+}
+
+/// The 1-based line of a byte offset in `text`.
+fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
+    text.get(..span.start.min(text.len()))
+        .map_or(0, |t| t.matches('\n').count())
+        + 1
 }
 
 /// Parses a byte size: an integer, or a string like `32MiB`, `500KB`, `1GiB`.

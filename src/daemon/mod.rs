@@ -12,7 +12,10 @@
 //!   dropped at an await point, which is never inside a registry transaction (those are
 //!   synchronous), and recorded as an error;
 //! - after an error the next try follows a jittered exponential backoff on the stored
-//!   `consecutive_failures`, capped by the interval and [`MAX_BACKOFF`].
+//!   `consecutive_failures`: it starts at `min(interval, FIRST_BACKOFF)` and doubles past the
+//!   interval up to [`MAX_BACKOFF`] (a failing provider is not hit once per interval);
+//! - every deadline is computed with checked arithmetic ([`later`]): configured durations are
+//!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
 mod notify;
 
@@ -43,7 +46,7 @@ pub enum DaemonError {
     },
 }
 
-/// Longest wait between retries of a failing watch (also capped by its interval).
+/// Longest wait between retries of a failing watch (the backoff may exceed its interval).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// The first retry after an error comes after about this long (jittered down to half).
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
@@ -92,20 +95,29 @@ pub fn first_delay(watch: &WatchConfig) -> Duration {
     watch.interval.min(FIRST_SPREAD).mul_f64(fraction)
 }
 
-/// Wait after a failed refresh: `FIRST_BACKOFF * 2^(failures-1)`, capped by `MAX_BACKOFF`
-/// and the interval, times a jitter factor in [0.5, 1).
+/// Wait after a failed refresh: `min(interval, FIRST_BACKOFF) * 2^(failures-1)`, capped by
+/// `MAX_BACKOFF` (not by the interval: a 1 s watch of a failing server backs off to minutes),
+/// times a jitter factor in [0.5, 1).
 pub fn backoff(failures: i64, interval: Duration, jitter: f64) -> Duration {
     let exponent = (failures.max(1) - 1).min(16) as u32;
     FIRST_BACKOFF
+        .min(interval)
         .saturating_mul(1u32 << exponent)
         .min(MAX_BACKOFF)
-        .min(interval)
         .mul_f64(0.5 + jitter.clamp(0.0, 1.0) / 2.0)
 }
 
-/// Wait after a successful refresh: the interval ± 10%.
+/// Wait after a successful refresh: the interval ± 10% (saturating: never a panic).
 pub fn next_interval(interval: Duration, jitter: f64) -> Duration {
-    interval.mul_f64(0.9 + jitter.clamp(0.0, 1.0) / 5.0)
+    Duration::try_from_secs_f64(interval.as_secs_f64() * (0.9 + jitter.clamp(0.0, 1.0) / 5.0))
+        .unwrap_or(Duration::MAX)
+}
+
+/// `now + wait`, or a point about a century away when that does not fit (never a panic).
+pub fn later(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// State shared by the scheduler, the signal loop and the HTTP API.
@@ -374,7 +386,7 @@ async fn watch_task(
 ) {
     let mut current = config.borrow_and_update().clone();
     let mut jitter = Jitter::seeded(name_hash(&current.name));
-    let mut next = Instant::now() + first_delay(&current);
+    let mut next = later(Instant::now(), first_delay(&current));
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
@@ -384,7 +396,7 @@ async fn watch_task(
                 }
                 let new = config.borrow_and_update().clone();
                 if new.interval < current.interval {
-                    next = next.min(Instant::now() + next_interval(new.interval, jitter.fraction()));
+                    next = next.min(later(Instant::now(), next_interval(new.interval, jitter.fraction())));
                 }
                 current = new;
                 continue;
@@ -419,7 +431,7 @@ async fn watch_task(
                 backoff(failures, current.interval, jitter.fraction())
             }
         };
-        next = Instant::now() + wait;
+        next = later(Instant::now(), wait);
     }
 }
 
@@ -599,7 +611,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let _ = stop_tx.send(true);
     let in_flight = shared.metrics.in_flight.get();
     tracing::info!(event = "daemon_draining", signal = which, in_flight, drain_timeout = %humantime::format_duration(drain_timeout));
-    let deadline = Instant::now() + drain_timeout;
+    let deadline = later(Instant::now(), drain_timeout);
     let mut abandoned = 0usize;
     let mut forced = false;
     for (name, task) in tasks.iter_mut() {
@@ -650,8 +662,15 @@ mod tests {
         assert!(backoff(3, hour, 0.999) > backoff(2, hour, 0.999));
         assert!(backoff(50, hour, 0.999) <= MAX_BACKOFF);
         assert!(backoff(50, hour, 0.0) >= MAX_BACKOFF / 2);
-        // Never longer than the interval.
-        assert!(backoff(10, Duration::from_secs(7), 0.999) <= Duration::from_secs(7));
+        // Starts at the interval when that is shorter, then grows past it up to the cap.
+        let second = Duration::from_secs(1);
+        assert!(backoff(1, second, 0.999) <= second);
+        assert!(backoff(5, second, 0.0) >= Duration::from_secs(8));
+        assert!(backoff(50, second, 0.999) <= MAX_BACKOFF);
+        // No overflow anywhere, whatever the duration.
+        assert_eq!(next_interval(Duration::MAX, 0.999), Duration::MAX);
+        let now = Instant::now();
+        assert!(later(now, Duration::MAX) > now);
         // Zero or negative failure counts behave like one.
         assert_eq!(backoff(0, hour, 0.0), backoff(1, hour, 0.0));
     }

@@ -20,7 +20,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use git::{GitBlob, GitNameError};
-pub use secrets::{expand_header_value, SecretError, MAX_SECRET_FILE_BYTES};
+pub use secrets::{
+    absolutize_file_refs, expand_all_within, expand_header_value, SecretError,
+    MAX_SECRET_FILE_BYTES,
+};
 
 /// Most redirect hops followed before giving up; the next redirect is an error.
 pub const MAX_REDIRECTS: usize = 5;

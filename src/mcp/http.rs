@@ -10,7 +10,7 @@
 use super::{
     classify_message, parse_messages, Budget, Era, Incoming, McpError, Reply, MODERN_VERSION,
 };
-use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers};
+use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers_within};
 use crate::fetch::{FetchError, FetchRequest, Source, DEFAULT_CONNECT_TIMEOUT};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
@@ -70,7 +70,7 @@ impl HttpConn {
             proxy: proxy.map(str::to_owned),
             validators: None,
         };
-        let configured = configured_headers(&request.headers)?;
+        let configured = configured_headers_within(&request.headers, timeout).await?;
         let client = build_client(&request).await?;
         Ok(HttpConn {
             client,

@@ -34,7 +34,25 @@ pub(super) struct StdioConn {
     next_id: i64,
 }
 
+/// The child's environment values, expanded (secret files read) off the async runtime within
+/// `within` (docs/reliability.md H3).
+pub(super) async fn expand_env(
+    env: &BTreeMap<String, String>,
+    within: Duration,
+) -> Result<BTreeMap<String, String>, McpError> {
+    if env.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    crate::fetch::expand_all_within(env, within)
+        .await
+        .map_err(|(name, e)| McpError::Env {
+            name,
+            reason: e.to_string(),
+        })
+}
+
 impl StdioConn {
+    /// Spawns `argv` with `env` (already expanded by [`expand_env`]).
     pub(super) fn spawn(
         argv: &[String],
         env: &BTreeMap<String, String>,
@@ -59,11 +77,7 @@ impl StdioConn {
                 command.env(name, DEFAULT_PATH);
             }
         }
-        for (name, template) in env {
-            let value = crate::fetch::expand_header_value(template).map_err(|e| McpError::Env {
-                name: name.clone(),
-                reason: e.to_string(),
-            })?;
+        for (name, value) in env {
             command.env(name, value);
         }
         let mut child = command.spawn().map_err(|e| McpError::Spawn {
@@ -166,7 +180,7 @@ impl StdioConn {
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
-        let until = wait.map(|w| tokio::time::Instant::now() + w);
+        let until = wait.map(|w| crate::daemon::later(tokio::time::Instant::now(), w));
         loop {
             let line = match until {
                 Some(t) => match tokio::time::timeout_at(t, self.next_line()).await {

@@ -17,20 +17,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const ADMIN_VAR: &str = "SW_TEST_ADMIN_TOKEN";
-const ADMIN_TOKEN: &str = "admin-token-7d3c";
+pub(crate) const ADMIN_VAR: &str = "SW_TEST_ADMIN_TOKEN";
+pub(crate) const ADMIN_TOKEN: &str = "admin-token-7d3c";
 /// Upper bound of every wait (a loaded 2-core CI machine is slow, never this slow).
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `schemawatch run`, its JSON log lines collected by a reader thread.
-struct Daemon {
-    child: Child,
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
     lines: Arc<Mutex<Vec<String>>>,
-    api: SocketAddr,
+    pub(crate) api: SocketAddr,
 }
 
 impl Daemon {
-    fn start(sb: &Sandbox, token: Option<&str>) -> Daemon {
+    pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Daemon {
         let config = sb.config_arg();
         let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
         cmd.env("RUST_LOG", "info")
@@ -60,7 +60,7 @@ impl Daemon {
         daemon
     }
 
-    fn logs(&self) -> Vec<Value> {
+    pub(crate) fn logs(&self) -> Vec<Value> {
         self.lines
             .lock()
             .unwrap()
@@ -69,12 +69,12 @@ impl Daemon {
             .collect()
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
 
     /// Waits for a log event named `event` that satisfies `pred`.
-    fn wait_for_log(&mut self, event: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for_log(&mut self, event: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
             if let Some(v) = self
@@ -99,22 +99,22 @@ impl Daemon {
         }
     }
 
-    fn count_events(&self, event: &str) -> usize {
+    pub(crate) fn count_events(&self, event: &str) -> usize {
         self.logs().iter().filter(|v| v["event"] == event).count()
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http(self.api, "GET", path, None, &[], None)
     }
 
-    fn get_json(&self, path: &str) -> Value {
+    pub(crate) fn get_json(&self, path: &str) -> Value {
         let (status, body) = self.get(path);
         assert_eq!(status, 200, "GET {path}: {body}");
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
     }
 
     /// Polls `GET path` until `pred` holds on its JSON.
-    fn wait_json(&self, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_json(&self, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
             let v = self.get_json(path);
@@ -130,7 +130,7 @@ impl Daemon {
         }
     }
 
-    fn metric(&self, series: &str) -> Option<f64> {
+    pub(crate) fn metric(&self, series: &str) -> Option<f64> {
         let (status, text) = self.get("/metrics");
         assert_eq!(status, 200);
         text.lines()
@@ -139,7 +139,7 @@ impl Daemon {
             .and_then(|v| v.parse().ok())
     }
 
-    fn wait_metric(&self, series: &str, pred: impl Fn(f64) -> bool) -> f64 {
+    pub(crate) fn wait_metric(&self, series: &str, pred: impl Fn(f64) -> bool) -> f64 {
         let start = Instant::now();
         loop {
             if let Some(v) = self.metric(series).filter(|v| pred(*v)) {
@@ -154,7 +154,7 @@ impl Daemon {
         }
     }
 
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let status = std::process::Command::new("kill")
             .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
@@ -163,7 +163,7 @@ impl Daemon {
     }
 
     /// Sends SIGTERM and waits (at most `limit`) for the exit.
-    fn terminate(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+    pub(crate) fn terminate(&mut self, limit: Duration) -> (ExitStatus, Duration) {
         let start = Instant::now();
         self.signal("TERM");
         loop {
@@ -188,7 +188,7 @@ impl Drop for Daemon {
 }
 
 /// A minimal HTTP/1.1 client (Connection: close), so the tests control every header.
-fn http(
+pub(crate) fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -225,7 +225,7 @@ fn http(
     (status, body.to_string())
 }
 
-fn config_text(watches: &str, extra: &str) -> String {
+pub(crate) fn config_text(watches: &str, extra: &str) -> String {
     format!(
         r#"[storage]
 path = "registry.sqlite3"
@@ -242,13 +242,13 @@ admin_token_env = "{ADMIN_VAR}"
     )
 }
 
-fn url_watch(name: &str, url: &str, interval: &str) -> String {
+pub(crate) fn url_watch(name: &str, url: &str, interval: &str) -> String {
     format!(
         "[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\nurl = \"{url}\"\ninterval = \"{interval}\"\n\n"
     )
 }
 
-fn file_watch(name: &str, path: &str, interval: &str) -> String {
+pub(crate) fn file_watch(name: &str, path: &str, interval: &str) -> String {
     format!(
         "[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\npath = \"{path}\"\ninterval = \"{interval}\"\n\n"
     )

@@ -1,0 +1,140 @@
+//! Issue 20's hostile-input probe, through the binary: each test reproduces one scenario of
+//! docs/reliability.md's H rows (a careless operator's config, a hostile local file).
+
+use crate::common;
+
+use common::*;
+
+fn check_config(sb: &Sandbox, text: &str) -> Run {
+    sb.write_config(text);
+    let cfg = sb.config_arg();
+    sb.run(&["config", "check", "--config", &cfg])
+}
+
+/// Asserts `config check` refuses the config (exit 2), naming the file, the line and `needle`.
+fn assert_refused(sb: &Sandbox, text: &str, line: usize, needle: &str) {
+    let run = check_config(sb, text);
+    run.assert_code(2);
+    let err = run.stderr_text();
+    assert!(
+        err.contains("schemawatch.toml") && err.contains(&format!("line {line}")),
+        "names file and line {line}: {}",
+        run.describe()
+    );
+    assert!(
+        err.contains(needle),
+        "mentions {needle:?}: {}",
+        run.describe()
+    );
+    assert!(!err.contains("panicked"), "{}", run.describe());
+}
+
+const WATCH: &str = "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n";
+
+/// H9: absurd durations (which used to pass and then panic a worker or the main thread on
+/// SIGTERM) and sub-second intervals (3,019 requests in 8 s) are config errors.
+#[test]
+fn h9_durations_out_of_bounds_are_refused_with_file_and_line() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    for (value, key) in [
+        ("500000000000years", "interval"),
+        ("1ns", "interval"),
+        ("999ms", "interval"),
+        ("366days", "interval"),
+    ] {
+        assert_refused(&sb, &format!("{WATCH}{key} = \"{value}\"\n"), 5, "interval");
+    }
+    assert_refused(
+        &sb,
+        &format!("{WATCH}interval = \"1m\"\ntimeout = \"500000000000years\"\n"),
+        6,
+        "timeout",
+    );
+    assert_refused(
+        &sb,
+        &format!("[daemon]\ndrain_timeout = \"500000000000years\"\n\n{WATCH}"),
+        2,
+        "drain_timeout",
+    );
+    // `run` refuses the same config before it starts (exit 2, no panic).
+    sb.write_config(&format!("{WATCH}interval = \"500000000000years\"\n"));
+    let cfg = sb.config_arg();
+    let run = sb.run(&["run", "--config", &cfg]);
+    run.assert_code(2);
+    assert!(
+        !run.stderr_text().contains("panicked"),
+        "{}",
+        run.describe()
+    );
+    // The bounds themselves are accepted.
+    check_config(
+        &sb,
+        &format!("{WATCH}interval = \"1s\"\ntimeout = \"1h\"\n"),
+    )
+    .assert_code(0);
+    check_config(&sb, &format!("{WATCH}interval = \"365days\"\n")).assert_code(0);
+}
+
+pub(crate) fn mkfifo(path: &std::path::Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// H3: a `${file:…}` secret that is a FIFO makes `check` fail at once with a clear error (it
+/// used to hang), and a relative secret path resolves against the config file's folder (it
+/// used to resolve against the working directory).
+#[test]
+fn h3_secret_files_are_regular_files_relative_to_the_config() {
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let conf = sb.path("conf");
+    std::fs::create_dir(&conf).unwrap();
+    mkfifo(&conf.join("token.fifo"));
+    std::fs::write(conf.join("token.txt"), "relative-secret-4e1\n").unwrap();
+    // The working directory (the sandbox) has a decoy of the same name.
+    sb.write_file("token.txt", b"wrong-folder-secret\n");
+    let config = conf.join("sw.toml");
+    let watch = |name: &str, file: &str| {
+        format!(
+            "[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\nurl = \"{}\"\n[watch.schema_headers]\nAuthorization = \"Bearer ${{file:{file}}}\"\n",
+            server.url()
+        )
+    };
+    std::fs::write(&config, watch("acme.fifo", "token.fifo")).unwrap();
+    let cfg = config.to_string_lossy().into_owned();
+    let started = std::time::Instant::now();
+    let run = sb.run(&["check", "--config", &cfg, "--json"]);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "check took {:?}",
+        started.elapsed()
+    );
+    run.assert_code(1);
+    let outcome = run.json();
+    let error = only_outcome(&outcome)["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        error.contains("not a regular file") && error.contains("token.fifo"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        server.counters().requests,
+        0,
+        "nothing sent without the secret"
+    );
+
+    std::fs::write(&config, watch("acme.rel", "token.txt")).unwrap();
+    sb.run(&["check", "--config", &cfg, "--json"])
+        .assert_code(0);
+    assert_eq!(
+        server.authorization_values(),
+        vec![Some("Bearer relative-secret-4e1".to_string())]
+    );
+}
