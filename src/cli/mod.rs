@@ -152,6 +152,8 @@ type Outcome = Result<(), Failure>;
 /// Parses the command line, runs the subcommand and maps its outcome to the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Orphaned descendants of an MCP stdio server stay ours to kill (docs/reliability.md H1).
+    schemawatch::process::become_subreaper();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

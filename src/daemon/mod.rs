@@ -522,6 +522,11 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
 
+    // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
+    // re-parented to us: reap them (docs/reliability.md H1).
+    crate::process::become_subreaper();
+    crate::process::spawn_reaper();
+
     let registry = Registry::open(&config.storage.path)?;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
