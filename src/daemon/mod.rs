@@ -18,6 +18,7 @@
 //!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
 mod notify;
+pub mod serve;
 
 use crate::config::{Config, ConfigError, WatchConfig};
 use crate::metrics::Metrics;
@@ -563,14 +564,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
-    let server = tokio::spawn(async move {
-        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let _ = api_stop_rx.await;
-        });
-        if let Err(e) = serving.await {
-            tracing::error!(event = "api_failed", error = %e);
-        }
-    });
+    let slots = shared.config().daemon.max_concurrency;
+    let server = tokio::spawn(serve::serve(listener, app, slots, api_stop_rx));
     tracing::info!(event = "api_listening", addr = %bound);
 
     let (stop_tx, stop_rx) = watch::channel(false);

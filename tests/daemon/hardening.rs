@@ -70,3 +70,68 @@ fn h3_a_fifo_secret_does_not_wedge_the_daemon() {
     assert!(took < Duration::from_secs(10));
     assert_eq!(server.counters().requests, 0);
 }
+
+/// H2: 200 silent sockets under `ulimit -n 64` (they used to make `/healthz` time out and
+/// every refresh fail with "Too many open files") leave `/healthz` answering and refreshes
+/// succeeding; a silent socket is closed after the header timeout (they stayed open > 400 s).
+#[test]
+fn h2_silent_sockets_neither_starve_healthz_nor_refreshes() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(&config_text(
+        &file_watch("acme.pets", "pets.json", "1s"),
+        "",
+    ));
+    let mut daemon = Daemon::start_with_nofile(&sb, None, 64);
+    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
+    let mut silent = Vec::new();
+    for _ in 0..200 {
+        match std::net::TcpStream::connect(daemon.api) {
+            Ok(s) => silent.push(s),
+            Err(e) => panic!("connect: {e}"),
+        }
+    }
+    let before = daemon.count_events("refresh");
+    for _ in 0..5 {
+        let started = Instant::now();
+        let (status, body) = daemon.get("/healthz");
+        assert_eq!((status, body.as_str()), (200, "ok\n"));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // Refreshes go on (no "Too many open files").
+    let wait = Instant::now();
+    while daemon.count_events("refresh") < before + 2 {
+        assert!(wait.elapsed() < PATIENCE, "{}", daemon.log_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(
+        daemon.count_events("refresh_failed"),
+        0,
+        "{}",
+        daemon.log_text()
+    );
+    // Every silent socket is closed by the server within the header timeout (10 s) and a
+    // margin; evicted ones earlier.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    for mut s in silent {
+        use std::io::Read;
+        let left = deadline
+            .saturating_duration_since(Instant::now())
+            .max(Duration::from_millis(1));
+        s.set_read_timeout(Some(left)).unwrap();
+        let mut buf = [0u8; 16];
+        match s.read(&mut buf) {
+            Ok(0) => {}
+            Ok(n) => panic!("the server sent {n} bytes to a silent socket"),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            Err(e) => panic!("a silent socket stayed open: {e}"),
+        }
+    }
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}

@@ -32,7 +32,30 @@ pub(crate) struct Daemon {
 impl Daemon {
     pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Daemon {
         let config = sb.config_arg();
-        let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+        let cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+        Daemon::start_command(cmd, token)
+    }
+
+    /// `start`, with the open-files limit lowered to `nofile` (`ulimit -n`).
+    pub(crate) fn start_with_nofile(sb: &Sandbox, token: Option<&str>, nofile: u32) -> Daemon {
+        let config = sb.config_arg();
+        let mut cmd = sb.command(&[]);
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", &format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")])
+            .arg(bin())
+            .args(["run", "--config", &config, "--log-format", "json"])
+            .current_dir(sb.dir.path());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        let _ = &mut cmd;
+        Daemon::start_command(sh, token)
+    }
+
+    pub(crate) fn start_command(mut cmd: std::process::Command, token: Option<&str>) -> Daemon {
         cmd.env("RUST_LOG", "info")
             .stderr(Stdio::piped())
             .stdout(Stdio::null());
