@@ -35,6 +35,9 @@ pub struct Config {
 pub struct Storage {
     pub path: PathBuf,
     pub keep_versions: u32,
+    /// Create the registry when no file exists at `path` at startup (default true; false for
+    /// production, where a missing registry is an error, never a fresh trust baseline).
+    pub create: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -138,6 +141,7 @@ struct RawConfig {
 struct RawStorage {
     path: Option<String>,
     keep_versions: Option<u32>,
+    create: Option<bool>,
 }
 
 #[derive(Deserialize)]
@@ -221,10 +225,12 @@ impl Config {
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
             keep_versions: None,
+            create: None,
         });
         let storage = Storage {
             path: resolve(storage.path.as_deref().unwrap_or("registry.sqlite3"))?,
             keep_versions: storage.keep_versions.unwrap_or(100).max(1),
+            create: storage.create.unwrap_or(true),
         };
         let daemon = raw.daemon.unwrap_or(RawDaemon {
             max_concurrency: None,

@@ -212,7 +212,7 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
 }
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {
-    Registry::open(&config.storage.path)
+    Registry::open_or_create(&config.storage.path, config.storage.create)
         .with_context(|| format!("cannot open registry {}", config.storage.path.display()))
 }
 

@@ -136,6 +136,17 @@ pub struct Shared {
     permits: Mutex<usize>,
     /// Host header values accepted under `/v1` (DNS-rebinding protection).
     allowed_hosts: Vec<String>,
+    /// (device, inode) of the registry file opened at startup: a file replaced or deleted under
+    /// the daemon is never written to or re-created (docs/reliability.md H6).
+    registry_identity: Option<(u64, u64)>,
+    /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
+    registry_lost: AtomicBool,
+}
+
+fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
 }
 
 fn read_token(config: &Config) -> Option<String> {
@@ -162,6 +173,7 @@ fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
 impl Shared {
     pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
         let permits = config.daemon.max_concurrency;
+        let config_registry_path = config.storage.path.clone();
         Arc::new(Shared {
             admin_token: RwLock::new(read_token(&config)),
             allowed_hosts: allowed_hosts(&config.server.listen, bound),
@@ -173,7 +185,35 @@ impl Shared {
             locks: Mutex::new(HashMap::new()),
             semaphore: Arc::new(Semaphore::new(permits)),
             permits: Mutex::new(permits),
+            registry_identity: file_identity(&config_registry_path).ok(),
+            registry_lost: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the registry file is still the one opened at startup. The first time it is not,
+    /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
+    pub fn registry_intact(&self) -> Result<(), RegistryError> {
+        let what = match (file_identity(&self.registry_path), self.registry_identity) {
+            (Ok(now), Some(then)) if now == then => None,
+            (Ok(_), Some(_)) => Some("replaced"),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted"),
+            // Unknown either way (a stat error): not evidence of a replacement.
+            _ => None,
+        };
+        match what {
+            None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
+            found => {
+                let what = found.unwrap_or("replaced");
+                let error = RegistryError::Replaced {
+                    path: self.registry_path.display().to_string(),
+                    what,
+                };
+                if !self.registry_lost.swap(true, Ordering::SeqCst) {
+                    tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// The config in force now.
@@ -197,7 +237,7 @@ impl Shared {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
+        self.ready.load(Ordering::SeqCst) && self.registry_intact().is_ok()
     }
 
     /// The admin token, when one is configured and set in the environment.
@@ -214,15 +254,17 @@ impl Shared {
             .any(|h| h.eq_ignore_ascii_case(host))
     }
 
-    /// Takes an idle registry connection, or opens a new one.
+    /// Takes an idle registry connection, or opens a new one (never creating the file), once
+    /// the file is checked to be the one opened at startup.
     pub fn take_registry(&self) -> Result<Registry, RegistryError> {
+        self.registry_intact()?;
         let idle = match self.pool.lock() {
             Ok(mut p) => p.pop(),
             Err(poisoned) => poisoned.into_inner().pop(),
         };
         match idle {
             Some(r) => Ok(r),
-            None => Registry::open(&self.registry_path),
+            None => Registry::open_existing(&self.registry_path),
         }
     }
 
@@ -298,6 +340,7 @@ impl Shared {
         let keep_versions = self.config().storage.keep_versions;
         let mut registry = match self.take_registry() {
             Ok(r) => r,
+            Err(RegistryError::Replaced { .. }) => return None,
             Err(e) => {
                 tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
                 return None;
@@ -528,7 +571,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     crate::process::become_subreaper();
     crate::process::spawn_reaper();
 
-    let registry = Registry::open(&config.storage.path)?;
+    let registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
         .await

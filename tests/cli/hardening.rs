@@ -138,3 +138,51 @@ fn h3_secret_files_are_regular_files_relative_to_the_config() {
         vec![Some("Bearer relative-secret-4e1".to_string())]
     );
 }
+
+/// H6: a registry is created only when no file exists (and never with `create = false`); an
+/// empty or foreign file is an error, never taken as a fresh registry (a 0-byte file used to
+/// be, with every watch "registered" again as a new trusted baseline).
+#[test]
+fn h6_registry_files_are_created_only_when_none_exists() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let registry = sb.path("registry.sqlite3");
+    let cfg = sb.config_arg();
+    // create = false: refused, nothing created.
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\ncreate = false\n\n{WATCH}"
+    ));
+    let run = sb.run(&["check", "--config", &cfg]);
+    run.assert_code(2);
+    assert!(
+        run.stderr_text().contains("no registry at"),
+        "{}",
+        run.describe()
+    );
+    assert!(!registry.exists());
+    // A 0-byte file and a text file are errors, and stay as they are.
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n{WATCH}"
+    ));
+    for (bytes, why) in [
+        (&b""[..], "the file is empty"),
+        (&b"hello, not a database\n"[..], "not an SQLite database"),
+    ] {
+        std::fs::write(&registry, bytes).unwrap();
+        let run = sb.run(&["check", "--config", &cfg]);
+        run.assert_code(2);
+        let err = run.stderr_text();
+        assert!(
+            err.contains("is not a schemawatch registry") && err.contains(why),
+            "{}",
+            run.describe()
+        );
+        assert_eq!(std::fs::read(&registry).unwrap(), bytes);
+    }
+    // No file: created (the default), and then used as it is.
+    std::fs::remove_file(&registry).unwrap();
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    assert!(registry.metadata().unwrap().len() > 0);
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    assert_eq!(sb.history("acme.pets").len(), 1);
+}
