@@ -115,6 +115,9 @@ pub struct WatchConfig {
     pub proxy: Option<String>,
     /// Header name → value template (`${VAR}`, `${file:PATH}`); never logged or stored.
     pub schema_headers: BTreeMap<String, String>,
+    /// Secret query parameter name → value template, appended to the URL at fetch time; never
+    /// part of the source identity, stored or shown (`[watch.schema_query]`).
+    pub schema_query: BTreeMap<String, String>,
     /// Global `[severity]` merged with this watch's `[watch.severity]`.
     pub severity: SeverityOverrides,
     /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
@@ -178,6 +181,8 @@ struct RawWatch {
     classification: Option<String>,
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
+    #[serde(default)]
+    schema_query: BTreeMap<String, String>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
 }
@@ -344,6 +349,18 @@ impl Config {
                     )));
                 }
             }
+            if !w.schema_query.is_empty() {
+                if !matches!(source, SourceConfig::Url(_)) || kind == Kind::Mcp {
+                    return Err(invalid(format!(
+                        "{at}: schema_query is only for a `url` watch of a document kind (not mcp)"
+                    )));
+                }
+                if let Some(name) = w.schema_query.keys().find(|n| n.is_empty()) {
+                    return Err(invalid(format!(
+                        "{at}: schema_query: invalid parameter name {name:?}"
+                    )));
+                }
+            }
             let external_refs = match &w.external_refs {
                 None => ExternalRefs::default(),
                 Some(_) if kind != Kind::Openapi => {
@@ -383,6 +400,11 @@ impl Config {
                 },
                 ca_file: w.ca_file.as_deref().map(resolve).transpose()?,
                 proxy: w.proxy,
+                schema_query: w
+                    .schema_query
+                    .into_iter()
+                    .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                    .collect(),
                 schema_headers: w
                     .schema_headers
                     .into_iter()

@@ -308,8 +308,19 @@ async fn refresh_inner(
             if *previous != identity {
                 state.status = WatchStatus::Stale;
                 state.last_checked_at = Some(now_rfc3339());
+                // Shown redacted (a query value may be a credential), so say what changed
+                // when only a redacted part did.
+                let (was, now) = (
+                    crate::fetch::redact_identity(previous),
+                    crate::fetch::redact_identity(&identity),
+                );
+                let change = if was == now {
+                    format!("the watch's source {now} changed in a query value")
+                } else {
+                    format!("the watch's source changed from {was} to {now}")
+                };
                 state.last_error = Some(format!(
-                    "the watch's source changed from {previous} to {identity}; run `schemawatch watch reset {}` to compare the new source against the accepted contract",
+                    "{change}; run `schemawatch watch reset {}` to compare the new source against the accepted contract",
                     watch.name
                 ));
                 registry.record_watch(&state)?;

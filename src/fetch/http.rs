@@ -283,10 +283,27 @@ fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<String> {
 
 /// The URL as reported to callers: userinfo removed, since callers may log or store it.
 fn reportable(url: &Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
+    super::redact_url(url)
+}
+
+/// `start` with the request's secret query parameters appended (values expanded off the
+/// runtime within the deadline, and added to `secrets` for error redaction).
+async fn with_secret_query(
+    request: &FetchRequest,
+    start: &Url,
+    secrets: &mut Vec<String>,
+) -> Result<Url, FetchError> {
+    if request.query.is_empty() {
+        return Ok(start.clone());
+    }
+    let values = super::secrets::expand_all_within(&request.query, request.timeout)
+        .await
+        .map_err(|(name, reason)| FetchError::Query { name, reason })?;
+    let mut url = start.clone();
+    url.query_pairs_mut()
+        .extend_pairs(values.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    secrets.extend(values.into_values().filter(|v| !v.is_empty()));
+    Ok(url)
 }
 
 pub(super) async fn fetch_url(
@@ -311,7 +328,8 @@ pub(super) async fn fetch_url_with(
     post: Option<&PostBody>,
 ) -> Result<FetchOutcome, FetchError> {
     check_scheme(start, "URL")?;
-    let configured = configured_headers_within(&request.headers, request.timeout).await?;
+    let mut configured = configured_headers_within(&request.headers, request.timeout).await?;
+    let start = &with_secret_query(request, start, &mut configured.secrets).await?;
     let conditional = conditional_headers(request.validators.as_ref());
     let sent_validator = post.is_none() && !conditional.is_empty();
     let client = build_client(request).await?;
@@ -588,6 +606,6 @@ mod tests {
             Ok(url) => url,
             Err(error) => panic!("{error}"),
         };
-        assert_eq!(reportable(&url), "https://example.com/a?b=1");
+        assert_eq!(reportable(&url), "https://example.com/a?b=[redacted]");
     }
 }

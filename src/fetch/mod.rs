@@ -70,6 +70,9 @@ pub struct FetchRequest {
     pub proxy: Option<String>,
     /// Validators stored for the accepted snapshot; None = unconditional fetch.
     pub validators: Option<Validators>,
+    /// Secret query parameters (name -> value template), appended to a URL at fetch time:
+    /// sent, never part of the source's identity, stored or shown (`[watch.schema_query]`).
+    pub query: BTreeMap<String, String>,
 }
 
 impl FetchRequest {
@@ -84,7 +87,38 @@ impl FetchRequest {
             ca_file: None,
             proxy: None,
             validators: None,
+            query: BTreeMap::new(),
         }
+    }
+}
+
+/// A URL as it may be shown, logged or stored in a message: userinfo removed and every query
+/// value replaced by `[redacted]` (a `?token=` is a credential as often as not).
+pub fn redact_url(url: &url::Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    if let Some(query) = url.query().map(str::to_owned) {
+        let redacted: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, value)) if !value.is_empty() => format!("{name}=[redacted]"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        url.set_query(Some(&redacted.join("&")));
+    }
+    url.to_string()
+}
+
+/// A source identity (`url:…`, `path:…`, `command:…`) as it may be shown: a URL redacted.
+pub fn redact_identity(identity: &str) -> String {
+    match identity
+        .strip_prefix("url:")
+        .and_then(|u| url::Url::parse(u).ok())
+    {
+        Some(url) => format!("url:{}", redact_url(&url)),
+        None => identity.to_string(),
     }
 }
 
@@ -99,6 +133,7 @@ impl fmt::Debug for FetchRequest {
             .field("ca_file", &self.ca_file)
             .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
             .field("validators", &self.validators)
+            .field("query", &self.query.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -168,6 +203,8 @@ pub enum FetchError {
     Stdin { error: std::io::Error },
     #[error("cannot read {object} from git: {detail}")]
     Git { object: String, detail: String },
+    #[error("query parameter `{name}`: {reason}")]
+    Query { name: String, reason: SecretError },
     #[error("header `{name}`: {reason}")]
     Header { name: String, reason: HeaderProblem },
     #[error("bad URL: {reason}")]

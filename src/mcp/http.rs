@@ -69,6 +69,7 @@ impl HttpConn {
             ca_file: ca_file.map(Path::to_path_buf),
             proxy: proxy.map(str::to_owned),
             validators: None,
+            query: BTreeMap::new(),
         };
         let configured = configured_headers_within(&request.headers, timeout).await?;
         let client = build_client(&request).await?;

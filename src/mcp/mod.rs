@@ -356,10 +356,7 @@ pub async fn fetch_document(request: &McpRequest) -> Result<Vec<u8>, McpError> {
 }
 
 fn reportable(url: &url::Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
+    crate::fetch::redact_url(url)
 }
 
 /// `params` with the modern per-request `_meta`.

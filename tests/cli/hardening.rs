@@ -186,3 +186,92 @@ fn h6_registry_files_are_created_only_when_none_exists() {
     sb.run(&["check", "--config", &cfg]).assert_code(0);
     assert_eq!(sb.history("acme.pets").len(), 1);
 }
+
+/// H7: a credential in a URL query (`?token=X`) is redacted in every output — after a rotation
+/// the watch goes stale, and the stale error used to print both tokens in `status`,
+/// `/v1/status` and the log — and `[watch.schema_query]` sends a secret parameter that is
+/// never part of the identity, stored or shown (a rotation is not a source change).
+#[test]
+fn h7_query_credentials_are_never_shown_or_stored() {
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let cfg = sb.config_arg();
+    let url_watch = |token: &str| {
+        format!(
+            "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}?version=2&token={token}\"\n",
+            server.url()
+        )
+    };
+    sb.write_config(&url_watch("first-token-71c"));
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    sb.write_config(&url_watch("second-token-9d2"));
+    let run = sb.run(&["check", "--config", &cfg, "--json"]);
+    let outcome = run.json();
+    assert_eq!(
+        only_outcome(&outcome)["action"],
+        "stale",
+        "{}",
+        run.describe()
+    );
+    let stale = only_outcome(&outcome)["error"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(stale.contains("token=[redacted]"), "{}", run.describe());
+    let status = sb.run(&["status", "--config", &cfg]);
+    assert!(
+        status.stdout_text().contains("token=[redacted]"),
+        "{}",
+        status.describe()
+    );
+    sb.status();
+    let printed = sb.transcript();
+    for token in ["first-token-71c", "second-token-9d2"] {
+        assert!(
+            find_secret(&printed, token).is_none(),
+            "{token} was printed"
+        );
+    }
+
+    // The secret parameter: sent, never stored or printed; a new value is not a new source.
+    let sb = Sandbox::new();
+    let cfg = sb.config_arg();
+    sb.write_config(&format!(
+        "[[watch]]\nname = \"acme.keyed\"\nkind = \"openapi\"\nurl = \"{}\"\n[watch.schema_query]\napi_key = \"${{{TOKEN_VAR}}}\"\n",
+        server.url()
+    ));
+    let before = server.queries().len();
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    let sent = server.queries()[before..].to_vec();
+    assert_eq!(sent, vec![Some(format!("api_key={CANARY}"))]);
+    let rotated = sb
+        .command(&["check", "--config", &cfg, "--json"])
+        .env(TOKEN_VAR, "rotated-value-3f0")
+        .output()
+        .unwrap();
+    assert_eq!(
+        rotated.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rotated.stdout)
+    );
+    let outcome: serde_json::Value = serde_json::from_slice(&rotated.stdout).unwrap();
+    assert_ne!(only_outcome(&outcome)["action"], "stale", "{outcome}");
+    assert!(
+        server.queries().last().unwrap().as_deref() == Some("api_key=rotated-value-3f0"),
+        "{:?}",
+        server.queries()
+    );
+    sb.status();
+    assert!(
+        find_canary(&sb.transcript()).is_none(),
+        "the canary was printed"
+    );
+    for (path, bytes) in sb.all_files() {
+        assert!(
+            find_canary(&bytes).is_none(),
+            "the canary is in {}",
+            path.display()
+        );
+    }
+}
