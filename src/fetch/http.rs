@@ -378,6 +378,10 @@ pub(super) async fn fetch_url_with(
                 return Err(FetchError::TooManyRedirects);
             }
             url = next_location(response.headers(), status, &url)?;
+            // An external `$ref` stays on the root's origin on every hop (H8).
+            if request.same_origin_redirects && url.origin() != home {
+                return Err(FetchError::CrossOriginRedirect);
+            }
             redirects += 1;
             continue;
         }

@@ -73,6 +73,9 @@ pub struct FetchRequest {
     /// Secret query parameters (name -> value template), appended to a URL at fetch time:
     /// sent, never part of the source's identity, stored or shown (`[watch.schema_query]`).
     pub query: BTreeMap<String, String>,
+    /// Refuse a redirect to another origin than the URL's (external `$ref` documents, whose
+    /// same-origin rule holds after every redirect).
+    pub same_origin_redirects: bool,
 }
 
 impl FetchRequest {
@@ -88,6 +91,7 @@ impl FetchRequest {
             proxy: None,
             validators: None,
             query: BTreeMap::new(),
+            same_origin_redirects: false,
         }
     }
 }
@@ -203,6 +207,8 @@ pub enum FetchError {
     Stdin { error: std::io::Error },
     #[error("cannot read {object} from git: {detail}")]
     Git { object: String, detail: String },
+    #[error("redirected to another origin (external documents stay on the root's origin)")]
+    CrossOriginRedirect,
     #[error("query parameter `{name}`: {reason}")]
     Query { name: String, reason: SecretError },
     #[error("header `{name}`: {reason}")]

@@ -70,6 +70,7 @@ impl HttpConn {
             proxy: proxy.map(str::to_owned),
             validators: None,
             query: BTreeMap::new(),
+            same_origin_redirects: false,
         };
         let configured = configured_headers_within(&request.headers, timeout).await?;
         let client = build_client(&request).await?;

@@ -176,6 +176,7 @@ impl Request {
             source,
             headers: self.headers.clone(),
             query: self.query.clone(),
+            same_origin_redirects: false,
             timeout: self.timeout,
             connect_timeout: self.connect_timeout,
             max_bytes: self.max_bytes,
