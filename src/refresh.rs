@@ -196,7 +196,9 @@ impl Outcome {
     }
 }
 
-/// The identity of a source with any URL password removed (it may be a credential).
+/// The identity of a source with any URL password removed (it may be a credential): a URL in
+/// its normalized form, a file by its canonical absolute path (however `--config` was spelled,
+/// docs/reliability.md H10).
 pub fn source_identity(source: &SourceConfig) -> String {
     match source {
         SourceConfig::Url(u) => {
@@ -204,9 +206,79 @@ pub fn source_identity(source: &SourceConfig) -> String {
             let _ = u.set_password(None);
             format!("url:{u}")
         }
-        SourceConfig::Path(p) => format!("path:{}", p.display()),
+        SourceConfig::Path(p) => format!("path:{}", canonical_path(p).display()),
         SourceConfig::Command { argv, .. } => crate::config::command_identity(argv),
     }
+}
+
+/// `path` canonicalized (symlinks resolved), else made absolute against the working directory.
+fn canonical_path(path: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether a stored identity names the same source as `current`: equal, or two spellings of
+/// one file (an absolute path through a symlink, `.` / `..` segments).
+fn same_source(stored: &str, current: &str) -> bool {
+    if stored == current {
+        return true;
+    }
+    match (stored.strip_prefix("path:"), current.strip_prefix("path:")) {
+        (Some(a), Some(b)) if std::path::Path::new(a).is_absolute() => {
+            canonical_path(std::path::Path::new(a)) == std::path::Path::new(b)
+        }
+        _ => false,
+    }
+}
+
+/// Rewrites the file identities older releases stored in relative form (`path:pets.json`,
+/// relative to where `--config` was spelled from) as canonical absolute paths, when the
+/// relative path resolved against the config file's folder (or the working directory, as
+/// those releases did) is the watch's file. Returns how many were migrated.
+pub fn migrate_identities(
+    registry: &mut Registry,
+    config: &crate::config::Config,
+) -> Result<usize, RegistryError> {
+    let folder = config
+        .path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let folder = std::path::absolute(&folder).unwrap_or(folder);
+    let mut migrated = 0;
+    for watch in &config.watches {
+        if !matches!(watch.source, SourceConfig::Path(_)) {
+            continue;
+        }
+        let Some(mut state) = registry.watch_state(&watch.name)? else {
+            continue;
+        };
+        let Some(stored) = state.source_identity.clone() else {
+            continue;
+        };
+        let Some(relative) = stored.strip_prefix("path:").map(std::path::Path::new) else {
+            continue;
+        };
+        if relative.is_absolute() {
+            continue;
+        }
+        let current = source_identity(&watch.source);
+        let matches = [
+            Some(folder.join(relative)),
+            std::path::absolute(relative).ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|candidate| format!("path:{}", canonical_path(&candidate).display()) == current);
+        if matches {
+            tracing::info!(event = "source_identity_migrated", watch = %watch.name, from = %stored, to = %current);
+            state.source_identity = Some(current);
+            registry.record_watch(&state)?;
+            migrated += 1;
+        }
+    }
+    Ok(migrated)
 }
 
 /// The classification policy of a watch: its severity overrides (global merged with its own)
@@ -305,7 +377,7 @@ async fn refresh_inner(
 
     if existing.is_some() {
         if let Some(previous) = &state.source_identity {
-            if *previous != identity {
+            if !same_source(previous, &identity) {
                 state.status = WatchStatus::Stale;
                 state.last_checked_at = Some(now_rfc3339());
                 // Shown redacted (a query value may be a credential), so say what changed

@@ -212,8 +212,12 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
 }
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {
-    Registry::open_or_create(&config.storage.path, config.storage.create)
-        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))
+    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)
+        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))?;
+    // File identities of older releases, stored relative (docs/reliability.md H10).
+    schemawatch::refresh::migrate_identities(&mut registry, config)
+        .with_context(|| format!("cannot migrate registry {}", config.storage.path.display()))?;
+    Ok(registry)
 }
 
 fn print_json(value: &Value) {

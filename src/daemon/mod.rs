@@ -571,7 +571,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     crate::process::become_subreaper();
     crate::process::spawn_reaper();
 
-    let registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
+    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
+    // File identities of older releases, stored relative (docs/reliability.md H10).
+    crate::refresh::migrate_identities(&mut registry, &config)?;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
         .await

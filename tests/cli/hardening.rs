@@ -275,3 +275,60 @@ fn h7_query_credentials_are_never_shown_or_stored() {
         );
     }
 }
+
+/// H10: a file watch's identity does not depend on how `--config` is spelled (a registry
+/// written with `--config conf/sw.toml` turned every file watch stale under
+/// `--config /abs/conf/sw.toml`), and the relative identities older releases stored are
+/// migrated on open.
+#[test]
+fn h10_file_identities_do_not_depend_on_the_config_spelling() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.path("conf")).unwrap();
+    std::fs::write(sb.path("conf/pets.json"), Pets::v1().bytes()).unwrap();
+    let config = sb.path("conf/sw.toml");
+    std::fs::write(
+        &config,
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n",
+    )
+    .unwrap();
+    let absolute = config.to_string_lossy().into_owned();
+    let action = |spelling: &str| {
+        let run = sb.run(&["check", "--config", spelling, "--json"]);
+        only_outcome(&run.json())["action"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    // The working directory is the sandbox: three spellings of one file.
+    assert_eq!(action("conf/sw.toml"), "registered");
+    assert_eq!(action(&absolute), "unchanged");
+    assert_eq!(action("./conf/../conf/sw.toml"), "unchanged");
+
+    // A registry of an older release: the identity stored relative to the working directory.
+    let db = rusqlite::Connection::open(sb.path("conf/registry.sqlite3")).unwrap();
+    db.execute(
+        "UPDATE watch_state SET source_identity = 'path:conf/pets.json' WHERE watch = 'acme.pets'",
+        [],
+    )
+    .unwrap();
+    drop(db);
+    assert_eq!(action(&absolute), "unchanged");
+    let db = rusqlite::Connection::open(sb.path("conf/registry.sqlite3")).unwrap();
+    let stored: String = db
+        .query_row(
+            "SELECT source_identity FROM watch_state WHERE watch = 'acme.pets'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let canonical = std::fs::canonicalize(sb.path("conf/pets.json")).unwrap();
+    assert_eq!(stored, format!("path:{}", canonical.display()));
+    // A watch whose file really changed is still stale.
+    std::fs::write(sb.path("conf/other.json"), Pets::v1().bytes()).unwrap();
+    std::fs::write(
+        &config,
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"other.json\"\n",
+    )
+    .unwrap();
+    assert_eq!(action(&absolute), "stale");
+}
