@@ -158,14 +158,14 @@ struct RawDaemon {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
-    listen: Option<String>,
+    listen: Option<toml::Spanned<String>>,
     admin_token_env: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWatch {
-    name: String,
+    name: toml::Spanned<String>,
     kind: String,
     url: Option<String>,
     path: Option<String>,
@@ -261,7 +261,19 @@ impl Config {
             admin_token_env: None,
         });
         let server = Server {
-            listen: server.listen.unwrap_or_else(|| "127.0.0.1:9477".into()),
+            listen: match server.listen {
+                None => "127.0.0.1:9477".into(),
+                Some(listen) => {
+                    let line = line_of(text, listen.span());
+                    let listen = listen.into_inner();
+                    if listen.parse::<std::net::SocketAddr>().is_err() {
+                        return Err(invalid(format!(
+                            "line {line}: server.listen: {listen:?} is not an IP address and port (such as \"127.0.0.1:9477\" or \"[::1]:9477\")"
+                        )));
+                    }
+                    listen
+                }
+            },
             admin_token_env: server.admin_token_env,
         };
         let global_severity =
@@ -270,13 +282,15 @@ impl Config {
         let mut names = BTreeSet::new();
         let mut watches = Vec::new();
         for (i, w) in raw.watch.into_iter().enumerate() {
-            let at = format!("watch #{} ({:?})", i + 1, w.name);
-            if !valid_watch_name(&w.name) {
+            let name_line = line_of(text, w.name.span());
+            let watch_name = w.name.get_ref().clone();
+            let at = format!("watch #{} ({:?})", i + 1, watch_name);
+            if !valid_watch_name(&watch_name) {
                 return Err(invalid(format!(
-                    "{at}: name must be `namespace.name` of letters, digits, '-', '_' and '.'"
+                    "line {name_line}: {at}: name must be `namespace.name` (with a dot) of letters, digits, '-', '_' and '.', starting with a letter or digit"
                 )));
             }
-            if !names.insert(w.name.clone()) {
+            if !names.insert(watch_name.clone()) {
                 return Err(invalid(format!("{at}: duplicate watch name")));
             }
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
@@ -342,6 +356,18 @@ impl Config {
                 parse_overrides(&w.severity)
                     .map_err(|m| invalid(format!("{at}: [watch.severity]: {m}")))?,
             );
+            for (what, templates) in [
+                ("schema_headers", &w.schema_headers),
+                ("schema_query", &w.schema_query),
+            ] {
+                for (key, template) in templates {
+                    if let Some(var) = unset_variable(template) {
+                        return Err(invalid(format!(
+                            "line {name_line}: {at}: {what}.{key}: environment variable {var} is not set"
+                        )));
+                    }
+                }
+            }
             for name in w.schema_headers.keys() {
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     return Err(invalid(format!(
@@ -411,7 +437,7 @@ impl Config {
                     .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
                     .collect(),
                 severity,
-                name: w.name,
+                name: watch_name,
             });
         }
         Ok(Config {
@@ -429,8 +455,26 @@ impl Config {
     }
 }
 
+/// The first `${NAME}` of a value template whose variable is not set (`${file:…}` is read at
+/// fetch time, not here).
+fn unset_variable(template: &str) -> Option<String> {
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let end = after.find('}')?;
+        let reference = &after[..end];
+        if !reference.starts_with("file:") && std::env::var_os(reference).is_none() {
+            return Some(reference.to_string());
+        }
+        rest = &after[end + 1..];
+    }
+    None
+}
+
 fn valid_watch_name(name: &str) -> bool {
-    !name.is_empty()
+    name.contains('.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !name.is_empty()
         && name.len() <= 200
         && name
             .bytes()

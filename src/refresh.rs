@@ -211,6 +211,27 @@ pub fn source_identity(source: &SourceConfig) -> String {
     }
 }
 
+/// Changes whose grounds a `pending_review` log line carries; the rest are counted
+/// (`grounds_omitted`): 100,000 changes made a 7.3 MB line (docs/reliability.md H11).
+pub const LOG_GROUNDS: usize = 20;
+
+fn capped_grounds(mut stamped: serde_json::Value) -> serde_json::Value {
+    if let Some(toulmin) = stamped.get_mut("_toulmin").and_then(|t| t.as_object_mut()) {
+        let omitted = match toulmin.get_mut("grounds").and_then(|g| g.as_array_mut()) {
+            Some(grounds) if grounds.len() > LOG_GROUNDS => {
+                let omitted = grounds.len() - LOG_GROUNDS;
+                grounds.truncate(LOG_GROUNDS);
+                omitted
+            }
+            _ => 0,
+        };
+        if omitted > 0 {
+            toulmin.insert("grounds_omitted".into(), omitted.into());
+        }
+    }
+    stamped
+}
+
 /// `path` canonicalized (symlinks resolved), else made absolute against the working directory.
 fn canonical_path(path: &std::path::Path) -> std::path::PathBuf {
     std::fs::canonicalize(path)
@@ -590,11 +611,11 @@ async fn refresh_inner(
                             Queued::AlreadyOpen { id } => id,
                         };
                         // The payload carries the verdict's reasoning (`_toulmin`, `_tags`).
-                        let provenance = crate::artifacts::provenance::stamp(
+                        let provenance = capped_grounds(crate::artifacts::provenance::stamp(
                             serde_json::json!({"review_id": id}),
                             &report,
                             &format!("review:{}", watch.name),
-                        );
+                        ));
                         tracing::warn!(event = "pending_review", watch = %watch.name, review_id = id,
                             compatibility = compatibility.as_str(), change_count = report.changes.len(),
                             provenance = %provenance);

@@ -38,6 +38,9 @@ use tokio::time::Instant;
 pub enum DaemonError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// A configuration the daemon refuses to run with (docs/reliability.md H11).
+    #[error("refusing to start: {0}")]
+    Refused(String),
     #[error("cannot install signal handler: {0}")]
     Signal(std::io::Error),
     #[error("cannot listen on {listen}: {source}")]
@@ -149,9 +152,39 @@ fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
     Ok((m.dev(), m.ino()))
 }
 
+/// The admin token: the variable's value with surrounding whitespace (a trailing newline from
+/// a secret file or `echo`) trimmed, so it can match a header.
 fn read_token(config: &Config) -> Option<String> {
     let var = config.server.admin_token_env.as_deref()?;
-    std::env::var(var).ok().filter(|t| !t.trim().is_empty())
+    std::env::var(var)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable
+/// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
+/// `[::]`) with no admin token configured.
+pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
+    if let Some(var) = config.server.admin_token_env.as_deref() {
+        if read_token(config).is_none() {
+            return Err(DaemonError::Refused(format!(
+                "server.admin_token_env names {var}, which is not set (or empty) in the environment"
+            )));
+        }
+    }
+    let unspecified = config
+        .server
+        .listen
+        .parse::<SocketAddr>()
+        .is_ok_and(|a| a.ip().is_unspecified());
+    if unspecified && config.server.admin_token_env.is_none() {
+        return Err(DaemonError::Refused(format!(
+            "server.listen = {:?} serves the API on every interface without an admin token: set server.admin_token_env, or listen on loopback",
+            config.server.listen
+        )));
+    }
+    Ok(())
 }
 
 /// Host header values `/v1` accepts: the configured listen address, the bound address, and
@@ -504,6 +537,12 @@ fn reload(
 ) -> Result<(), ConfigError> {
     let started = std::time::Instant::now();
     let new = Config::load(path)?;
+    if let Err(e) = check_startup(&new) {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        });
+    }
     let old = shared.config();
     if new.storage.path != old.storage.path {
         tracing::warn!(
@@ -566,6 +605,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
 
+    check_startup(&config)?;
     // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
     // re-parented to us: reap them (docs/reliability.md H1).
     crate::process::become_subreaper();

@@ -157,6 +157,19 @@ pub struct Registry {
     conn: Connection,
 }
 
+/// A reviewer and a reason are shown and logged: control characters (a newline forging a
+/// log line, an escape sequence) are refused (docs/reliability.md H11).
+pub fn check_decision_text(reviewer: &str, reason: &str) -> std::result::Result<(), String> {
+    for (what, text) in [("reviewer", reviewer), ("reason", reason)] {
+        if text.chars().any(char::is_control) {
+            return Err(format!(
+                "{what} must not contain control characters (such as a newline)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The current UTC time as RFC 3339 with seconds precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()

@@ -332,3 +332,91 @@ fn h10_file_identities_do_not_depend_on_the_config_spelling() {
     .unwrap();
     assert_eq!(action(&absolute), "stale");
 }
+
+/// H11 (weak points): `config check` refuses a `listen` that is not an address, an unset
+/// `${VAR}` in a header, and watch names without a dot or with a leading `-`, naming file and
+/// line (all used to pass).
+#[test]
+fn h11_config_check_refuses_bad_listen_unset_header_vars_and_bad_names() {
+    let sb = Sandbox::new();
+    assert_refused(
+        &sb,
+        &format!("[server]\nlisten = \"not-an-addr\"\n\n{WATCH}"),
+        2,
+        "server.listen",
+    );
+    assert_refused(
+        &sb,
+        &format!(
+            "{WATCH}[watch.schema_headers]\nAuthorization = \"Bearer ${{SW_SURELY_UNSET_71}}\"\n"
+        ),
+        2,
+        "SW_SURELY_UNSET_71",
+    );
+    for bad in ["nodot", "-lead.dash"] {
+        assert_refused(&sb, &WATCH.replace("acme.pets", bad), 2, "namespace.name");
+    }
+    check_config(
+        &sb,
+        &format!("[server]\nlisten = \"[::1]:9477\"\n\n{WATCH}"),
+    )
+    .assert_code(0);
+}
+
+/// H11: a reviewer or reason with control characters is refused (a newline in the reviewer
+/// used to forge a log line).
+#[test]
+fn h11_reviewer_and_reason_refuse_control_characters() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(WATCH);
+    let cfg = sb.config_arg();
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    let forged = "alice\n2026-12-01T00:00:00Z  INFO review_accepted reviewer=admin";
+    for args in [
+        ["--reviewer", forged, "--reason", "ok"],
+        ["--reviewer", "alice", "--reason", "ok\u{1b}[2J"],
+    ] {
+        let mut all = vec!["pending", "accept", "1", "--config", cfg.as_str()];
+        all.extend(args);
+        let run = sb.run(&all);
+        run.assert_code(2);
+        assert!(
+            run.stderr_text().contains("control characters"),
+            "{}",
+            run.describe()
+        );
+    }
+}
+
+/// H11: the `pending_review` log line carries the grounds of the first changes and a count
+/// (100,000 changes made a 7.3 MB line).
+#[test]
+fn h11_the_pending_review_log_line_is_capped() {
+    let sb = Sandbox::new();
+    let mut doc = Pets::v1().json();
+    let paths = doc["paths"].as_object_mut().unwrap();
+    for i in 0..40 {
+        paths.insert(
+            format!("/extra{i}"),
+            serde_json::json!({"get": {"operationId": format!("extra{i}"), "responses": {"200": {"description": "ok"}}}}),
+        );
+    }
+    sb.write_file("pets.json", doc.to_string().as_bytes());
+    sb.write_config(WATCH);
+    let cfg = sb.config_arg();
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let run = sb.run(&["check", "--config", &cfg]);
+    let log = run.stderr_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("pending_review"))
+        .unwrap_or_else(|| panic!("no pending_review line: {}", run.describe()));
+    assert!(line.contains("\"grounds_omitted\":20"), "{line}");
+    assert_eq!(
+        line.matches("endpoint-removed").count(),
+        21,
+        "20 grounds and the warrant: {line}"
+    );
+}

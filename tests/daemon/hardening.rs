@@ -174,3 +174,70 @@ fn h6_a_registry_deleted_under_the_daemon_fails_closed() {
     let (status, _) = daemon.terminate(PATIENCE);
     assert!(status.success());
 }
+
+/// H11: the daemon refuses to start with `admin_token_env` naming an unset variable, and with
+/// an API on every interface without an admin token (both used to start, review actions
+/// silently disabled / the API open to the network).
+#[test]
+fn h11_startup_refuses_an_unset_token_variable_and_an_open_listen_without_token() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let cfg = sb.config_arg();
+    let watch = file_watch("acme.pets", "pets.json", "1h");
+    sb.write_config(&with_admin_token(&config_text(&watch, "")));
+    let run = sb.run(&["run", "--config", &cfg]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr_text()
+            .contains("SW_TEST_ADMIN_TOKEN, which is not set"),
+        "{}",
+        run.describe()
+    );
+    sb.write_config(&config_text(&watch, "").replace("127.0.0.1:0", "0.0.0.0:0"));
+    let run = sb.run(&["run", "--config", &cfg]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr_text().contains("every interface"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// H11: `Authorization: bearer …` (any case) is accepted, an admin token whose variable ends
+/// in a newline matches (it never could), and a reviewer with a newline is refused (400).
+#[test]
+fn h11_bearer_is_case_insensitive_and_the_token_is_trimmed() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(&with_admin_token(&config_text(
+        &file_watch("acme.pets", "pets.json", "1h"),
+        "",
+    )));
+    let mut daemon = Daemon::start(&sb, Some(&format!("{ADMIN_TOKEN}\n")));
+    daemon.wait_for_log("daemon_started", |_| true);
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let auth = format!("{scheme} {ADMIN_TOKEN}");
+        let (status, body) = http(
+            daemon.api,
+            "POST",
+            "/v1/check",
+            None,
+            &[("Authorization", &auth)],
+            Some(""),
+        );
+        assert_eq!(status, 200, "{scheme}: {body}");
+    }
+    let auth = format!("Bearer {ADMIN_TOKEN}");
+    let (status, body) = http(
+        daemon.api,
+        "POST",
+        "/v1/pending/1/accept",
+        None,
+        &[("Authorization", &auth)],
+        Some(r#"{"reviewer":"alice\nINFO forged","reason":"x"}"#),
+    );
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("control characters"), "{body}");
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}

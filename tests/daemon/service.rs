@@ -259,9 +259,17 @@ drain_timeout = "2s"
 {extra}
 [server]
 listen = "127.0.0.1:0"
-admin_token_env = "{ADMIN_VAR}"
 
 {watches}"#
+    )
+}
+
+/// `text` (from [`config_text`]) with `server.admin_token_env` naming the test's admin token
+/// variable (a daemon refuses to start when that variable is unset).
+pub(crate) fn with_admin_token(text: &str) -> String {
+    text.replace(
+        "[server]\n",
+        &format!("[server]\nadmin_token_env = \"{ADMIN_VAR}\"\n"),
     )
 }
 
@@ -281,10 +289,10 @@ pub(crate) fn file_watch(name: &str, path: &str, interval: &str) -> String {
 fn daemon_picks_up_drift_and_serves_reviews_behind_a_token() {
     let server = DocServer::start(Pets::v1().bytes());
     let sb = Sandbox::new();
-    sb.write_config(&config_text(
+    sb.write_config(&with_admin_token(&config_text(
         &url_watch("acme.pets", &server.url(), "1s"),
         "",
-    ));
+    )));
     let mut d = Daemon::start(&sb, Some(ADMIN_TOKEN));
 
     // Readiness and liveness; probes answer any Host.
