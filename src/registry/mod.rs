@@ -237,7 +237,17 @@ impl Registry {
             // Back to a single file before it is linked into place.
             conn.pragma_update(None, "journal_mode", "DELETE")?;
         }
-        let linked = std::fs::hard_link(&scratch, path);
+        let linked = match std::fs::hard_link(&scratch, path) {
+            // A file system without hard links: a rename, unless a file appeared meanwhile
+            // (a narrow race, where the link is atomic).
+            Err(e)
+                if e.kind() != std::io::ErrorKind::AlreadyExists
+                    && std::fs::symlink_metadata(path).is_err() =>
+            {
+                std::fs::rename(&scratch, path)
+            }
+            other => other,
+        };
         cleanup(&scratch);
         match linked {
             Ok(()) => Ok(()),
