@@ -29,6 +29,10 @@ pub struct Config {
     pub server: Server,
     pub severity: SeverityOverrides,
     pub watches: Vec<WatchConfig>,
+    /// `${VAR}`s of header and query templates that are unset now, each as a message with its
+    /// line. Not an error for every command (an operator's shell rarely holds the service's
+    /// secrets); `config check` and `run` refuse them ([`Config::require_env`]).
+    pub unset_vars: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -281,6 +285,7 @@ impl Config {
 
         let mut names = BTreeSet::new();
         let mut watches = Vec::new();
+        let mut unset_vars = Vec::new();
         for (i, w) in raw.watch.into_iter().enumerate() {
             let name_line = line_of(text, w.name.span());
             let watch_name = w.name.get_ref().clone();
@@ -362,9 +367,9 @@ impl Config {
             ] {
                 for (key, template) in templates {
                     if let Some(var) = unset_variable(template) {
-                        return Err(invalid(format!(
+                        unset_vars.push(format!(
                             "line {name_line}: {at}: {what}.{key}: environment variable {var} is not set"
-                        )));
+                        ));
                     }
                 }
             }
@@ -447,7 +452,20 @@ impl Config {
             server,
             severity: global_severity,
             watches,
+            unset_vars,
         })
+    }
+
+    /// Refuses a config whose header or query templates name an unset `${VAR}` (`config check`,
+    /// `run`): the first one, with its file and line.
+    pub fn require_env(&self) -> Result<(), ConfigError> {
+        match self.unset_vars.first() {
+            Some(message) => Err(ConfigError::Invalid {
+                path: self.path.clone(),
+                message: message.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn watch(&self, name: &str) -> Option<&WatchConfig> {

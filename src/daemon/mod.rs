@@ -166,6 +166,9 @@ fn read_token(config: &Config) -> Option<String> {
 /// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
 /// `[::]`) with no admin token configured.
 pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
+    config
+        .require_env()
+        .map_err(|e| DaemonError::Refused(e.to_string()))?;
     if let Some(var) = config.server.admin_token_env.as_deref() {
         if read_token(config).is_none() {
             return Err(DaemonError::Refused(format!(
