@@ -206,11 +206,13 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
             "review actions are disabled: no admin token is configured (server.admin_token_env)",
         ));
     };
+    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer`, `BEARER` and `Bearer`.
     let given = headers
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.strip_prefix("Bearer "))
-        .map(str::trim);
+        .and_then(|h| h.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim());
     match given {
         Some(token) if tokens_equal(token, &expected) => Ok(()),
         _ => Err(ApiError::new(
@@ -237,6 +239,8 @@ fn decision(
             "reviewer and reason must not be empty",
         ));
     }
+    crate::registry::check_decision_text(&d.reviewer, &d.reason)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
     Ok(d)
 }
 

@@ -29,12 +29,19 @@ pub struct Config {
     pub server: Server,
     pub severity: SeverityOverrides,
     pub watches: Vec<WatchConfig>,
+    /// `${VAR}`s of header and query templates that are unset now, each as a message with its
+    /// line. Not an error for every command (an operator's shell rarely holds the service's
+    /// secrets); `config check` and `run` refuse them ([`Config::require_env`]).
+    pub unset_vars: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
 pub struct Storage {
     pub path: PathBuf,
     pub keep_versions: u32,
+    /// Create the registry when no file exists at `path` at startup (default true; false for
+    /// production, where a missing registry is an error, never a fresh trust baseline).
+    pub create: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -96,6 +103,9 @@ pub struct WatchConfig {
     pub proxy: Option<String>,
     /// Header name → value template (`${VAR}`, `${file:PATH}`); never logged or stored.
     pub schema_headers: BTreeMap<String, String>,
+    /// Secret query parameter name → value template, appended to the URL at fetch time; never
+    /// part of the source identity, stored or shown (`[watch.schema_query]`).
+    pub schema_query: BTreeMap<String, String>,
     /// Global `[severity]` merged with this watch's `[watch.severity]`.
     pub severity: SeverityOverrides,
     /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
@@ -124,35 +134,36 @@ struct RawConfig {
 struct RawStorage {
     path: Option<String>,
     keep_versions: Option<u32>,
+    create: Option<bool>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawDaemon {
     max_concurrency: Option<usize>,
-    drain_timeout: Option<String>,
+    drain_timeout: Option<toml::Spanned<String>>,
     log_format: Option<LogFormat>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawServer {
-    listen: Option<String>,
+    listen: Option<toml::Spanned<String>>,
     admin_token_env: Option<String>,
 }
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawWatch {
-    name: String,
+    name: toml::Spanned<String>,
     kind: String,
     url: Option<String>,
     path: Option<String>,
     command: Option<Vec<String>>,
     env: Option<BTreeMap<String, String>>,
-    interval: Option<String>,
+    interval: Option<toml::Spanned<String>>,
     apply_compatible: Option<bool>,
-    timeout: Option<String>,
+    timeout: Option<toml::Spanned<String>>,
     max_bytes: Option<toml::Value>,
     ca_file: Option<String>,
     proxy: Option<String>,
@@ -164,10 +175,19 @@ struct RawWatch {
     #[serde(default)]
     schema_headers: BTreeMap<String, String>,
     #[serde(default)]
+    schema_query: BTreeMap<String, String>,
+    #[serde(default)]
     severity: BTreeMap<String, String>,
 }
 
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
+/// Bounds of every configured duration (docs/reliability.md H9): anything outside is a config
+/// error naming the file and line, so no duration arithmetic downstream can overflow.
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+pub const MAX_INTERVAL: Duration = Duration::from_secs(365 * 24 * 3600);
+pub const MIN_TIMEOUT: Duration = Duration::from_secs(1);
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(3600);
+pub const MAX_DRAIN_TIMEOUT: Duration = Duration::from_secs(3600);
 /// A watch's default `timeout` and `max_bytes` are those of every fetch (defined once there).
 pub use crate::fetch::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT};
 
@@ -203,10 +223,12 @@ impl Config {
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
             keep_versions: None,
+            create: None,
         });
         let storage = Storage {
             path: resolve(storage.path.as_deref().unwrap_or("registry.sqlite3"))?,
             keep_versions: storage.keep_versions.unwrap_or(100).max(1),
+            create: storage.create.unwrap_or(true),
         };
         let daemon = raw.daemon.unwrap_or(RawDaemon {
             max_concurrency: None,
@@ -215,10 +237,14 @@ impl Config {
         });
         let daemon = Daemon {
             max_concurrency: daemon.max_concurrency.unwrap_or(4).max(1),
-            drain_timeout: match daemon.drain_timeout {
-                Some(t) => {
-                    parse_duration(&t).map_err(|e| invalid(format!("daemon.drain_timeout: {e}")))?
-                }
+            drain_timeout: match &daemon.drain_timeout {
+                Some(t) => bounded_duration(t, Duration::from_millis(1), MAX_DRAIN_TIMEOUT)
+                    .map_err(|e| {
+                        invalid(format!(
+                            "line {}: daemon.drain_timeout: {e}",
+                            line_of(text, t.span())
+                        ))
+                    })?,
                 None => Duration::from_secs(20),
             },
             log_format: daemon.log_format.unwrap_or(LogFormat::Text),
@@ -228,7 +254,19 @@ impl Config {
             admin_token_env: None,
         });
         let server = Server {
-            listen: server.listen.unwrap_or_else(|| "127.0.0.1:9477".into()),
+            listen: match server.listen {
+                None => "127.0.0.1:9477".into(),
+                Some(listen) => {
+                    let line = line_of(text, listen.span());
+                    let listen = listen.into_inner();
+                    if listen.parse::<std::net::SocketAddr>().is_err() {
+                        return Err(invalid(format!(
+                            "line {line}: server.listen: {listen:?} is not an IP address and port (such as \"127.0.0.1:9477\" or \"[::1]:9477\")"
+                        )));
+                    }
+                    listen
+                }
+            },
             admin_token_env: server.admin_token_env,
         };
         let global_severity =
@@ -236,14 +274,17 @@ impl Config {
 
         let mut names = BTreeSet::new();
         let mut watches = Vec::new();
+        let mut unset_vars = Vec::new();
         for (i, w) in raw.watch.into_iter().enumerate() {
-            let at = format!("watch #{} ({:?})", i + 1, w.name);
-            if !valid_watch_name(&w.name) {
+            let name_line = line_of(text, w.name.span());
+            let watch_name = w.name.get_ref().clone();
+            let at = format!("watch #{} ({:?})", i + 1, watch_name);
+            if !valid_watch_name(&watch_name) {
                 return Err(invalid(format!(
-                    "{at}: name must be `namespace.name` of letters, digits, '-', '_' and '.'"
+                    "line {name_line}: {at}: name must be `namespace.name` (with a dot) of letters, digits, '-', '_' and '.', starting with a letter or digit"
                 )));
             }
-            if !names.insert(w.name.clone()) {
+            if !names.insert(watch_name.clone()) {
                 return Err(invalid(format!("{at}: duplicate watch name")));
             }
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
@@ -297,7 +338,13 @@ impl Config {
                     }
                     SourceConfig::Command {
                         argv,
-                        env: w.env.clone().unwrap_or_default(),
+                        env: w
+                            .env
+                            .clone()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                            .collect(),
                     }
                 }
                 _ if w.command.is_some() => {
@@ -319,8 +366,16 @@ impl Config {
                 (None, Some(p)) => SourceConfig::Path(resolve(p)?),
                 _ => return Err(invalid(format!("{at}: set exactly one of `url` or `path`"))),
             };
-            let duration = |key: &str, v: &Option<String>, default: Duration| match v {
-                Some(t) => parse_duration(t).map_err(|e| invalid(format!("{at}: {key}: {e}"))),
+            let duration = |key: &str,
+                            v: &Option<toml::Spanned<String>>,
+                            default: Duration,
+                            (min, max): (Duration, Duration)| match v {
+                Some(t) => bounded_duration(t, min, max).map_err(|e| {
+                    invalid(format!(
+                        "line {}: {at}: {key}: {e}",
+                        line_of(text, t.span())
+                    ))
+                }),
                 None => Ok(default),
             };
             let mut severity = global_severity.clone();
@@ -328,10 +383,34 @@ impl Config {
                 parse_overrides(&w.severity)
                     .map_err(|m| invalid(format!("{at}: [watch.severity]: {m}")))?,
             );
+            for (what, templates) in [
+                ("schema_headers", &w.schema_headers),
+                ("schema_query", &w.schema_query),
+            ] {
+                for (key, template) in templates {
+                    if let Some(var) = unset_variable(template) {
+                        unset_vars.push(format!(
+                            "line {name_line}: {at}: {what}.{key}: environment variable {var} is not set"
+                        ));
+                    }
+                }
+            }
             for name in w.schema_headers.keys() {
                 if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
                     return Err(invalid(format!(
                         "{at}: schema_headers: invalid header name {name:?}"
+                    )));
+                }
+            }
+            if !w.schema_query.is_empty() {
+                if !matches!(source, SourceConfig::Url(_)) || kind == Kind::Mcp {
+                    return Err(invalid(format!(
+                        "{at}: schema_query is only for a `url` watch of a document kind (not mcp)"
+                    )));
+                }
+                if let Some(name) = w.schema_query.keys().find(|n| n.is_empty()) {
+                    return Err(invalid(format!(
+                        "{at}: schema_query: invalid parameter name {name:?}"
                     )));
                 }
             }
@@ -358,9 +437,19 @@ impl Config {
                 },
                 kind,
                 source,
-                interval: duration("interval", &w.interval, DEFAULT_INTERVAL)?,
+                interval: duration(
+                    "interval",
+                    &w.interval,
+                    DEFAULT_INTERVAL,
+                    (MIN_INTERVAL, MAX_INTERVAL),
+                )?,
                 apply_compatible: w.apply_compatible.unwrap_or(true),
-                timeout: duration("timeout", &w.timeout, DEFAULT_TIMEOUT)?,
+                timeout: duration(
+                    "timeout",
+                    &w.timeout,
+                    DEFAULT_TIMEOUT,
+                    (MIN_TIMEOUT, MAX_TIMEOUT),
+                )?,
                 max_bytes: match &w.max_bytes {
                     None => DEFAULT_MAX_BYTES,
                     Some(v) => {
@@ -369,9 +458,18 @@ impl Config {
                 },
                 ca_file: w.ca_file.as_deref().map(resolve).transpose()?,
                 proxy: w.proxy,
-                schema_headers: w.schema_headers,
+                schema_query: w
+                    .schema_query
+                    .into_iter()
+                    .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                    .collect(),
+                schema_headers: w
+                    .schema_headers
+                    .into_iter()
+                    .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
+                    .collect(),
                 severity,
-                name: w.name,
+                name: watch_name,
             });
         }
         Ok(Config {
@@ -381,7 +479,20 @@ impl Config {
             server,
             severity: global_severity,
             watches,
+            unset_vars,
         })
+    }
+
+    /// Refuses a config whose header or query templates name an unset `${VAR}` (`config check`,
+    /// `run`): the first one, with its file and line.
+    pub fn require_env(&self) -> Result<(), ConfigError> {
+        match self.unset_vars.first() {
+            Some(message) => Err(ConfigError::Invalid {
+                path: self.path.clone(),
+                message: message.clone(),
+            }),
+            None => Ok(()),
+        }
     }
 
     pub fn watch(&self, name: &str) -> Option<&WatchConfig> {
@@ -389,8 +500,26 @@ impl Config {
     }
 }
 
+/// The first `${NAME}` of a value template whose variable is not set (`${file:…}` is read at
+/// fetch time, not here).
+fn unset_variable(template: &str) -> Option<String> {
+    let mut rest = template;
+    while let Some(start) = rest.find("${") {
+        let after = &rest[start + 2..];
+        let end = after.find('}')?;
+        let reference = &after[..end];
+        if !reference.starts_with("file:") && std::env::var_os(reference).is_none() {
+            return Some(reference.to_string());
+        }
+        rest = &after[end + 1..];
+    }
+    None
+}
+
 fn valid_watch_name(name: &str) -> bool {
-    !name.is_empty()
+    name.contains('.')
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && !name.is_empty()
         && name.len() <= 200
         && name
             .bytes()
@@ -423,6 +552,31 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         return Err(format!("{text:?} must be greater than zero"));
     }
     Ok(d)
+}
+
+/// A configured duration within `[min, max]`.
+fn bounded_duration(
+    text: &toml::Spanned<String>,
+    min: Duration,
+    max: Duration,
+) -> Result<Duration, String> {
+    let raw = text.get_ref();
+    let d = parse_duration(raw)?;
+    if d < min || d > max {
+        return Err(format!(
+            "{raw:?} is out of range (at least {}, at most {})",
+            humantime::format_duration(min),
+            humantime::format_duration(max)
+        ));
+    }
+    Ok(d)
+}
+
+/// The 1-based line of a byte offset in `text`.
+fn line_of(text: &str, span: std::ops::Range<usize>) -> usize {
+    text.get(..span.start.min(text.len()))
+        .map_or(0, |t| t.matches('\n').count())
+        + 1
 }
 
 /// Parses a byte size: an integer, or a string like `32MiB`, `500KB`, `1GiB`.

@@ -3,13 +3,14 @@
 //! `core` is pure (no I/O): model, canonical JSON, fingerprints, normalizers, drift rules.
 //! Everything else is an edge, and dependencies point one way (ARCHITECTURE.md):
 //!
-//! - `fetch` (HTTP, files, git, standard input; bounds, validators, secrets) and `mcp` (the MCP
-//!   client over stdio and Streamable HTTP, on `fetch`'s HTTP plumbing);
+//! - `process` (spawned children, orphans, process groups), `fetch` (HTTP, files, git,
+//!   standard input; bounds, validators, secrets) and `mcp` (the MCP client over stdio and
+//!   Streamable HTTP, on `fetch`'s HTTP plumbing and `process`);
 //! - `sources`: which fetch a kind needs, and the command-line source grammar;
 //! - `config` (the TOML file), `registry` (SQLite: snapshots, history, reviews, CAS);
 //! - `refresh` (one watch's cycle: a pure `decide` and its shell), `artifacts` (catalog,
-//!   pins, triage, provenance), `ci` (accept files, the gate, SARIF / JUnit / GitHub / GitLab), `views` (the JSON shapes the CLI and the API share),
-//!   `metrics`;
+//!   pins, triage, provenance), `ci` (accept files, the gate, SARIF / JUnit / GitHub /
+//!   GitLab), `views` (the JSON shapes the CLI and the API share), `metrics`;
 //! - `daemon` (scheduler, signals, reload, systemd) and `api` (the HTTP API);
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
@@ -22,6 +23,7 @@ pub mod daemon;
 pub mod fetch;
 pub mod mcp;
 pub mod metrics;
+pub mod process;
 pub mod refresh;
 pub mod registry;
 pub mod sources;

@@ -196,7 +196,9 @@ impl Outcome {
     }
 }
 
-/// The identity of a source with any URL password removed (it may be a credential).
+/// The identity of a source with any URL password removed (it may be a credential): a URL in
+/// its normalized form, a file by its canonical absolute path (however `--config` was spelled,
+/// docs/reliability.md H10).
 pub fn source_identity(source: &SourceConfig) -> String {
     match source {
         SourceConfig::Url(u) => {
@@ -204,9 +206,100 @@ pub fn source_identity(source: &SourceConfig) -> String {
             let _ = u.set_password(None);
             format!("url:{u}")
         }
-        SourceConfig::Path(p) => format!("path:{}", p.display()),
+        SourceConfig::Path(p) => format!("path:{}", canonical_path(p).display()),
         SourceConfig::Command { argv, .. } => crate::config::command_identity(argv),
     }
+}
+
+/// Changes whose grounds a `pending_review` log line carries; the rest are counted
+/// (`grounds_omitted`): 100,000 changes made a 7.3 MB line (docs/reliability.md H11).
+pub const LOG_GROUNDS: usize = 20;
+
+fn capped_grounds(mut stamped: serde_json::Value) -> serde_json::Value {
+    if let Some(toulmin) = stamped.get_mut("_toulmin").and_then(|t| t.as_object_mut()) {
+        let omitted = match toulmin.get_mut("grounds").and_then(|g| g.as_array_mut()) {
+            Some(grounds) if grounds.len() > LOG_GROUNDS => {
+                let omitted = grounds.len() - LOG_GROUNDS;
+                grounds.truncate(LOG_GROUNDS);
+                omitted
+            }
+            _ => 0,
+        };
+        if omitted > 0 {
+            toulmin.insert("grounds_omitted".into(), omitted.into());
+        }
+    }
+    stamped
+}
+
+/// `path` canonicalized (symlinks resolved), else made absolute against the working directory.
+fn canonical_path(path: &std::path::Path) -> std::path::PathBuf {
+    std::fs::canonicalize(path)
+        .or_else(|_| std::path::absolute(path))
+        .unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Whether a stored identity names the same source as `current`: equal, or two spellings of
+/// one file (an absolute path through a symlink, `.` / `..` segments).
+fn same_source(stored: &str, current: &str) -> bool {
+    if stored == current {
+        return true;
+    }
+    match (stored.strip_prefix("path:"), current.strip_prefix("path:")) {
+        (Some(a), Some(b)) if std::path::Path::new(a).is_absolute() => {
+            canonical_path(std::path::Path::new(a)) == std::path::Path::new(b)
+        }
+        _ => false,
+    }
+}
+
+/// Rewrites the file identities older releases stored in relative form (`path:pets.json`,
+/// relative to where `--config` was spelled from) as canonical absolute paths, when the
+/// relative path resolved against the config file's folder (or the working directory, as
+/// those releases did) is the watch's file. Returns how many were migrated.
+pub fn migrate_identities(
+    registry: &mut Registry,
+    config: &crate::config::Config,
+) -> Result<usize, RegistryError> {
+    let folder = config
+        .path
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let folder = std::path::absolute(&folder).unwrap_or(folder);
+    let mut migrated = 0;
+    for watch in &config.watches {
+        if !matches!(watch.source, SourceConfig::Path(_)) {
+            continue;
+        }
+        let Some(mut state) = registry.watch_state(&watch.name)? else {
+            continue;
+        };
+        let Some(stored) = state.source_identity.clone() else {
+            continue;
+        };
+        let Some(relative) = stored.strip_prefix("path:").map(std::path::Path::new) else {
+            continue;
+        };
+        if relative.is_absolute() {
+            continue;
+        }
+        let current = source_identity(&watch.source);
+        let matches = [
+            Some(folder.join(relative)),
+            std::path::absolute(relative).ok(),
+        ]
+        .into_iter()
+        .flatten()
+        .any(|candidate| format!("path:{}", canonical_path(&candidate).display()) == current);
+        if matches {
+            tracing::info!(event = "source_identity_migrated", watch = %watch.name, from = %stored, to = %current);
+            state.source_identity = Some(current);
+            registry.record_watch(&state)?;
+            migrated += 1;
+        }
+    }
+    Ok(migrated)
 }
 
 /// The classification policy of a watch: its severity overrides (global merged with its own)
@@ -305,11 +398,22 @@ async fn refresh_inner(
 
     if existing.is_some() {
         if let Some(previous) = &state.source_identity {
-            if *previous != identity {
+            if !same_source(previous, &identity) {
                 state.status = WatchStatus::Stale;
                 state.last_checked_at = Some(now_rfc3339());
+                // Shown redacted (a query value may be a credential), so say what changed
+                // when only a redacted part did.
+                let (was, now) = (
+                    crate::fetch::redact_identity(previous),
+                    crate::fetch::redact_identity(&identity),
+                );
+                let change = if was == now {
+                    format!("the watch's source {now} changed in a query value")
+                } else {
+                    format!("the watch's source changed from {was} to {now}")
+                };
                 state.last_error = Some(format!(
-                    "the watch's source changed from {previous} to {identity}; run `schemawatch watch reset {}` to compare the new source against the accepted contract",
+                    "{change}; run `schemawatch watch reset {}` to compare the new source against the accepted contract",
                     watch.name
                 ));
                 registry.record_watch(&state)?;
@@ -507,11 +611,11 @@ async fn refresh_inner(
                             Queued::AlreadyOpen { id } => id,
                         };
                         // The payload carries the verdict's reasoning (`_toulmin`, `_tags`).
-                        let provenance = crate::artifacts::provenance::stamp(
+                        let provenance = capped_grounds(crate::artifacts::provenance::stamp(
                             serde_json::json!({"review_id": id}),
                             &report,
                             &format!("review:{}", watch.name),
-                        );
+                        ));
                         tracing::warn!(event = "pending_review", watch = %watch.name, review_id = id,
                             compatibility = compatibility.as_str(), change_count = report.changes.len(),
                             provenance = %provenance);

@@ -47,6 +47,45 @@ fn err(field: impl Into<String>, code: &'static str) -> CatalogError {
     }
 }
 
+/// Which field is wrong in an object whose keys are not exactly `expected`: the first unknown
+/// one (`unknown_field`, named — a key is a name, never a value; a key that is not a plain
+/// identifier is not echoed) or the first missing one (`missing_field`).
+fn fields_error(prefix: &str, keys: &[&str], expected: &[&str]) -> CatalogError {
+    let at = |name: &str| {
+        if prefix.is_empty() {
+            name.to_string()
+        } else {
+            format!("{prefix}.{name}")
+        }
+    };
+    if let Some(unknown) = keys.iter().find(|k| !expected.contains(k)) {
+        let plain = unknown.len() <= 64
+            && !unknown.is_empty()
+            && unknown
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        return err(
+            at(if plain {
+                unknown
+            } else {
+                "<not an identifier>"
+            }),
+            "unknown_field",
+        );
+    }
+    match expected.iter().find(|e| !keys.contains(e)) {
+        Some(missing) => err(at(missing), "missing_field"),
+        None => err(
+            if prefix.is_empty() {
+                "inventory"
+            } else {
+                prefix
+            },
+            "invalid_fields",
+        ),
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Semver(pub u64, pub u64, pub u64);
 
@@ -231,7 +270,8 @@ pub fn parse_inventory(text: &str) -> Result<Vec<ToolRecord>, CatalogError> {
         return Err(err("inventory", "invalid_type"));
     };
     if top.len() != 2 || !top.contains_key("schema_version") || !top.contains_key("tools") {
-        return Err(err("inventory", "invalid_fields"));
+        let keys: Vec<&str> = top.keys().map(String::as_str).collect();
+        return Err(fields_error("", &keys, &["schema_version", "tools"]));
     }
     if top.get("schema_version") != Some(&json!(INVENTORY_SCHEMA_VERSION)) {
         return Err(err("schema_version", "unsupported_version"));
@@ -252,7 +292,7 @@ pub fn parse_inventory(text: &str) -> Result<Vec<ToolRecord>, CatalogError> {
         let mut keys: Vec<&str> = map.keys().map(String::as_str).collect();
         keys.sort_unstable();
         if keys != RECORD_FIELDS {
-            return Err(err(format!("tools[{i}]"), "invalid_fields"));
+            return Err(fields_error(&format!("tools[{i}]"), &keys, &RECORD_FIELDS));
         }
         let text = |field: &str| -> Result<&str, CatalogError> {
             map.get(field)
@@ -512,10 +552,7 @@ mod tests {
         let ok = inventory_json(&[record("tool:a.b/list", "1.0.0", "read-only", 'a')]);
         assert_eq!(parse_inventory(&ok).unwrap().len(), 1);
         let cases = [
-            (
-                ok.replace("\"tools\"", "\"tool\""),
-                "inventory: invalid_fields",
-            ),
+            (ok.replace("\"tools\"", "\"tool\""), "tool: unknown_field"),
             (
                 ok.replace("tool_inventory.v1", "tool_inventory.v9"),
                 "schema_version: unsupported_version",
@@ -541,7 +578,7 @@ mod tests {
                     "\"schema_digest\"",
                     "\"description\":\"SECRET\",\"schema_digest\"",
                 ),
-                "tools[0]: invalid_fields",
+                "tools[0].description: unknown_field",
             ),
             (
                 ok.replace("sha256:a", "sha256:A"),

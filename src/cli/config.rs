@@ -14,6 +14,9 @@ pub fn run(action: ConfigCommand) -> Outcome {
     match action {
         ConfigCommand::Check { config } => {
             let config = load_config(&config)?;
+            config
+                .require_env()
+                .map_err(|e| super::Failure::Usage(e.into()))?;
             say!(
                 "{}: ok ({} watch{}, registry {})",
                 config.path.display(),

@@ -152,6 +152,8 @@ type Outcome = Result<(), Failure>;
 /// Parses the command line, runs the subcommand and maps its outcome to the exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Orphaned descendants of an MCP stdio server stay ours to kill (docs/reliability.md H1).
+    schemawatch::process::become_subreaper();
     let result = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -210,8 +212,12 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
 }
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {
-    Registry::open(&config.storage.path)
-        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))
+    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)
+        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))?;
+    // File identities of older releases, stored relative (docs/reliability.md H10).
+    schemawatch::refresh::migrate_identities(&mut registry, config)
+        .with_context(|| format!("cannot migrate registry {}", config.storage.path.display()))?;
+    Ok(registry)
 }
 
 fn print_json(value: &Value) {

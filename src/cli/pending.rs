@@ -103,6 +103,8 @@ pub fn run(action: PendingCommand) -> Outcome {
             reason,
             json,
         } => {
+            schemawatch::registry::check_decision_text(&reviewer, &reason)
+                .map_err(|e| Failure::Usage(anyhow::anyhow!(e)))?;
             let config = load_config(&config)?;
             let mut registry = open_registry(&config)?;
             let version = registry
@@ -122,6 +124,8 @@ pub fn run(action: PendingCommand) -> Outcome {
             reason,
             json,
         } => {
+            schemawatch::registry::check_decision_text(&reviewer, &reason)
+                .map_err(|e| Failure::Usage(anyhow::anyhow!(e)))?;
             let config = load_config(&config)?;
             let mut registry = open_registry(&config)?;
             registry

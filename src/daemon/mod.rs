@@ -12,9 +12,13 @@
 //!   dropped at an await point, which is never inside a registry transaction (those are
 //!   synchronous), and recorded as an error;
 //! - after an error the next try follows a jittered exponential backoff on the stored
-//!   `consecutive_failures`, capped by the interval and [`MAX_BACKOFF`].
+//!   `consecutive_failures`: it starts at `min(interval, FIRST_BACKOFF)` and doubles past the
+//!   interval up to [`MAX_BACKOFF`] (a failing provider is not hit once per interval);
+//! - every deadline is computed with checked arithmetic ([`later`]): configured durations are
+//!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
 mod notify;
+pub mod serve;
 
 use crate::config::{Config, ConfigError, WatchConfig};
 use crate::metrics::Metrics;
@@ -34,6 +38,9 @@ use tokio::time::Instant;
 pub enum DaemonError {
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// A configuration the daemon refuses to run with (docs/reliability.md H11).
+    #[error("refusing to start: {0}")]
+    Refused(String),
     #[error("cannot install signal handler: {0}")]
     Signal(std::io::Error),
     #[error("cannot listen on {listen}: {source}")]
@@ -43,7 +50,7 @@ pub enum DaemonError {
     },
 }
 
-/// Longest wait between retries of a failing watch (also capped by its interval).
+/// Longest wait between retries of a failing watch (the backoff may exceed its interval).
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// The first retry after an error comes after about this long (jittered down to half).
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
@@ -92,20 +99,29 @@ pub fn first_delay(watch: &WatchConfig) -> Duration {
     watch.interval.min(FIRST_SPREAD).mul_f64(fraction)
 }
 
-/// Wait after a failed refresh: `FIRST_BACKOFF * 2^(failures-1)`, capped by `MAX_BACKOFF`
-/// and the interval, times a jitter factor in [0.5, 1).
+/// Wait after a failed refresh: `min(interval, FIRST_BACKOFF) * 2^(failures-1)`, capped by
+/// `MAX_BACKOFF` (not by the interval: a 1 s watch of a failing server backs off to minutes),
+/// times a jitter factor in [0.5, 1).
 pub fn backoff(failures: i64, interval: Duration, jitter: f64) -> Duration {
     let exponent = (failures.max(1) - 1).min(16) as u32;
     FIRST_BACKOFF
+        .min(interval)
         .saturating_mul(1u32 << exponent)
         .min(MAX_BACKOFF)
-        .min(interval)
         .mul_f64(0.5 + jitter.clamp(0.0, 1.0) / 2.0)
 }
 
-/// Wait after a successful refresh: the interval ± 10%.
+/// Wait after a successful refresh: the interval ± 10% (saturating: never a panic).
 pub fn next_interval(interval: Duration, jitter: f64) -> Duration {
-    interval.mul_f64(0.9 + jitter.clamp(0.0, 1.0) / 5.0)
+    Duration::try_from_secs_f64(interval.as_secs_f64() * (0.9 + jitter.clamp(0.0, 1.0) / 5.0))
+        .unwrap_or(Duration::MAX)
+}
+
+/// `now + wait`, or a point about a century away when that does not fit (never a panic).
+pub fn later(now: Instant, wait: Duration) -> Instant {
+    now.checked_add(wait)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
 }
 
 /// State shared by the scheduler, the signal loop and the HTTP API.
@@ -123,11 +139,55 @@ pub struct Shared {
     permits: Mutex<usize>,
     /// Host header values accepted under `/v1` (DNS-rebinding protection).
     allowed_hosts: Vec<String>,
+    /// (device, inode) of the registry file opened at startup: a file replaced or deleted under
+    /// the daemon is never written to or re-created (docs/reliability.md H6).
+    registry_identity: Option<(u64, u64)>,
+    /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
+    registry_lost: AtomicBool,
 }
 
+fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// The admin token: the variable's value with surrounding whitespace (a trailing newline from
+/// a secret file or `echo`) trimmed, so it can match a header.
 fn read_token(config: &Config) -> Option<String> {
     let var = config.server.admin_token_env.as_deref()?;
-    std::env::var(var).ok().filter(|t| !t.trim().is_empty())
+    std::env::var(var)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable
+/// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
+/// `[::]`) with no admin token configured.
+pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
+    config
+        .require_env()
+        .map_err(|e| DaemonError::Refused(e.to_string()))?;
+    if let Some(var) = config.server.admin_token_env.as_deref() {
+        if read_token(config).is_none() {
+            return Err(DaemonError::Refused(format!(
+                "server.admin_token_env names {var}, which is not set (or empty) in the environment"
+            )));
+        }
+    }
+    let unspecified = config
+        .server
+        .listen
+        .parse::<SocketAddr>()
+        .is_ok_and(|a| a.ip().is_unspecified());
+    if unspecified && config.server.admin_token_env.is_none() {
+        return Err(DaemonError::Refused(format!(
+            "server.listen = {:?} serves the API on every interface without an admin token: set server.admin_token_env, or listen on loopback",
+            config.server.listen
+        )));
+    }
+    Ok(())
 }
 
 /// Host header values `/v1` accepts: the configured listen address, the bound address, and
@@ -149,6 +209,7 @@ fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
 impl Shared {
     pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
         let permits = config.daemon.max_concurrency;
+        let config_registry_path = config.storage.path.clone();
         Arc::new(Shared {
             admin_token: RwLock::new(read_token(&config)),
             allowed_hosts: allowed_hosts(&config.server.listen, bound),
@@ -160,7 +221,35 @@ impl Shared {
             locks: Mutex::new(HashMap::new()),
             semaphore: Arc::new(Semaphore::new(permits)),
             permits: Mutex::new(permits),
+            registry_identity: file_identity(&config_registry_path).ok(),
+            registry_lost: AtomicBool::new(false),
         })
+    }
+
+    /// Whether the registry file is still the one opened at startup. The first time it is not,
+    /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
+    pub fn registry_intact(&self) -> Result<(), RegistryError> {
+        let what = match (file_identity(&self.registry_path), self.registry_identity) {
+            (Ok(now), Some(then)) if now == then => None,
+            (Ok(_), Some(_)) => Some("replaced"),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted"),
+            // Unknown either way (a stat error): not evidence of a replacement.
+            _ => None,
+        };
+        match what {
+            None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
+            found => {
+                let what = found.unwrap_or("replaced");
+                let error = RegistryError::Replaced {
+                    path: self.registry_path.display().to_string(),
+                    what,
+                };
+                if !self.registry_lost.swap(true, Ordering::SeqCst) {
+                    tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
+                }
+                Err(error)
+            }
+        }
     }
 
     /// The config in force now.
@@ -184,7 +273,7 @@ impl Shared {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
+        self.ready.load(Ordering::SeqCst) && self.registry_intact().is_ok()
     }
 
     /// The admin token, when one is configured and set in the environment.
@@ -201,15 +290,17 @@ impl Shared {
             .any(|h| h.eq_ignore_ascii_case(host))
     }
 
-    /// Takes an idle registry connection, or opens a new one.
+    /// Takes an idle registry connection, or opens a new one (never creating the file), once
+    /// the file is checked to be the one opened at startup.
     pub fn take_registry(&self) -> Result<Registry, RegistryError> {
+        self.registry_intact()?;
         let idle = match self.pool.lock() {
             Ok(mut p) => p.pop(),
             Err(poisoned) => poisoned.into_inner().pop(),
         };
         match idle {
             Some(r) => Ok(r),
-            None => Registry::open(&self.registry_path),
+            None => Registry::open_existing(&self.registry_path),
         }
     }
 
@@ -285,6 +376,7 @@ impl Shared {
         let keep_versions = self.config().storage.keep_versions;
         let mut registry = match self.take_registry() {
             Ok(r) => r,
+            Err(RegistryError::Replaced { .. }) => return None,
             Err(e) => {
                 tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
                 return None;
@@ -374,7 +466,7 @@ async fn watch_task(
 ) {
     let mut current = config.borrow_and_update().clone();
     let mut jitter = Jitter::seeded(name_hash(&current.name));
-    let mut next = Instant::now() + first_delay(&current);
+    let mut next = later(Instant::now(), first_delay(&current));
     loop {
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
@@ -384,7 +476,7 @@ async fn watch_task(
                 }
                 let new = config.borrow_and_update().clone();
                 if new.interval < current.interval {
-                    next = next.min(Instant::now() + next_interval(new.interval, jitter.fraction()));
+                    next = next.min(later(Instant::now(), next_interval(new.interval, jitter.fraction())));
                 }
                 current = new;
                 continue;
@@ -419,7 +511,7 @@ async fn watch_task(
                 backoff(failures, current.interval, jitter.fraction())
             }
         };
-        next = Instant::now() + wait;
+        next = later(Instant::now(), wait);
     }
 }
 
@@ -448,6 +540,12 @@ fn reload(
 ) -> Result<(), ConfigError> {
     let started = std::time::Instant::now();
     let new = Config::load(path)?;
+    if let Err(e) = check_startup(&new) {
+        return Err(ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        });
+    }
     let old = shared.config();
     if new.storage.path != old.storage.path {
         tracing::warn!(
@@ -510,7 +608,15 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
 
-    let registry = Registry::open(&config.storage.path)?;
+    check_startup(&config)?;
+    // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
+    // re-parented to us: reap them (docs/reliability.md H1).
+    crate::process::become_subreaper();
+    crate::process::spawn_reaper();
+
+    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
+    // File identities of older releases, stored relative (docs/reliability.md H10).
+    crate::refresh::migrate_identities(&mut registry, &config)?;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
@@ -546,14 +652,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
-    let server = tokio::spawn(async move {
-        let serving = axum::serve(listener, app).with_graceful_shutdown(async move {
-            let _ = api_stop_rx.await;
-        });
-        if let Err(e) = serving.await {
-            tracing::error!(event = "api_failed", error = %e);
-        }
-    });
+    let slots = shared.config().daemon.max_concurrency;
+    let server = tokio::spawn(serve::serve(listener, app, slots, api_stop_rx));
     tracing::info!(event = "api_listening", addr = %bound);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -599,7 +699,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let _ = stop_tx.send(true);
     let in_flight = shared.metrics.in_flight.get();
     tracing::info!(event = "daemon_draining", signal = which, in_flight, drain_timeout = %humantime::format_duration(drain_timeout));
-    let deadline = Instant::now() + drain_timeout;
+    let deadline = later(Instant::now(), drain_timeout);
     let mut abandoned = 0usize;
     let mut forced = false;
     for (name, task) in tasks.iter_mut() {
@@ -650,8 +750,15 @@ mod tests {
         assert!(backoff(3, hour, 0.999) > backoff(2, hour, 0.999));
         assert!(backoff(50, hour, 0.999) <= MAX_BACKOFF);
         assert!(backoff(50, hour, 0.0) >= MAX_BACKOFF / 2);
-        // Never longer than the interval.
-        assert!(backoff(10, Duration::from_secs(7), 0.999) <= Duration::from_secs(7));
+        // Starts at the interval when that is shorter, then grows past it up to the cap.
+        let second = Duration::from_secs(1);
+        assert!(backoff(1, second, 0.999) <= second);
+        assert!(backoff(5, second, 0.0) >= Duration::from_secs(8));
+        assert!(backoff(50, second, 0.999) <= MAX_BACKOFF);
+        // No overflow anywhere, whatever the duration.
+        assert_eq!(next_interval(Duration::MAX, 0.999), Duration::MAX);
+        let now = Instant::now();
+        assert!(later(now, Duration::MAX) > now);
         // Zero or negative failure counts behave like one.
         assert_eq!(backoff(0, hour, 0.0), backoff(1, hour, 0.0));
     }

@@ -114,13 +114,14 @@ async fn run_git(args: &[&str], max_bytes: u64, object: &str) -> Result<Vec<u8>,
         object: object.to_owned(),
         detail,
     };
-    let mut child = Command::new("git")
+    let mut command = Command::new("git");
+    command
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
+        .kill_on_drop(true);
+    let (mut child, _tracked) = crate::process::spawn_tracked(&mut command)
         .map_err(|e| failed(format!("cannot run git: {e}")))?;
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(failed("no pipes to git".into()));

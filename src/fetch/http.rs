@@ -56,6 +56,36 @@ pub(crate) struct Configured {
 pub(crate) fn configured_headers(
     templates: &BTreeMap<String, String>,
 ) -> Result<Configured, FetchError> {
+    configured_from(templates, |_, template| expand_header_value(template))
+}
+
+/// [`configured_headers`], with the values (secret files included) read on a blocking thread
+/// within `within`: a slow or hostile secret file never blocks the async runtime.
+pub(crate) async fn configured_headers_within(
+    templates: &BTreeMap<String, String>,
+    within: std::time::Duration,
+) -> Result<Configured, FetchError> {
+    if !templates.values().any(|t| t.contains("${file:")) {
+        return configured_headers(templates);
+    }
+    let expanded = super::secrets::expand_all_within(templates, within)
+        .await
+        .map_err(|(name, error)| FetchError::Header {
+            name,
+            reason: HeaderProblem::Secret(error),
+        })?;
+    configured_from(templates, |name, _| {
+        expanded
+            .get(name)
+            .cloned()
+            .ok_or(super::SecretError::InvalidReference { offset: 0 })
+    })
+}
+
+fn configured_from(
+    templates: &BTreeMap<String, String>,
+    expand: impl Fn(&str, &str) -> Result<String, super::SecretError>,
+) -> Result<Configured, FetchError> {
     let mut headers = HeaderMap::new();
     let mut secrets = Vec::new();
     for (name, template) in templates {
@@ -72,8 +102,8 @@ pub(crate) fn configured_headers(
         if headers.contains_key(&header_name) {
             return Err(header_error(HeaderProblem::Duplicate));
         }
-        let value = expand_header_value(template)
-            .map_err(|error| header_error(HeaderProblem::Secret(error)))?;
+        let value =
+            expand(name, template).map_err(|error| header_error(HeaderProblem::Secret(error)))?;
         let mut header_value = HeaderValue::from_bytes(value.as_bytes())
             .map_err(|_| header_error(HeaderProblem::InvalidValue))?;
         // Keeps the value out of `Debug` and out of the HTTP/2 HPACK table.
@@ -253,10 +283,27 @@ fn header_text(headers: &HeaderMap, name: HeaderName) -> Option<String> {
 
 /// The URL as reported to callers: userinfo removed, since callers may log or store it.
 fn reportable(url: &Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
+    super::redact_url(url)
+}
+
+/// `start` with the request's secret query parameters appended (values expanded off the
+/// runtime within the deadline, and added to `secrets` for error redaction).
+async fn with_secret_query(
+    request: &FetchRequest,
+    start: &Url,
+    secrets: &mut Vec<String>,
+) -> Result<Url, FetchError> {
+    if request.query.is_empty() {
+        return Ok(start.clone());
+    }
+    let values = super::secrets::expand_all_within(&request.query, request.timeout)
+        .await
+        .map_err(|(name, reason)| FetchError::Query { name, reason })?;
+    let mut url = start.clone();
+    url.query_pairs_mut()
+        .extend_pairs(values.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    secrets.extend(values.into_values().filter(|v| !v.is_empty()));
+    Ok(url)
 }
 
 pub(super) async fn fetch_url(
@@ -281,7 +328,8 @@ pub(super) async fn fetch_url_with(
     post: Option<&PostBody>,
 ) -> Result<FetchOutcome, FetchError> {
     check_scheme(start, "URL")?;
-    let configured = configured_headers(&request.headers)?;
+    let mut configured = configured_headers_within(&request.headers, request.timeout).await?;
+    let start = &with_secret_query(request, start, &mut configured.secrets).await?;
     let conditional = conditional_headers(request.validators.as_ref());
     let sent_validator = post.is_none() && !conditional.is_empty();
     let client = build_client(request).await?;
@@ -330,6 +378,10 @@ pub(super) async fn fetch_url_with(
                 return Err(FetchError::TooManyRedirects);
             }
             url = next_location(response.headers(), status, &url)?;
+            // An external `$ref` stays on the root's origin on every hop (H8).
+            if request.same_origin_redirects && url.origin() != home {
+                return Err(FetchError::CrossOriginRedirect);
+            }
             redirects += 1;
             continue;
         }
@@ -558,6 +610,6 @@ mod tests {
             Ok(url) => url,
             Err(error) => panic!("{error}"),
         };
-        assert_eq!(reportable(&url), "https://example.com/a?b=1");
+        assert_eq!(reportable(&url), "https://example.com/a?b=[redacted]");
     }
 }

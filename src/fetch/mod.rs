@@ -20,7 +20,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 pub use git::{GitBlob, GitNameError};
-pub use secrets::{expand_header_value, SecretError, MAX_SECRET_FILE_BYTES};
+pub use secrets::{
+    absolutize_file_refs, expand_all_within, expand_header_value, SecretError,
+    MAX_SECRET_FILE_BYTES,
+};
 
 /// Most redirect hops followed before giving up; the next redirect is an error.
 pub const MAX_REDIRECTS: usize = 5;
@@ -67,6 +70,12 @@ pub struct FetchRequest {
     pub proxy: Option<String>,
     /// Validators stored for the accepted snapshot; None = unconditional fetch.
     pub validators: Option<Validators>,
+    /// Secret query parameters (name -> value template), appended to a URL at fetch time:
+    /// sent, never part of the source's identity, stored or shown (`[watch.schema_query]`).
+    pub query: BTreeMap<String, String>,
+    /// Refuse a redirect to another origin than the URL's (external `$ref` documents, whose
+    /// same-origin rule holds after every redirect).
+    pub same_origin_redirects: bool,
 }
 
 impl FetchRequest {
@@ -81,7 +90,39 @@ impl FetchRequest {
             ca_file: None,
             proxy: None,
             validators: None,
+            query: BTreeMap::new(),
+            same_origin_redirects: false,
         }
+    }
+}
+
+/// A URL as it may be shown, logged or stored in a message: userinfo removed and every query
+/// value replaced by `[redacted]` (a `?token=` is a credential as often as not).
+pub fn redact_url(url: &url::Url) -> String {
+    let mut url = url.clone();
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
+    if let Some(query) = url.query().map(str::to_owned) {
+        let redacted: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, value)) if !value.is_empty() => format!("{name}=[redacted]"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        url.set_query(Some(&redacted.join("&")));
+    }
+    url.to_string()
+}
+
+/// A source identity (`url:…`, `path:…`, `command:…`) as it may be shown: a URL redacted.
+pub fn redact_identity(identity: &str) -> String {
+    match identity
+        .strip_prefix("url:")
+        .and_then(|u| url::Url::parse(u).ok())
+    {
+        Some(url) => format!("url:{}", redact_url(&url)),
+        None => identity.to_string(),
     }
 }
 
@@ -96,6 +137,7 @@ impl fmt::Debug for FetchRequest {
             .field("ca_file", &self.ca_file)
             .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
             .field("validators", &self.validators)
+            .field("query", &self.query.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -165,6 +207,10 @@ pub enum FetchError {
     Stdin { error: std::io::Error },
     #[error("cannot read {object} from git: {detail}")]
     Git { object: String, detail: String },
+    #[error("redirected to another origin (external documents stay on the root's origin)")]
+    CrossOriginRedirect,
+    #[error("query parameter `{name}`: {reason}")]
+    Query { name: String, reason: SecretError },
     #[error("header `{name}`: {reason}")]
     Header { name: String, reason: HeaderProblem },
     #[error("bad URL: {reason}")]

@@ -180,6 +180,32 @@ fn check_scope(root: &Url, found: &ExternalRef) -> Result<(), BundleError> {
     }
 }
 
+/// The folder limit on the real paths: a symlink below the root's folder (`sub/link -> ..`)
+/// must not reach outside it. `path` is the external document's local path; a path that
+/// cannot be resolved (missing) is left to the fetch, which fails on it.
+async fn check_canonical_folder(
+    root: &Url,
+    path: &std::path::Path,
+    found: &ExternalRef,
+) -> Result<(), BundleError> {
+    let Ok(root_file) = root.to_file_path() else {
+        return Ok(());
+    };
+    let Some(folder) = root_file.parent() else {
+        return Ok(());
+    };
+    let Ok(folder) = tokio::fs::canonicalize(folder).await else {
+        return Ok(());
+    };
+    match tokio::fs::canonicalize(path).await {
+        Ok(real) if real.starts_with(&folder) => Ok(()),
+        Ok(_) => Err(BundleError::OutsideFolder {
+            reference: found.reference.clone(),
+        }),
+        Err(_) => Ok(()),
+    }
+}
+
 /// Parses `bytes` (the root document fetched by `request`; `final_url` is where it came from
 /// after redirects) and normalizes it, fetching the documents its external `$ref`s reach under
 /// `policy`. `started` is when the root fetch began: the watch's timeout covers everything.
@@ -247,10 +273,16 @@ async fn fetch_externals(
         }
         seen.insert(found.document.clone());
         let source = external_source(&request.source, &found)?;
+        if let Source::Path(path) = &source {
+            if matches!(request.source, Source::Path(_) | Source::Stdin) {
+                check_canonical_folder(root_uri, path, &found).await?;
+            }
+        }
         let sub = FetchRequest {
             source,
             max_bytes: request.max_bytes.saturating_sub(used),
             validators: None,
+            same_origin_redirects: true,
             ..request.clone()
         };
         let bytes = match super::fetch(&sub).await {

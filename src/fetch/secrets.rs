@@ -37,6 +37,13 @@ pub enum SecretError {
     /// `${file:PATH}` is larger than [`MAX_SECRET_FILE_BYTES`].
     #[error("secret file {} is larger than {limit} bytes", path.display())]
     FileTooLarge { path: PathBuf, limit: u64 },
+    /// `${file:PATH}` is a FIFO, a device, a socket or a folder: only a regular file is read
+    /// (a FIFO would block the read forever, docs/reliability.md H3).
+    #[error("secret file {} is not a regular file", path.display())]
+    NotRegular { path: PathBuf },
+    /// Reading the secrets did not finish within the fetch's deadline.
+    #[error("reading the secret files did not finish within {}", humantime::format_duration(*within))]
+    Timeout { within: std::time::Duration },
     /// `${file:PATH}` is not valid UTF-8.
     #[error("secret file {} is not valid UTF-8", path.display())]
     FileNotUtf8 { path: PathBuf },
@@ -94,11 +101,66 @@ fn is_var_name(name: &str) -> bool {
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
 }
 
+/// Rewrites every relative `${file:PATH}` of a template as an absolute one under `base` (the
+/// config file's folder), like every other path of the config. Only paths are touched.
+pub fn absolutize_file_refs(template: &str, base: &std::path::Path) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("${file:") {
+        let after = &rest[start + 7..];
+        let Some(end) = after.find('}') else { break };
+        let path = &after[..end];
+        out.push_str(&rest[..start + 7]);
+        if !path.is_empty() && std::path::Path::new(path).is_relative() {
+            out.push_str(&base.join(path).to_string_lossy());
+        } else {
+            out.push_str(path);
+        }
+        out.push('}');
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Expands `templates` on a blocking thread, off the async runtime, within `within`.
+pub async fn expand_all_within(
+    templates: &std::collections::BTreeMap<String, String>,
+    within: std::time::Duration,
+) -> Result<std::collections::BTreeMap<String, String>, (String, SecretError)> {
+    let owned = templates.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        owned
+            .into_iter()
+            .map(|(name, template)| match expand_header_value(&template) {
+                Ok(value) => Ok((name, value)),
+                Err(e) => Err((name, e)),
+            })
+            .collect::<Result<std::collections::BTreeMap<_, _>, _>>()
+    });
+    let first = || templates.keys().next().cloned().unwrap_or_default();
+    match tokio::time::timeout(within, task).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(_)) | Err(_) => Err((first(), SecretError::Timeout { within })),
+    }
+}
+
 fn read_secret_file(path: PathBuf) -> Result<String, SecretError> {
-    let file = match std::fs::File::open(&path) {
+    // Non-blocking open: opening a FIFO for reading would otherwise wait for a writer.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(&path)
+    {
         Ok(file) => file,
         Err(error) => return Err(SecretError::File { path, error }),
     };
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        Ok(_) => return Err(SecretError::NotRegular { path }),
+        Err(error) => return Err(SecretError::File { path, error }),
+    }
     let mut bytes = Vec::new();
     if let Err(error) = file.take(MAX_SECRET_FILE_BYTES + 1).read_to_end(&mut bytes) {
         return Err(SecretError::File { path, error });
@@ -138,6 +200,16 @@ mod tests {
             assert!(msg.contains(&format!("byte {offset}")), "{msg}");
             assert!(!msg.contains("bad"), "{msg}");
         }
+    }
+
+    #[test]
+    fn relative_secret_files_resolve_against_the_config_folder() {
+        let base = std::path::Path::new("/etc/sw");
+        assert_eq!(
+            absolutize_file_refs("Bearer ${file:tok} ${file:/abs} ${VAR} ${file:}", base),
+            "Bearer ${file:/etc/sw/tok} ${file:/abs} ${VAR} ${file:}"
+        );
+        assert_eq!(absolutize_file_refs("x ${file:a", base), "x ${file:a");
     }
 
     #[test]

@@ -10,7 +10,7 @@
 use super::{
     classify_message, parse_messages, Budget, Era, Incoming, McpError, Reply, MODERN_VERSION,
 };
-use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers};
+use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers_within};
 use crate::fetch::{FetchError, FetchRequest, Source, DEFAULT_CONNECT_TIMEOUT};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
@@ -69,8 +69,10 @@ impl HttpConn {
             ca_file: ca_file.map(Path::to_path_buf),
             proxy: proxy.map(str::to_owned),
             validators: None,
+            query: BTreeMap::new(),
+            same_origin_redirects: false,
         };
-        let configured = configured_headers(&request.headers)?;
+        let configured = configured_headers_within(&request.headers, timeout).await?;
         let client = build_client(&request).await?;
         Ok(HttpConn {
             client,

@@ -299,14 +299,18 @@ impl Conn {
 /// Reads the whole tool list of the server, within the request's bounds. A stdio child is
 /// killed and reaped on every path, success, error or timeout.
 pub async fn fetch_tools(request: &McpRequest) -> Result<Snapshot, McpError> {
-    let deadline = Instant::now() + request.timeout;
+    let deadline = crate::daemon::later(Instant::now(), request.timeout);
     let budget = Budget {
         used: 0,
         limit: request.max_bytes,
     };
     let (mut conn, transport, url) = match &request.target {
         Target::Stdio { argv, env } => (
-            Conn::Stdio(stdio::StdioConn::spawn(argv, env, budget)?),
+            Conn::Stdio(stdio::StdioConn::spawn(
+                argv,
+                &stdio::expand_env(env, request.timeout).await?,
+                budget,
+            )?),
             "stdio",
             None,
         ),
@@ -352,10 +356,7 @@ pub async fn fetch_document(request: &McpRequest) -> Result<Vec<u8>, McpError> {
 }
 
 fn reportable(url: &url::Url) -> String {
-    let mut url = url.clone();
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
-    url.to_string()
+    crate::fetch::redact_url(url)
 }
 
 /// `params` with the modern per-request `_meta`.

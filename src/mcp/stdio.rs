@@ -25,6 +25,10 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 pub(super) struct StdioConn {
     child: Child,
+    /// Keeps the child out of the orphan reaper while tokio owns it.
+    _tracked: crate::process::Tracked,
+    /// Set once [`StdioConn::close`] has killed what the child left; otherwise drop does.
+    closed: bool,
     stdin: Option<ChildStdin>,
     stdout: ChildStdout,
     buf: Vec<u8>,
@@ -34,7 +38,25 @@ pub(super) struct StdioConn {
     next_id: i64,
 }
 
+/// The child's environment values, expanded (secret files read) off the async runtime within
+/// `within` (docs/reliability.md H3).
+pub(super) async fn expand_env(
+    env: &BTreeMap<String, String>,
+    within: Duration,
+) -> Result<BTreeMap<String, String>, McpError> {
+    if env.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    crate::fetch::expand_all_within(env, within)
+        .await
+        .map_err(|(name, e)| McpError::Env {
+            name,
+            reason: e.to_string(),
+        })
+}
+
 impl StdioConn {
+    /// Spawns `argv` with `env` (already expanded by [`expand_env`]).
     pub(super) fn spawn(
         argv: &[String],
         env: &BTreeMap<String, String>,
@@ -59,17 +81,14 @@ impl StdioConn {
                 command.env(name, DEFAULT_PATH);
             }
         }
-        for (name, template) in env {
-            let value = crate::fetch::expand_header_value(template).map_err(|e| McpError::Env {
-                name: name.clone(),
-                reason: e.to_string(),
-            })?;
+        for (name, value) in env {
             command.env(name, value);
         }
-        let mut child = command.spawn().map_err(|e| McpError::Spawn {
-            program: program.clone(),
-            detail: e.to_string(),
-        })?;
+        let (mut child, tracked) =
+            crate::process::spawn_tracked(&mut command).map_err(|e| McpError::Spawn {
+                program: program.clone(),
+                detail: e.to_string(),
+            })?;
         let (Some(stdin), Some(stdout), Some(mut stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -86,6 +105,8 @@ impl StdioConn {
         });
         Ok(StdioConn {
             child,
+            _tracked: tracked,
+            closed: false,
             stdin: Some(stdin),
             stdout,
             buf: Vec::new(),
@@ -166,7 +187,7 @@ impl StdioConn {
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
-        let until = wait.map(|w| tokio::time::Instant::now() + w);
+        let until = wait.map(|w| crate::daemon::later(tokio::time::Instant::now(), w));
         loop {
             let line = match until {
                 Some(t) => match tokio::time::timeout_at(t, self.next_line()).await {
@@ -200,7 +221,8 @@ impl StdioConn {
             .await
     }
 
-    /// Closes stdin, waits briefly, kills what is left of its process group, and reaps.
+    /// Closes stdin, waits briefly, then kills every descendant — its process group, those that
+    /// left it (`setsid()`), and orphans re-parented to us — and reaps.
     pub(super) async fn close(mut self) {
         drop(self.stdin.take());
         let group = self.child.id();
@@ -208,9 +230,11 @@ impl StdioConn {
             tokio::time::timeout(EXIT_GRACE, self.child.wait()).await,
             Ok(Ok(_))
         );
+        self.closed = true;
         if let Some(group) = group {
-            kill_group(group).await;
+            kill_family(group, !exited);
         }
+        crate::process::reap_orphans();
         if exited {
             return;
         }
@@ -228,21 +252,31 @@ impl StdioConn {
     }
 }
 
-/// SIGKILL to every process left in the child's group (grandchildren a wrapper such as `npx`
-/// started). Uses kill(1): no `unsafe` and no extra crate; where it is missing, only the direct
-/// child is killed (by `start_kill`).
-async fn kill_group(group: u32) {
-    #[cfg(unix)]
-    {
-        let run = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{group}")])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .status();
-        let _ = tokio::time::timeout(REAP_WAIT, run).await;
+/// SIGKILL to every descendant of the child `root` (also its process group): those still
+/// below it, those in its group, and the orphans re-parented to us (a descendant whose parent
+/// exited; with several MCP servers at once, an orphan of another server's is killed too: an
+/// orphan is never part of a running server's contract). System calls only: no `kill` binary.
+/// `alive`: `root` has not been reaped (else its pid may be reused: only its group, which
+/// outlives it while a member lives, is signalled).
+fn kill_family(root: u32, alive: bool) {
+    let mut targets = if alive {
+        crate::process::descendants(root)
+    } else {
+        Vec::new()
+    };
+    targets.extend(crate::process::orphans());
+    crate::process::kill_group(root);
+    crate::process::kill_all(&targets);
+}
+
+impl Drop for StdioConn {
+    /// A cancelled refresh drops the connection without `close`: tokio kills the child
+    /// (`kill_on_drop`), this kills what it started.
+    fn drop(&mut self) {
+        if !self.closed {
+            if let Some(root) = self.child.id() {
+                kill_family(root, true);
+            }
+        }
     }
-    #[cfg(not(unix))]
-    let _ = group;
 }

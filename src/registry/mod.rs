@@ -17,7 +17,7 @@ use crate::core::json::to_canonical_string;
 use crate::core::model::{Compatibility, DriftReport, ToolSpec};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,22 @@ pub enum RegistryError {
     Superseded { id: i64, why: String },
     #[error("injected failure at failpoint {0}")]
     Failpoint(&'static str),
+    /// No registry file at the configured path, and creating one is not allowed
+    /// (`[storage] create = false`, or a connection opened after the process started).
+    #[error("no registry at {path} (it is created only when none exists at startup and `[storage] create` is not false)")]
+    Missing { path: String },
+    /// The file exists but is empty or not a schemawatch registry: never taken as a new one.
+    #[error("{path} is not a schemawatch registry ({why}); refusing to use or overwrite it")]
+    NotARegistry { path: String, why: String },
+    /// The file at the configured path is no longer the one opened at startup (deleted or
+    /// replaced): the daemon fails closed instead of writing elsewhere or starting afresh.
+    #[error("the registry file {path} was {what} while the daemon was running; refreshes stopped (restart the daemon once it is restored)")]
+    Replaced { path: String, what: &'static str },
+    #[error("cannot read registry file {path}: {source}")]
+    Stat {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("cannot create registry folder {path}: {source}")]
     CreateDir {
         path: String,
@@ -144,6 +160,19 @@ pub struct Registry {
     conn: Connection,
 }
 
+/// A reviewer and a reason are shown and logged: control characters (a newline forging a
+/// log line, an escape sequence) are refused (docs/reliability.md H11).
+pub fn check_decision_text(reviewer: &str, reason: &str) -> std::result::Result<(), String> {
+    for (what, text) in [("reviewer", reviewer), ("reason", reason)] {
+        if text.chars().any(char::is_control) {
+            return Err(format!(
+                "{what} must not contain control characters (such as a newline)"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The current UTC time as RFC 3339 with seconds precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
@@ -153,13 +182,119 @@ impl Registry {
     /// Opens (creating if needed) the registry at `path`: WAL, foreign keys, busy timeout,
     /// `quick_check`, migrations, and re-fingerprinting of snapshots from older projections.
     pub fn open(path: &Path) -> Result<Registry> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Registry::open_or_create(path, true)
+    }
+
+    /// Opens the registry at `path`; when no file exists there and `create` is true, creates
+    /// it first (atomically: built aside, then linked into place, so an existing file is always
+    /// a complete registry). An empty or foreign file is [`RegistryError::NotARegistry`].
+    pub fn open_or_create(path: &Path, create: bool) -> Result<Registry> {
+        match std::fs::symlink_metadata(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !create {
+                    return Err(RegistryError::Missing {
+                        path: path.display().to_string(),
+                    });
+                }
+                Registry::create_at(path)?;
+            }
+            Err(source) => {
+                return Err(RegistryError::Stat {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
+        Registry::open_existing(path)
+    }
+
+    /// Builds a new registry next to `path` and links it into place unless a file appeared
+    /// there meanwhile (another process created it: that one is used).
+    fn create_at(path: &Path) -> Result<()> {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(parent) = parent {
             std::fs::create_dir_all(parent).map_err(|source| RegistryError::CreateDir {
                 path: parent.display().to_string(),
                 source,
             })?;
         }
-        let conn = Connection::open(path)?;
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "registry".into());
+        let scratch = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
+        let cleanup = |p: &Path| {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut s = p.as_os_str().to_owned();
+                s.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(s));
+            }
+        };
+        cleanup(&scratch);
+        {
+            let mut conn = Connection::open(&scratch)?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            migrate::run(&mut conn)?;
+            // Back to a single file before it is linked into place.
+            conn.pragma_update(None, "journal_mode", "DELETE")?;
+        }
+        let linked = match std::fs::hard_link(&scratch, path) {
+            // A file system without hard links: a rename, unless a file appeared meanwhile
+            // (a narrow race, where the link is atomic).
+            Err(e)
+                if e.kind() != std::io::ErrorKind::AlreadyExists
+                    && std::fs::symlink_metadata(path).is_err() =>
+            {
+                std::fs::rename(&scratch, path)
+            }
+            other => other,
+        };
+        cleanup(&scratch);
+        match linked {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(RegistryError::CreateDir {
+                path: path.display().to_string(),
+                source: e,
+            }),
+        }
+    }
+
+    /// Opens an existing registry; never creates one (the daemon's later connections).
+    pub fn open_existing(path: &Path) -> Result<Registry> {
+        let not_ours = |why: &str| RegistryError::NotARegistry {
+            path: path.display().to_string(),
+            why: why.into(),
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => return Err(not_ours("not a regular file")),
+            Ok(m) if m.len() == 0 => return Err(not_ours("the file is empty")),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RegistryError::Missing {
+                    path: path.display().to_string(),
+                })
+            }
+            Err(_) => {}
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+            Ok(v) => v,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                return Err(not_ours("not an SQLite database"))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if version == 0 {
+            return Err(not_ours("an SQLite database without schemawatch's schema"));
+        }
         conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // FULL: a commit acknowledged to the user survives power loss (docs/reliability.md §3).

@@ -132,6 +132,8 @@ impl Source {
 #[derive(Clone)]
 pub struct Request {
     pub headers: BTreeMap<String, String>,
+    /// Secret query parameter templates (`[watch.schema_query]`), appended at fetch time.
+    pub query: BTreeMap<String, String>,
     /// Total deadline for the whole load.
     pub timeout: Duration,
     pub connect_timeout: Duration,
@@ -168,6 +170,7 @@ impl Request {
     pub fn command_line() -> Request {
         Request {
             headers: BTreeMap::new(),
+            query: BTreeMap::new(),
             timeout: COMMAND_LINE_TIMEOUT,
             connect_timeout: fetch::DEFAULT_CONNECT_TIMEOUT,
             max_bytes: fetch::DEFAULT_MAX_BYTES,
@@ -183,6 +186,7 @@ impl Request {
     pub fn for_watch(watch: &WatchConfig, validators: Option<Validators>) -> Request {
         Request {
             headers: watch.schema_headers.clone(),
+            query: watch.schema_query.clone(),
             timeout: watch.timeout,
             connect_timeout: fetch::DEFAULT_CONNECT_TIMEOUT.min(watch.timeout),
             max_bytes: watch.max_bytes,
@@ -198,6 +202,8 @@ impl Request {
         FetchRequest {
             source,
             headers: self.headers.clone(),
+            query: self.query.clone(),
+            same_origin_redirects: false,
             timeout: self.timeout,
             connect_timeout: self.connect_timeout,
             max_bytes: self.max_bytes,

@@ -334,7 +334,11 @@ fn strict_inventory_errors_are_value_free() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("candidate.tools[0]: invalid_fields"), "{err}");
+    // The unknown field is named, never its value (docs/reliability.md H11).
+    assert!(
+        err.contains("candidate.tools[0].path: unknown_field"),
+        "{err}"
+    );
     assert!(!err.contains("SECRET"), "{err}");
 }
 

@@ -31,6 +31,8 @@ struct FilesState {
     files: BTreeMap<String, (Vec<u8>, u32)>,
     /// (path, If-None-Match) of every request.
     requests: Vec<(String, Option<String>)>,
+    /// Path → Location of a 302 answer.
+    redirects: BTreeMap<String, String>,
 }
 
 struct FileServer {
@@ -50,6 +52,13 @@ async fn serve_file(
         .get(header::IF_NONE_MATCH)
         .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
     s.requests.push((path.clone(), inm.clone()));
+    if let Some(location) = s.redirects.get(&path) {
+        return Response::builder()
+            .status(StatusCode::FOUND)
+            .header(header::LOCATION, location)
+            .body(Body::empty())
+            .unwrap();
+    }
     let Some((body, revision)) = s.files.get(&path).cloned() else {
         return Response::builder()
             .status(StatusCode::NOT_FOUND)
@@ -111,6 +120,12 @@ impl FileServer {
             entry.0 = body.as_bytes().to_vec();
             entry.1 += 1;
         }
+    }
+
+    /// Answers `path` with a 302 to `location`.
+    fn redirect(&self, path: &str, location: &str) {
+        let mut s = self.state.lock().unwrap();
+        s.redirects.insert(path.to_string(), location.to_string());
     }
 
     fn requests_for(&self, path: &str) -> Vec<Option<String>> {
@@ -596,5 +611,74 @@ fn definitions_are_keyed_by_the_reference_relative_to_the_root() {
     assert_eq!(
         pet["properties"]["id"]["$ref"],
         json!("schemas/params.yaml#/Id")
+    );
+}
+
+/// H8: the folder limit holds on real paths — `$ref: "sub/link/outside.yaml"` with
+/// `sub/link -> ../..` (the root folder's parent) used to be bundled.
+#[test]
+fn h8_a_symlink_does_not_lead_a_ref_out_of_the_folder() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.path("api/schemas")).unwrap();
+    std::fs::create_dir_all(sb.path("api/sub")).unwrap();
+    std::os::unix::fs::symlink("../..", sb.path("api/sub/link")).unwrap();
+    sb.write_file("outside.yaml", pet_doc(PET_V1).as_bytes());
+    sb.write_file("params.yaml", PARAMS.as_bytes());
+    sb.write_file("api/schemas/params.yaml", PARAMS.as_bytes());
+    sb.write_file(
+        "api/openapi.yaml",
+        root_doc("sub/link/outside.yaml#/Pet").as_bytes(),
+    );
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"openapi\"\npath = \"api/openapi.yaml\"\n"
+    ));
+    let (run, check) = sb.check(&[]);
+    run.assert_code(1);
+    let error = error_of(&check);
+    assert!(
+        error.contains("sub/link/outside.yaml") && error.contains("folder"),
+        "{error}"
+    );
+    // A symlink that stays inside the folder is fine.
+    std::fs::create_dir_all(sb.path("api/real")).unwrap();
+    sb.write_file("api/real/pet.yaml", pet_doc(PET_V1).as_bytes());
+    std::fs::write(sb.path("api/real/params.yaml"), PARAMS).unwrap();
+    std::os::unix::fs::symlink("real", sb.path("api/inside")).unwrap();
+    sb.write_file(
+        "api/openapi.yaml",
+        root_doc("inside/pet.yaml#/Pet").as_bytes(),
+    );
+    let (run, check) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(only_outcome(&check)["action"], "registered", "{check}");
+}
+
+/// H8: a same-origin `$ref` that redirects to another origin is refused at the redirect (it
+/// used to be followed and bundled); the other origin is never asked.
+#[test]
+fn h8_a_same_origin_ref_redirected_elsewhere_is_refused() {
+    let server = FileServer::start();
+    let other = FileServer::start();
+    serve_petstore(&server, "/api", PET_V1);
+    serve_petstore(&other, "/api", PET_V1);
+    server.redirect("/api/schemas/pet.yaml", &other.url("/api/schemas/pet.yaml"));
+    let sb = Sandbox::new();
+    sb.write_config(&url_config(&[(
+        WATCH,
+        &server.url("/api/openapi.yaml"),
+        "",
+    )]));
+    let (run, check) = sb.check(&[]);
+    run.assert_code(1);
+    let error = error_of(&check);
+    assert!(
+        error.contains("schemas/pet.yaml") && error.contains("another origin"),
+        "{error}"
+    );
+    assert!(other.requests_for("/api/schemas/pet.yaml").is_empty());
+    assert_eq!(
+        sb.run(&["status", "--config", &sb.config_arg(), "--json"])
+            .json()["registry_version"],
+        0
     );
 }

@@ -14,4 +14,5 @@ mod e2e;
 mod example_config;
 mod external_refs;
 mod fetch;
+mod hardening;
 mod sources;

@@ -45,6 +45,8 @@ struct ServerState {
     if_modified_since: Vec<Option<String>>,
     /// The `Authorization` value of every request (None when absent).
     authorization: Vec<Option<String>>,
+    /// The query string of every request (None when absent).
+    queries: Vec<Option<String>>,
 }
 
 impl ServerState {
@@ -93,10 +95,12 @@ fn etag_matches(if_none_match: &str, etag: &str) -> bool {
 
 async fn serve_document(
     State(state): State<Arc<Mutex<ServerState>>>,
+    uri: axum::http::Uri,
     headers: HeaderMap,
 ) -> Response<Body> {
     let mut s = state.lock().unwrap();
     s.requests += 1;
+    s.queries.push(uri.query().map(str::to_owned));
     let inm = header_text(&headers, header::IF_NONE_MATCH);
     let ims = header_text(&headers, header::IF_MODIFIED_SINCE);
     s.if_none_match.push(inm.clone());
@@ -222,6 +226,11 @@ impl DocServer {
 
     pub fn authorization_values(&self) -> Vec<Option<String>> {
         self.state.lock().unwrap().authorization.clone()
+    }
+
+    /// The query string of every request so far.
+    pub fn queries(&self) -> Vec<Option<String>> {
+        self.state.lock().unwrap().queries.clone()
     }
 }
 

@@ -196,3 +196,163 @@ fn dockerfile_and_sidecar_keep_their_promises() {
     let drain = number_after(&pod, "drain_timeout = ");
     assert!(grace > drain, "grace {grace}s must exceed drain {drain}s");
 }
+
+/// `(pid, ppid, state, argv)` of every process in /proc (seen from the host namespace).
+fn processes() -> Vec<(u32, u32, char, Vec<String>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let mut fields = stat[close + 1..].split_whitespace();
+        let state = fields.next().and_then(|s| s.chars().next()).unwrap_or('?');
+        let ppid = fields.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+        let argv = std::fs::read(format!("/proc/{pid}/cmdline"))
+            .unwrap_or_default()
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        out.push((pid, ppid, state, argv));
+    }
+    out
+}
+
+/// H1: as PID 1, with an MCP stdio server that double-forks every refresh (an orphan that exits,
+/// a `setsid()` sleeper), no zombies pile up and no sleeper outlives its refresh (the probe:
+/// 4 zombies after 9 s, 9 after 15 s; the sleepers survived; the group kill needed `kill`).
+#[test]
+fn h1_as_pid_1_orphans_are_reaped_and_descendants_killed() {
+    let Some(bwrap) = bwrap() else {
+        return;
+    };
+    let python = std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|p| p.join("python3"))
+                .find(|p| p.is_file())
+        })
+        .expect("python3");
+    let sb = Sandbox::new();
+    let state = sb.path("state");
+    std::fs::create_dir(&state).unwrap();
+    std::fs::copy(bin(), state.join("schemawatch")).expect("copy the binary into the volume");
+    std::fs::copy(
+        format!("{}/tests/peers/forking-mcp.py", env!("CARGO_MANIFEST_DIR")),
+        state.join("forking-mcp.py"),
+    )
+    .unwrap();
+    let mark = format!("{}", 36_000 + std::process::id() % 10_000);
+    let port = free_port();
+    std::fs::write(
+        state.join("schemawatch.toml"),
+        format!(
+            "[storage]\npath = \"/mnt/registry.sqlite3\"\n\n[daemon]\ndrain_timeout = \"2s\"\n\n[server]\nlisten = \"127.0.0.1:{port}\"\n\n[[watch]]\nname = \"acme.forks\"\nkind = \"mcp\"\ncommand = [\"{}\", \"/mnt/forking-mcp.py\", \"{mark}\"]\ninterval = \"1s\"\n",
+            python.display()
+        ),
+    )
+    .unwrap();
+    let mut child = Command::new(bwrap)
+        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"])
+        .args(["--tmpfs", "/tmp"])
+        .arg("--bind")
+        .arg(&state)
+        .arg("/mnt")
+        .args([
+            "--unshare-pid",
+            "--unshare-user",
+            "--uid",
+            "65532",
+            "--gid",
+            "65532",
+        ])
+        .args(["--as-pid-1", "--die-with-parent", "--clearenv"])
+        .args(["--setenv", "RUST_LOG", "info"])
+        .arg("/mnt/schemawatch")
+        .args(["run", "--config", "/mnt/schemawatch.toml"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bwrap");
+    let start = Instant::now();
+    let daemon = loop {
+        let found = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
+            .ok()
+            .and_then(|c| {
+                c.split_whitespace()
+                    .next()
+                    .and_then(|p| p.parse::<u32>().ok())
+            });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no daemon");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let sleepers = |table: &[(u32, u32, char, Vec<String>)]| {
+        table
+            .iter()
+            .filter(|(_, _, s, argv)| {
+                *s != 'Z' && argv.len() == 2 && argv[0] == "sleep" && argv[1] == mark
+            })
+            .count()
+    };
+    // About six refreshes, each leaving an orphan and a sleeper behind.
+    std::thread::sleep(Duration::from_secs(6));
+    let (mut max_zombies, mut max_sleepers) = (0, 0);
+    for _ in 0..15 {
+        let table = processes();
+        let zombies = table
+            .iter()
+            .filter(|(_, ppid, s, _)| *ppid == daemon && *s == 'Z')
+            .count();
+        max_zombies = max_zombies.max(zombies);
+        max_sleepers = max_sleepers.max(sleepers(&table));
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+    let ok = Command::new("kill")
+        .args(["-TERM", &daemon.to_string()])
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok);
+    let status = child.wait().unwrap();
+    let mut log = String::new();
+    use std::io::Read;
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut log);
+    }
+    assert!(
+        log.contains("\"acme.forks\"") || log.contains("acme.forks"),
+        "{log}"
+    );
+    assert!(
+        log.matches("action=\"unchanged\"").count() + log.matches("action=unchanged").count() >= 2,
+        "the watch refreshed several times: {log}"
+    );
+    assert_eq!(status.code(), Some(0), "{log}");
+    // One refresh may be in flight (its sleeper alive, a child just exited).
+    assert!(
+        max_zombies <= 2,
+        "{max_zombies} zombies under PID 1:\n{log}"
+    );
+    assert!(
+        max_sleepers <= 1,
+        "{max_sleepers} setsid() sleepers alive:\n{log}"
+    );
+    // And nothing is left after the daemon is gone.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(sleepers(&processes()), 0, "a sleeper outlived the daemon");
+}

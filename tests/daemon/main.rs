@@ -5,6 +5,7 @@
 mod common;
 
 mod container;
+mod hardening;
 mod scale;
 mod service;
 mod systemd;

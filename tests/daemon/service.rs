@@ -17,22 +17,45 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const ADMIN_VAR: &str = "SW_TEST_ADMIN_TOKEN";
-const ADMIN_TOKEN: &str = "admin-token-7d3c";
+pub(crate) const ADMIN_VAR: &str = "SW_TEST_ADMIN_TOKEN";
+pub(crate) const ADMIN_TOKEN: &str = "admin-token-7d3c";
 /// Upper bound of every wait (a loaded 2-core CI machine is slow, never this slow).
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
 /// A running `schemawatch run`, its JSON log lines collected by a reader thread.
-struct Daemon {
-    child: Child,
+pub(crate) struct Daemon {
+    pub(crate) child: Child,
     lines: Arc<Mutex<Vec<String>>>,
-    api: SocketAddr,
+    pub(crate) api: SocketAddr,
 }
 
 impl Daemon {
-    fn start(sb: &Sandbox, token: Option<&str>) -> Daemon {
+    pub(crate) fn start(sb: &Sandbox, token: Option<&str>) -> Daemon {
         let config = sb.config_arg();
-        let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+        let cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+        Daemon::start_command(cmd, token)
+    }
+
+    /// `start`, with the open-files limit lowered to `nofile` (`ulimit -n`).
+    pub(crate) fn start_with_nofile(sb: &Sandbox, token: Option<&str>, nofile: u32) -> Daemon {
+        let config = sb.config_arg();
+        let mut cmd = sb.command(&[]);
+        let mut sh = std::process::Command::new("sh");
+        sh.args(["-c", &format!("ulimit -n {nofile} && exec \"$0\" \"$@\"")])
+            .arg(bin())
+            .args(["run", "--config", &config, "--log-format", "json"])
+            .current_dir(sb.dir.path());
+        for (k, v) in cmd.get_envs() {
+            match v {
+                Some(v) => sh.env(k, v),
+                None => sh.env_remove(k),
+            };
+        }
+        let _ = &mut cmd;
+        Daemon::start_command(sh, token)
+    }
+
+    pub(crate) fn start_command(mut cmd: std::process::Command, token: Option<&str>) -> Daemon {
         cmd.env("RUST_LOG", "info")
             .stderr(Stdio::piped())
             .stdout(Stdio::null());
@@ -60,7 +83,7 @@ impl Daemon {
         daemon
     }
 
-    fn logs(&self) -> Vec<Value> {
+    pub(crate) fn logs(&self) -> Vec<Value> {
         self.lines
             .lock()
             .unwrap()
@@ -69,12 +92,12 @@ impl Daemon {
             .collect()
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         self.lines.lock().unwrap().join("\n")
     }
 
     /// Waits for a log event named `event` that satisfies `pred`.
-    fn wait_for_log(&mut self, event: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_for_log(&mut self, event: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
             if let Some(v) = self
@@ -99,22 +122,22 @@ impl Daemon {
         }
     }
 
-    fn count_events(&self, event: &str) -> usize {
+    pub(crate) fn count_events(&self, event: &str) -> usize {
         self.logs().iter().filter(|v| v["event"] == event).count()
     }
 
-    fn get(&self, path: &str) -> (u16, String) {
+    pub(crate) fn get(&self, path: &str) -> (u16, String) {
         http(self.api, "GET", path, None, &[], None)
     }
 
-    fn get_json(&self, path: &str) -> Value {
+    pub(crate) fn get_json(&self, path: &str) -> Value {
         let (status, body) = self.get(path);
         assert_eq!(status, 200, "GET {path}: {body}");
         serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
     }
 
     /// Polls `GET path` until `pred` holds on its JSON.
-    fn wait_json(&self, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
+    pub(crate) fn wait_json(&self, path: &str, pred: impl Fn(&Value) -> bool) -> Value {
         let start = Instant::now();
         loop {
             let v = self.get_json(path);
@@ -130,7 +153,7 @@ impl Daemon {
         }
     }
 
-    fn metric(&self, series: &str) -> Option<f64> {
+    pub(crate) fn metric(&self, series: &str) -> Option<f64> {
         let (status, text) = self.get("/metrics");
         assert_eq!(status, 200);
         text.lines()
@@ -139,7 +162,7 @@ impl Daemon {
             .and_then(|v| v.parse().ok())
     }
 
-    fn wait_metric(&self, series: &str, pred: impl Fn(f64) -> bool) -> f64 {
+    pub(crate) fn wait_metric(&self, series: &str, pred: impl Fn(f64) -> bool) -> f64 {
         let start = Instant::now();
         loop {
             if let Some(v) = self.metric(series).filter(|v| pred(*v)) {
@@ -154,7 +177,7 @@ impl Daemon {
         }
     }
 
-    fn signal(&self, name: &str) {
+    pub(crate) fn signal(&self, name: &str) {
         let status = std::process::Command::new("kill")
             .args([&format!("-{name}"), &self.child.id().to_string()])
             .status()
@@ -163,7 +186,7 @@ impl Daemon {
     }
 
     /// Sends SIGTERM and waits (at most `limit`) for the exit.
-    fn terminate(&mut self, limit: Duration) -> (ExitStatus, Duration) {
+    pub(crate) fn terminate(&mut self, limit: Duration) -> (ExitStatus, Duration) {
         let start = Instant::now();
         self.signal("TERM");
         loop {
@@ -188,7 +211,7 @@ impl Drop for Daemon {
 }
 
 /// A minimal HTTP/1.1 client (Connection: close), so the tests control every header.
-fn http(
+pub(crate) fn http(
     addr: SocketAddr,
     method: &str,
     path: &str,
@@ -225,7 +248,7 @@ fn http(
     (status, body.to_string())
 }
 
-fn config_text(watches: &str, extra: &str) -> String {
+pub(crate) fn config_text(watches: &str, extra: &str) -> String {
     format!(
         r#"[storage]
 path = "registry.sqlite3"
@@ -236,19 +259,27 @@ drain_timeout = "2s"
 {extra}
 [server]
 listen = "127.0.0.1:0"
-admin_token_env = "{ADMIN_VAR}"
 
 {watches}"#
     )
 }
 
-fn url_watch(name: &str, url: &str, interval: &str) -> String {
+/// `text` (from [`config_text`]) with `server.admin_token_env` naming the test's admin token
+/// variable (a daemon refuses to start when that variable is unset).
+pub(crate) fn with_admin_token(text: &str) -> String {
+    text.replace(
+        "[server]\n",
+        &format!("[server]\nadmin_token_env = \"{ADMIN_VAR}\"\n"),
+    )
+}
+
+pub(crate) fn url_watch(name: &str, url: &str, interval: &str) -> String {
     format!(
         "[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\nurl = \"{url}\"\ninterval = \"{interval}\"\n\n"
     )
 }
 
-fn file_watch(name: &str, path: &str, interval: &str) -> String {
+pub(crate) fn file_watch(name: &str, path: &str, interval: &str) -> String {
     format!(
         "[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\npath = \"{path}\"\ninterval = \"{interval}\"\n\n"
     )
@@ -258,10 +289,10 @@ fn file_watch(name: &str, path: &str, interval: &str) -> String {
 fn daemon_picks_up_drift_and_serves_reviews_behind_a_token() {
     let server = DocServer::start(Pets::v1().bytes());
     let sb = Sandbox::new();
-    sb.write_config(&config_text(
+    sb.write_config(&with_admin_token(&config_text(
         &url_watch("acme.pets", &server.url(), "1s"),
         "",
-    ));
+    )));
     let mut d = Daemon::start(&sb, Some(ADMIN_TOKEN));
 
     // Readiness and liveness; probes answer any Host.

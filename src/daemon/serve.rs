@@ -1,0 +1,149 @@
+//! The API's accept loop (docs/reliability.md H2): bounded connections, a header-read timeout
+//! (which also closes idle keep-alive connections), and a reserve of file descriptors for
+//! refreshes. A silent client never starves `/healthz` or a refresh:
+//!
+//! - at most [`MAX_CONNECTIONS`] connections are open; a new one beyond that (or one that
+//!   would eat into the descriptor reserve) first evicts the oldest connection that is not
+//!   serving a request (silent, or idle between requests); with none to evict it is closed at
+//!   once;
+//! - a connection must send a complete request head within [`HEADER_TIMEOUT`] of being
+//!   accepted or of its previous response, else it is closed;
+//! - accept errors (`EMFILE`, …) pause the loop briefly instead of spinning.
+
+use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::task::{AbortHandle, JoinSet};
+use tower::ServiceExt;
+
+/// Most API connections open at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// A request head must arrive within this long (of the accept, or of the previous response).
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// File descriptors kept free for refreshes: this plus 8 per refresh slot.
+pub const FD_RESERVE_BASE: u64 = 16;
+
+/// Open connections: accept order → (serving a request now, its task).
+#[derive(Default)]
+struct Connections(Mutex<BTreeMap<u64, (Arc<AtomicBool>, AbortHandle)>>);
+
+impl Connections {
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, (Arc<AtomicBool>, AbortHandle)>> {
+        match self.0.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Closes the oldest connection not serving a request; false when every one is busy.
+    fn evict_one(&self) -> bool {
+        let mut open = self.lock();
+        let victim = open
+            .iter()
+            .find(|(_, (busy, _))| !busy.load(Ordering::SeqCst))
+            .map(|(id, _)| *id);
+        match victim.and_then(|id| open.remove(&id)) {
+            Some((_, handle)) => {
+                handle.abort();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Descriptors this process has open, and its soft limit.
+fn descriptors() -> Option<(u64, u64)> {
+    let open = std::fs::read_dir("/proc/self/fd").ok()?.count() as u64;
+    let limit = rustix::process::getrlimit(rustix::process::Resource::Nofile).current?;
+    Some((open, limit))
+}
+
+/// Serves `app` on `listener` until `stop` resolves; then open connections finish their
+/// request (graceful shutdown) while the caller's grace lasts.
+pub async fn serve(
+    listener: TcpListener,
+    app: Router,
+    max_concurrency: usize,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let reserve = FD_RESERVE_BASE + 8 * max_concurrency as u64;
+    let open = Arc::new(Connections::default());
+    let (closing_tx, closing) = tokio::sync::watch::channel(false);
+    let mut tasks = JoinSet::new();
+    let mut next_id = 0u64;
+    tokio::pin!(stop);
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = &mut stop => break,
+            Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
+        };
+        let (stream, _peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::warn!(event = "api_accept_failed", error = %e);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        // Room for it: under the connection cap and outside the descriptor reserve.
+        let full = |count: usize| {
+            count >= MAX_CONNECTIONS
+                || descriptors().is_some_and(|(fds, limit)| fds.saturating_add(reserve) > limit)
+        };
+        if full(open.lock().len()) && !open.evict_one() {
+            tracing::debug!(
+                event = "api_connection_refused",
+                "every API connection is busy"
+            );
+            drop(stream);
+            continue;
+        }
+        next_id += 1;
+        let id = next_id;
+        let busy = Arc::new(AtomicBool::new(false));
+        let service_busy = busy.clone();
+        let router = app.clone();
+        let service = hyper::service::service_fn(move |request| {
+            let router = router.clone();
+            let busy = service_busy.clone();
+            async move {
+                busy.store(true, Ordering::SeqCst);
+                let response = router.oneshot(request).await;
+                busy.store(false, Ordering::SeqCst);
+                response
+            }
+        });
+        let mut closing = closing.clone();
+        let registry = open.clone();
+        // Held across the spawn: the task removes itself only after it was inserted.
+        let mut guard = open.lock();
+        let handle = tasks.spawn(async move {
+            let mut builder = hyper::server::conn::http1::Builder::new();
+            builder
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEADER_TIMEOUT)
+                .max_buf_size(64 * 1024);
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            tokio::select! {
+                _ = conn.as_mut() => {}
+                _ = async { closing.wait_for(|c| *c).await.is_ok() } => {
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
+                }
+            }
+            registry.lock().remove(&id);
+        });
+        guard.insert(id, (busy, handle));
+        drop(guard);
+    }
+    let _ = closing_tx.send(true);
+    drop(listener);
+    while tasks.join_next().await.is_some() {}
+}
