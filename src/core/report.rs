@@ -1,6 +1,9 @@
 //! Renderings of a DriftReport: text (one line per change), JSON (stable shape) and Markdown
 //! (a changelog grouped by endpoint). Pure and byte-stable: changes are already sorted.
+//! Human renderings (text, Markdown) show hidden characters as visible escapes
+//! (`\u{E0041}`, [`crate::core::hidden`]); JSON keeps the exact strings.
 
+use crate::core::hidden::escape_hidden;
 use crate::core::json::to_canonical_string;
 use crate::core::model::{Change, DriftReport, Severity};
 use serde_json::{json, Value};
@@ -32,7 +35,7 @@ fn short(v: &Option<crate::core::model::ValueOrd>) -> String {
     match v {
         None => "none".into(),
         Some(v) => {
-            let text = to_canonical_string(&v.0);
+            let text = escape_hidden(&to_canonical_string(&v.0));
             if text.chars().count() > 80 {
                 format!("{}…", text.chars().take(79).collect::<String>())
             } else {
@@ -49,9 +52,9 @@ pub fn report_text(report: &DriftReport) -> String {
         out.push_str(&format!(
             "{:<10} {} [{}] {}",
             c.severity.as_str(),
-            c.path,
+            escape_hidden(&c.path),
             c.rule,
-            c.message
+            escape_hidden(&c.message)
         ));
         if c.before.is_some() || c.after.is_some() {
             out.push_str(&format!(" ({} → {})", short(&c.before), short(&c.after)));
@@ -85,7 +88,7 @@ fn group_of(path: &str) -> String {
                 .filter_map(|child| rest.find(child))
                 .min()
                 .unwrap_or(rest.len());
-            format!("Endpoint `{}`", &rest[..end])
+            format!("Endpoint `{}`", escape_hidden(&rest[..end]))
         }
         None if path.is_empty() || path == "remote" => "Contract".into(),
         None => format!(
@@ -96,7 +99,10 @@ fn group_of(path: &str) -> String {
 }
 
 fn escape_md(text: &str) -> String {
-    text.replace('|', "\\|").replace('\n', " ")
+    escape_hidden(text)
+        .replace('|', "\\|")
+        .replace('\n', " ")
+        .replace("<!--", "&lt;!--")
 }
 
 /// A changelog a reviewer can paste into a ticket, grouped by endpoint.

@@ -12,4 +12,5 @@ mod e2e;
 mod example_config;
 mod external_refs;
 mod fetch;
+mod hidden_text;
 mod sources;

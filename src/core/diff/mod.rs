@@ -13,6 +13,7 @@ pub mod rules;
 pub mod schema;
 #[cfg(test)]
 mod tests;
+pub mod text;
 pub mod tool;
 
 use crate::core::fingerprint::SpecIndex;
@@ -199,6 +200,11 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
             );
         }
     }
+    let changed = |o: &EndpointSpec, n: &EndpointSpec| {
+        old_index.endpoint_fingerprints().get(&o.identity())
+            != new_index.endpoint_fingerprints().get(&n.identity())
+    };
+    text::scan(old, new, &pairs, &changed, &mut out);
     let mut changes = std::mem::take(&mut out.changes);
     if changes.is_empty() {
         out.emit(

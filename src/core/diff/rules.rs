@@ -1,6 +1,6 @@
 //! The rule registry. Every drift rule is a `pub static` [`Rule`] defined in the family file
 //! beside the check that emits it and its test cases (`mod.rs`: the contract as a whole,
-//! `endpoint.rs`, `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`); emit
+//! `endpoint.rs`, `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`, `text.rs`); emit
 //! sites take `&'static Rule`, so a misspelt rule cannot compile. [`ALL`] lists every rule once,
 //! sorted by id: `schemawatch rules` and `docs/rules.md` are generated from it (a test fails when
 //! the file is stale), and config overrides are checked against it.
@@ -8,7 +8,7 @@
 //! Rule ids are frozen: a renamed rule keeps the id it was first published under as its
 //! `stable_id` and lists its old ids in `aliases`, which `[severity]` overrides still accept.
 
-use super::{body, endpoint, parameter, response, schema, tool};
+use super::{body, endpoint, parameter, response, schema, text, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -123,6 +123,7 @@ pub static ALL: &[&Rule] = &[
     &endpoint::ENDPOINT_RENAMED,
     &super::ENDPOINT_UNCLASSIFIED,
     &super::EXECUTION_TARGET_CHANGED,
+    &text::HIDDEN_TEXT_ADDED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,
     &endpoint::METHOD_CHANGED,
@@ -278,6 +279,7 @@ mod tests {
             include_str!("response.rs"),
             include_str!("schema.rs"),
             include_str!("tool.rs"),
+            include_str!("text.rs"),
         ];
         let defined: usize = sources
             .iter()

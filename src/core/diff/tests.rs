@@ -257,6 +257,7 @@ fn all_cases() -> Vec<Case> {
         super::response::cases::cases(),
         super::schema::cases::cases(),
         super::tool::cases::cases(),
+        super::text::cases::cases(),
     ]
     .into_iter()
     .flatten()
