@@ -400,6 +400,21 @@ async fn refresh_inner(
             }
             _ => false,
         };
+        // A contract stored before prompts, resources and capabilities were modelled: the
+        // same document under the old projection is re-baselined, not reviewed.
+        if let Some(c) = &current {
+            if let Some(outcome) = rebaseline_mcp(
+                registry,
+                watch,
+                c,
+                &spec,
+                keep_versions,
+                &mut state,
+                new_validators,
+            )? {
+                return Ok(outcome);
+            }
+        }
         let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
         let mut classified = None;
         if let (Decision::Classify, Some(current)) = (decision, &current) {
@@ -537,6 +552,74 @@ async fn refresh_inner(
     Err(RefreshError::Conflict {
         attempts: CAS_ATTEMPTS,
     })
+}
+
+/// The upgrade from a release that did not model MCP prompts, resources and capabilities: when
+/// the accepted contract's capabilities are unknown, the candidate states them, and the
+/// candidate without them (tools only) has the accepted fingerprint, the candidate is the same
+/// document read more completely. It is applied without review (history reason
+/// `projection-upgrade`, reviewer `schemawatch`) and logged at WARN with what was baselined —
+/// unless its newly modelled text holds hidden characters, which is classified as drift.
+/// Answers `None` when this is not such an upgrade.
+fn rebaseline_mcp(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    keep_versions: u32,
+    state: &mut WatchState,
+    validators: (&str, Option<&str>, Option<&str>),
+) -> Result<Option<Outcome>, RefreshError> {
+    use crate::core::normalize::mcp::tools_only_projection;
+    if current.spec.kind != Kind::Mcp
+        || current.spec.capabilities.is_some()
+        || spec.capabilities.is_none()
+        || tool_fingerprint(&tools_only_projection(spec)) != current.fingerprint
+    {
+        return Ok(None);
+    }
+    let report = classify(&current.spec, spec, &ClassifyPolicy::default());
+    if report
+        .changes
+        .iter()
+        .any(|c| c.rule == crate::core::diff::text::HIDDEN_TEXT_ADDED.id)
+    {
+        return Ok(None);
+    }
+    let baselined: Vec<String> = spec
+        .endpoints
+        .iter()
+        .filter(|e| e.method != "TOOL")
+        .map(|e| e.name.clone())
+        .collect();
+    mark_ok(state, WatchStatus::Unchanged, None);
+    let provenance = Provenance {
+        compatibility: None,
+        review_id: None,
+        reviewer: Some("schemawatch".into()),
+        reason: Some("projection-upgrade".into()),
+    };
+    match registry.apply_with_state(
+        spec,
+        Some(&CasBase {
+            registry_version: current.registry_version,
+            fingerprint: current.fingerprint.clone(),
+        }),
+        &provenance,
+        keep_versions,
+        state,
+        Some(validators),
+    ) {
+        Ok(version) => {
+            tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
+                baselined = %baselined.join(", "), capabilities = true,
+                "MCP prompts, resource templates and capabilities baselined without review");
+            Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
+        }
+        // Someone else moved the contract: classify against it as usual.
+        Err(RegistryError::Conflict { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }
 
 fn mark_ok(state: &mut WatchState, status: WatchStatus, compatibility: Option<Compatibility>) {

@@ -55,6 +55,11 @@ impl fmt::Display for Kind {
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
+    /// What the server declares it can do (MCP `capabilities`), verbatim. Inside the
+    /// fingerprint when known; `None` means unknown (not "none"), and keeps the projection of
+    /// every contract that never had them unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Value>,
     /// Named schema definitions reachable through `$ref`, keyed by their JSON pointer
     /// (`#/components/schemas/Pet`). Each endpoint's fingerprint covers the ones it reaches.
     pub definitions: BTreeMap<String, Value>,

@@ -121,6 +121,8 @@ pub struct Request {
     pub validators: Option<Validators>,
     /// What an OpenAPI document's external `$ref`s may reach.
     pub external_refs: ExternalRefs,
+    /// Which MCP resources a live MCP fetch lists.
+    pub mcp_resources: mcp::McpResources,
 }
 
 impl fmt::Debug for Request {
@@ -134,6 +136,7 @@ impl fmt::Debug for Request {
             .field("proxy", &self.proxy.as_ref().map(|_| "<configured>"))
             .field("validators", &self.validators)
             .field("external_refs", &self.external_refs)
+            .field("mcp_resources", &self.mcp_resources)
             .finish()
     }
 }
@@ -150,6 +153,7 @@ impl Request {
             proxy: None,
             validators: None,
             external_refs: ExternalRefs::SameOrigin,
+            mcp_resources: mcp::McpResources::default(),
         }
     }
 
@@ -164,6 +168,7 @@ impl Request {
             proxy: watch.proxy.clone(),
             validators,
             external_refs: watch.external_refs,
+            mcp_resources: watch.mcp_resources,
         }
     }
 
@@ -270,7 +275,8 @@ pub async fn load(
                     return Ok(fetch::fetch(&request.fetch(document, true)).await?);
                 }
             };
-            let mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
+            let mut mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
+            mcp_request.resources = request.mcp_resources;
             FetchOutcome::Body {
                 bytes: mcp::fetch_document(&mcp_request).await?,
                 validators: Validators::default(),

@@ -132,7 +132,11 @@ pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
     let (rule, why) = if kind == Kind::Mcp {
         (
             &tool::TOOL_ADDED,
-            "its description and schema are new text that reaches a model",
+            if n.method == "TOOL" {
+                "its description and schema are new text that reaches a model"
+            } else {
+                "its text is new text that reaches a model"
+            },
         )
     } else if n.read_only {
         (&ENDPOINT_ADDED_READ_ONLY, "it is read-only")

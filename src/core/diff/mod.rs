@@ -80,6 +80,8 @@ pub struct Emitter<'o> {
     pub changes: Vec<Change>,
     /// The kind whose rules apply (MCP swaps in stricter rules for model-facing text).
     kind: Option<Kind>,
+    /// The method of the endpoint being judged (MCP prompts and resources have their rules).
+    method: Option<String>,
 }
 
 impl<'o> Emitter<'o> {
@@ -88,6 +90,7 @@ impl<'o> Emitter<'o> {
             overrides,
             changes: Vec::new(),
             kind: None,
+            method: None,
         }
     }
 
@@ -107,7 +110,7 @@ impl<'o> Emitter<'o> {
         message: String,
     ) {
         let rule = match self.kind {
-            Some(kind) => tool::kind_rule(kind, rule),
+            Some(kind) => tool::kind_rule(kind, self.method.as_deref(), rule),
             None => rule,
         };
         self.changes.push(Change {
@@ -163,10 +166,20 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
             "The server instructions that reach a model changed.".into(),
         );
     }
+    tool::compare_capabilities(
+        old.capabilities.as_ref(),
+        new.capabilities.as_ref(),
+        &mut out,
+    );
     let pairs = match_endpoints(&old.endpoints, &new.endpoints);
     endpoint::note_possible_renames(&pairs, &mut out);
     let mut unexplained: Vec<(&EndpointSpec, &EndpointSpec)> = Vec::new();
     for pair in &pairs {
+        out.method = Some(match pair {
+            EndpointPair::Removed(e) | EndpointPair::Added(e) | EndpointPair::Matched(_, e) => {
+                e.method.clone()
+            }
+        });
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => endpoint::added(n, new.kind, &mut out),
@@ -185,6 +198,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
             }
         }
     }
+    out.method = None;
     // An endpoint whose only difference lies in a shared definition is explained when that
     // definition's change was reported (possibly while comparing another endpoint).
     for (o, n) in unexplained {

@@ -113,6 +113,8 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &tool::CAPABILITIES_CHANGED,
+    &tool::CAPABILITY_LOST,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
     &schema::DOCUMENTATION_CHANGED,
@@ -129,6 +131,9 @@ pub static ALL: &[&Rule] = &[
     &endpoint::METHOD_CHANGED,
     &endpoint::METHOD_ESCALATED,
     &endpoint::PATH_CHANGED,
+    &tool::PROMPT_ADDED,
+    &tool::PROMPT_REMOVED,
+    &tool::PROMPT_TEXT_CHANGED,
     &schema::READ_WRITE_ONLY_CHANGED,
     &body::REQUEST_BODY_ADDED_OPTIONAL,
     &body::REQUEST_BODY_ADDED_REQUIRED,
@@ -158,6 +163,12 @@ pub static ALL: &[&Rule] = &[
     &schema::REQUEST_PROPERTY_REMOVED,
     &schema::REQUEST_TYPE_CHANGED,
     &schema::REQUEST_TYPE_WIDENED,
+    &tool::RESOURCE_ADDED,
+    &tool::RESOURCE_REMOVED,
+    &tool::RESOURCE_TEMPLATE_ADDED,
+    &tool::RESOURCE_TEMPLATE_REMOVED,
+    &tool::RESOURCE_TEMPLATE_TEXT_CHANGED,
+    &tool::RESOURCE_TEXT_CHANGED,
     &schema::RESPONSE_CONSTRAINT_CHANGED,
     &schema::RESPONSE_CONSTRAINT_RELAXED,
     &schema::RESPONSE_CONSTRAINT_TIGHTENED,

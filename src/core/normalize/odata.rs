@@ -711,6 +711,7 @@ impl Model {
         endpoints.sort_by_key(|e| e.identity());
         let (namespace, name) = split_watch_name(watch);
         Ok(ToolSpec {
+            capabilities: None,
             namespace,
             name,
             kind: Kind::Odata,

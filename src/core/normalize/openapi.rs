@@ -175,6 +175,7 @@ fn normalize_operations(
     endpoints.sort_by_key(|e| e.identity());
 
     Ok(ToolSpec {
+        capabilities: None,
         namespace,
         name,
         kind: Kind::Openapi,

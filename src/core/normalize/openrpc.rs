@@ -103,6 +103,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let definitions = collect_definitions(root, &endpoints)?;
     Ok(ToolSpec {
+        capabilities: None,
         namespace,
         name,
         kind: Kind::Openrpc,

@@ -251,6 +251,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
 
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        capabilities: None,
         definitions,
         endpoints,
         evidence: Evidence {
