@@ -271,8 +271,13 @@ impl<'a> SpecIndex<'a> {
             "endpoints": self.endpoint_fingerprints(),
         });
         // Only when known (MCP): every contract without them keeps its fingerprint.
-        if let (Some(capabilities), Value::Object(map)) = (&spec.capabilities, &mut projection) {
-            map.insert("capabilities".into(), capabilities.clone());
+        if let Value::Object(map) = &mut projection {
+            if let Some(capabilities) = &spec.capabilities {
+                map.insert("capabilities".into(), capabilities.clone());
+            }
+            if !spec.extensions.is_empty() {
+                map.insert("extensions".into(), json!(spec.extensions));
+            }
         }
         projection
     }

@@ -67,6 +67,11 @@ pub struct ToolSpec {
     pub endpoints: Vec<EndpointSpec>,
     /// Where the contract came from. Outside the fingerprint.
     pub evidence: Evidence,
+    /// Contract-level fields the normalizer keeps but does not model (deny by default: MCP
+    /// snapshot keys outside the descriptive allow-list), verbatim. Inside the fingerprint when
+    /// not empty, so every contract without them keeps its fingerprint.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, Value>,
     /// Server-level text that reaches a model (MCP `instructions`). Inside the fingerprint.
     pub instructions: Option<String>,
     pub kind: Kind,

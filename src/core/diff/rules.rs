@@ -125,6 +125,7 @@ pub static ALL: &[&Rule] = &[
     &endpoint::ENDPOINT_RENAMED,
     &super::ENDPOINT_UNCLASSIFIED,
     &super::EXECUTION_TARGET_CHANGED,
+    &super::EXTENSION_CHANGED,
     &text::HIDDEN_TEXT_ADDED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,

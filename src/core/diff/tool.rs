@@ -134,6 +134,7 @@ pub(super) fn kind_rule(kind: Kind, method: Option<&str>, rule: &'static Rule) -
             || ptr::eq(rule, &TITLE_CHANGED)
             || ptr::eq(rule, &DOCUMENTATION_CHANGED)
             || ptr::eq(rule, &META_CHANGED)
+            || ptr::eq(rule, &super::EXTENSION_CHANGED)
         {
             text
         } else {

@@ -24,9 +24,12 @@
 //! `meta`. A resource's `size` and `annotations.lastModified` are descriptive (they change
 //! with the data, not the contract). The server `capabilities` are kept verbatim.
 //!
-//! Outside the contract (the descriptive allow-list, [`DESCRIPTIVE`]): envelope fields
-//! (`nextCursor`, `ttlMs`, `cacheScope`, `resultType`), server info and the protocol version
-//! (descriptive metadata), and list order.
+//! Outside the contract (the descriptive allow-list, [`DESCRIPTIVE`], the table of
+//! `docs/allow-list.md`): envelope fields (`nextCursor`, `ttlMs`, `cacheScope`, `resultType`,
+//! a whole response's `jsonrpc` and `id`), server info and the protocol version (descriptive
+//! metadata), and list order. Deny by default: every other snapshot key (a vendor `x-…` key,
+//! a list result's `_meta` beside the server info, a future field) is kept verbatim in
+//! `ToolSpec::extensions`.
 //!
 //! Local `$ref`s inside a tool's schema (`#/$defs/X`, `#`) point into that schema, so they are
 //! rewritten to document-wide pointers (`#/tools/<name>/inputSchema/$defs/X`) and their
@@ -61,7 +64,12 @@ const MODELED_RESOURCE_FIELDS: &[&str] = &["uri", "uriTemplate", "title", "descr
 /// The descriptive allow-list of an MCP snapshot: where each entry is, and why it stays out of
 /// the fingerprint. `docs/allow-list.md` is checked against it. Nothing model-facing is here.
 pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "_meta.io.modelcontextprotocol/serverInfo",
+        "descriptive metadata (the modern era's server info)",
+    ),
     ("cacheScope", "list envelope: caching hint"),
+    ("id, jsonrpc", "JSON-RPC envelope of a whole response"),
     ("nextCursor", "list envelope: pagination cursor"),
     (
         "protocolVersion",
@@ -85,6 +93,27 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "(list order)",
         "tools, prompts, templates and resources are matched by identity",
     ),
+];
+
+/// Snapshot keys the model has a place for (`transport` and `url` are the `remote`).
+const MODELED_TOP_LEVEL: &[&str] = &[
+    "tools",
+    "prompts",
+    "resourceTemplates",
+    "resources",
+    "capabilities",
+    "instructions",
+    "transport",
+    "url",
+];
+/// Snapshot keys on the descriptive allow-list ([`DESCRIPTIVE`]); `_meta` is split.
+const DESCRIPTIVE_TOP_LEVEL: &[&str] = &[
+    "cacheScope",
+    "nextCursor",
+    "protocolVersion",
+    "resultType",
+    "serverInfo",
+    "ttlMs",
 ];
 const HINTS: &[&str] = &[
     "readOnlyHint",
@@ -174,6 +203,29 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             .and_then(Value::as_str)
             .map(String::from)
     };
+    // Deny by default: every other snapshot key is kept verbatim in the contract.
+    let mut extensions = BTreeMap::new();
+    for (key, value) in doc {
+        if MODELED_TOP_LEVEL.contains(&key.as_str())
+            || DESCRIPTIVE_TOP_LEVEL.contains(&key.as_str())
+        {
+            continue;
+        }
+        if key == "_meta" {
+            if let Value::Object(meta) = value {
+                let kept: Map<String, Value> = meta
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "io.modelcontextprotocol/serverInfo")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !kept.is_empty() {
+                    extensions.insert(key.clone(), Value::Object(kept));
+                }
+                continue;
+            }
+        }
+        extensions.insert(key.clone(), value.clone());
+    }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
         capabilities,
@@ -198,17 +250,19 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         },
         endpoints,
         definitions,
+        extensions,
         instructions,
     })
 }
 
 /// `spec` as a release before prompts, resources and capabilities were modelled saw it: the
-/// `TOOL` endpoints only, capabilities unknown. A registry row stored by such a release (its
+/// `TOOL` endpoints only, capabilities unknown, no snapshot-level extensions. A registry row stored by such a release (its
 /// capabilities are unknown) whose fingerprint equals this projection of a fresh candidate
 /// holds the same document: the candidate is a re-baseline, not drift.
 pub fn tools_only_projection(spec: &ToolSpec) -> ToolSpec {
     let mut legacy = spec.clone();
     legacy.capabilities = None;
+    legacy.extensions.clear();
     legacy.endpoints.retain(|e| e.method == "TOOL");
     legacy
 }

@@ -712,6 +712,7 @@ impl Model {
         let (namespace, name) = split_watch_name(watch);
         Ok(ToolSpec {
             capabilities: None,
+            extensions: BTreeMap::new(),
             namespace,
             name,
             kind: Kind::Odata,

@@ -176,6 +176,7 @@ fn normalize_operations(
 
     Ok(ToolSpec {
         capabilities: None,
+        extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Openapi,
