@@ -77,10 +77,8 @@ fn walk(
     out: &mut Emitter,
 ) {
     match new {
-        Value::String(text) if every_string || is_text => {
-            if has_hidden(text) {
-                report(path, old.and_then(Value::as_str), text, out);
-            }
+        Value::String(text) if (every_string || is_text) && has_hidden(text) => {
+            report(path, old.and_then(Value::as_str), text, out);
         }
         Value::Object(map) => {
             for (key, value) in map {
