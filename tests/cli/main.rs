@@ -14,3 +14,4 @@ mod external_refs;
 mod fetch;
 mod hidden_text;
 mod sources;
+mod upgrade;
