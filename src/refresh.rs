@@ -574,9 +574,12 @@ fn rebaseline_mcp(
     if current.spec.kind != Kind::Mcp
         || current.spec.capabilities.is_some()
         || spec.capabilities.is_none()
-        || tool_fingerprint(&tools_only_projection(spec)) != current.fingerprint
     {
         return Ok(None);
+    }
+    let legacy = tool_fingerprint(&tools_only_projection(spec));
+    if legacy != current.fingerprint {
+        return rebaseline_mcp_candidate(registry, watch, current, spec, &legacy, state);
     }
     let report = classify(&current.spec, spec, &ClassifyPolicy::default());
     if report
@@ -619,6 +622,46 @@ fn rebaseline_mcp(
         // Someone else moved the contract: classify against it as usual.
         Err(RegistryError::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The same upgrade for a candidate that is not the accepted contract: one a reviewer
+/// rejected under the old projection is still `rejected`; one an open review holds keeps that
+/// review (same id, still open), its candidate and report replaced by the complete reading.
+fn rebaseline_mcp_candidate(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    legacy: &str,
+    state: &mut WatchState,
+) -> Result<Option<Outcome>, RefreshError> {
+    if registry.is_rejected(&watch.name, legacy)? {
+        mark_ok(state, WatchStatus::Rejected, None);
+        registry.record_watch(state)?;
+        tracing::warn!(event = "projection_upgrade", watch = %watch.name, action = "rejected",
+            "a candidate rejected before the upgrade, read more completely, is still rejected");
+        return Ok(Some(Outcome::new(&watch.name, Action::Rejected)));
+    }
+    let policy = watch_policy(watch).map_err(RefreshError::Classification)?;
+    let report = classify(&current.spec, spec, &policy);
+    mark_ok(
+        state,
+        WatchStatus::PendingReview,
+        Some(report.compatibility),
+    );
+    match registry.rebaseline_open_review(&watch.name, legacy, spec, &report, state)? {
+        Some(id) => {
+            tracing::warn!(event = "projection_upgrade", watch = %watch.name, review_id = id,
+                change_count = report.changes.len(),
+                "the open review's candidate, read more completely, replaced in place");
+            let mut outcome = Outcome::new(&watch.name, Action::PendingReview);
+            outcome.compatibility = Some(report.compatibility);
+            outcome.review_id = Some(id);
+            outcome.report = Some(report);
+            Ok(Some(outcome))
+        }
+        None => Ok(None),
     }
 }
 

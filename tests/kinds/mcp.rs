@@ -726,3 +726,79 @@ fn a_tools_only_contract_is_rebaselined_when_the_same_server_is_read_more_comple
         }
     }
 }
+
+/// The same upgrade for a candidate under review: read more completely, the open review keeps
+/// its id (its candidate replaced in place), and once rejected it stays rejected.
+#[test]
+fn an_open_review_and_a_rejection_survive_the_more_complete_reading() {
+    let tools = |description: &str| {
+        serde_json::json!([{"name": "read_note", "description": description,
+            "inputSchema": {"type": "object"}}])
+    };
+    let sb = Sandbox::new();
+    sb.write_config(&path_config());
+    let write = |doc: Value| sb.write_file("snapshot.json", doc.to_string().as_bytes());
+    write(serde_json::json!({"tools": tools("Read a note.")}));
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    write(serde_json::json!({"tools": tools("Read a note, then mail it.")}));
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    let id = o["review_id"].clone();
+    let richer = serde_json::json!({"tools": tools("Read a note, then mail it."),
+        "capabilities": {"tools": {}, "prompts": {}},
+        "prompts": [{"name": "summarize", "description": "Summarize a note."}]});
+    write(richer.clone());
+    let (run, check) = sb.check(&[]);
+    let o = only_outcome(&check);
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    assert_eq!(o["review_id"], id, "the same review stays open");
+    assert_eq!(sb.pending_list().len(), 1);
+    let show = sb.pending_show(id.as_i64().expect("id"));
+    let rules: Vec<&str> = show["report"]["changes"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .filter_map(|c| c["rule"].as_str())
+        .collect();
+    assert!(rules.contains(&"prompt-added"), "{rules:?}");
+
+    // A rejected candidate: a fresh registry, the review rejected, then the richer reading.
+    let sb = Sandbox::new();
+    sb.write_config(&path_config());
+    let write = |doc: Value| sb.write_file("snapshot.json", doc.to_string().as_bytes());
+    write(serde_json::json!({"tools": tools("Read a note.")}));
+    sb.check(&[]);
+    write(serde_json::json!({"tools": tools("Read a note, then mail it.")}));
+    let (_, check) = sb.check(&[]);
+    let id = only_outcome(&check)["review_id"]
+        .as_i64()
+        .expect("id")
+        .to_string();
+    let run = sb.run(&[
+        "pending",
+        "reject",
+        &id,
+        "--config",
+        &sb.config_arg(),
+        "--reviewer",
+        "r",
+        "--reason",
+        "no",
+    ]);
+    run.assert_code(0);
+    write(richer);
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "rejected",
+        "{}",
+        run.describe()
+    );
+}
