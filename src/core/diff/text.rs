@@ -8,7 +8,7 @@
 use super::endpoint::endpoint_path;
 use super::rules::{Rule, Side};
 use super::{Emitter, EndpointPair};
-use crate::core::hidden::{gained, has_hidden, Hidden};
+use crate::core::hidden::{gained, has_hidden, is_hidden, Hidden};
 use crate::core::model::{EndpointSpec, Kind, Severity::*, ToolSpec};
 use serde_json::{json, Value};
 
@@ -41,6 +41,9 @@ pub(super) fn scan(
             EndpointPair::Added(n) => (None, *n),
             _ => continue,
         };
+        if !may_hide(n) {
+            continue;
+        }
         let new_value = serde_json::to_value(n).unwrap_or(Value::Null);
         let old_value = o.map(|o| serde_json::to_value(o).unwrap_or(Value::Null));
         walk(
@@ -54,7 +57,7 @@ pub(super) fn scan(
     }
     for (pointer, def) in &new.definitions {
         let before = old.definitions.get(pointer);
-        if before == Some(def) {
+        if before == Some(def) || !may_hide(def) {
             continue;
         }
         walk(
@@ -66,6 +69,18 @@ pub(super) fn scan(
             out,
         );
     }
+}
+
+/// A cheap pre-check on the serialized value: false only when nothing in it can be hidden
+/// (serde_json writes C0 controls as `\u00XX` and CR as `\r`; the rest stay raw).
+fn may_hide<T: serde::Serialize>(value: &T) -> bool {
+    let Ok(text) = serde_json::to_string(value) else {
+        return true;
+    };
+    text.contains("<!--")
+        || text.contains("\\u00")
+        || text.contains("\\r")
+        || text.chars().any(is_hidden)
 }
 
 fn walk(
@@ -198,6 +213,22 @@ pub(super) mod cases {
             "endpoints.read_note.input_schema.properties.id.description"
         );
         assert!(hit.message.contains("U+202E, U+E0041"), "{}", hit.message);
+    }
+
+    #[test]
+    fn controls_that_serialize_escaped_are_still_seen() {
+        for text in ["List pets.\u{1B}[8m", "List\rpets.", "List pets.\u{7F}"] {
+            let (old, mut new) = openapi(|_| {});
+            new.endpoints[0].description = Some(text.into());
+            let report = classify(&old, &new, &ClassifyPolicy::default());
+            assert!(
+                report
+                    .changes
+                    .iter()
+                    .any(|c| c.rule == HIDDEN_TEXT_ADDED.id),
+                "{text:?}: {report:#?}"
+            );
+        }
     }
 
     #[test]
