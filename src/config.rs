@@ -90,6 +90,8 @@ pub fn command_identity(argv: &[String]) -> String {
 /// fetch that honours it, so the fetch layer never depends on the config.
 pub use crate::fetch::openapi_refs::ExternalRefs;
 
+pub use crate::mcp::McpResources;
+
 #[derive(Debug, Clone)]
 pub struct WatchConfig {
     pub name: String,
@@ -110,6 +112,8 @@ pub struct WatchConfig {
     pub severity: SeverityOverrides,
     /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
     pub external_refs: ExternalRefs,
+    /// Which MCP resources are in the contract (`mcp_resources`, default templates).
+    pub mcp_resources: McpResources,
     /// A surface classification file (`triage --classification` format): a new endpoint it does
     /// not classify is a security change.
     pub classification: Option<PathBuf>,
@@ -168,6 +172,7 @@ struct RawWatch {
     ca_file: Option<String>,
     proxy: Option<String>,
     external_refs: Option<String>,
+    mcp_resources: Option<String>,
     classification: Option<String>,
     password: Option<String>,
     password_file: Option<String>,
@@ -427,8 +432,22 @@ impl Config {
                     ))
                 })?,
             };
+            let mcp_resources = match &w.mcp_resources {
+                None => McpResources::default(),
+                Some(_) if kind != Kind::Mcp => {
+                    return Err(invalid(format!(
+                        "{at}: mcp_resources is only for kind \"mcp\""
+                    )))
+                }
+                Some(v) => McpResources::parse(v).ok_or_else(|| {
+                    invalid(format!(
+                        "{at}: mcp_resources: unknown value {v:?} (expected \"templates\", \"all\" or \"none\")"
+                    ))
+                })?,
+            };
             watches.push(WatchConfig {
                 external_refs,
+                mcp_resources,
                 classification: w.classification.as_deref().map(resolve).transpose()?,
                 database: crate::sources::postgres::DatabaseOptions {
                     password: w.password,
@@ -708,6 +727,34 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn mcp_resources_policy() {
+        let w = "[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = [\"srv\"]\n";
+        assert_eq!(
+            parse(w).unwrap().watches[0].mcp_resources,
+            McpResources::Templates
+        );
+        for (text, want) in [
+            ("all", McpResources::All),
+            ("none", McpResources::None),
+            ("templates", McpResources::Templates),
+        ] {
+            let c = parse(&format!("{w}mcp_resources = \"{text}\"\n")).unwrap();
+            assert_eq!(c.watches[0].mcp_resources, want);
+        }
+        let err = parse(&format!("{w}mcp_resources = \"some\"\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("mcp_resources") && err.contains("some"),
+            "{err}"
+        );
+        let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"openrpc\"\npath = \"x\"\nmcp_resources = \"all\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("mcp_resources"), "{err}");
     }
 
     #[test]

@@ -504,6 +504,21 @@ async fn refresh_inner(
             }
             _ => false,
         };
+        // A contract stored before prompts, resources and capabilities were modelled: the
+        // same document under the old projection is re-baselined, not reviewed.
+        if let Some(c) = &current {
+            if let Some(outcome) = rebaseline_mcp(
+                registry,
+                watch,
+                c,
+                &spec,
+                keep_versions,
+                &mut state,
+                new_validators,
+            )? {
+                return Ok(outcome);
+            }
+        }
         let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
         let mut classified = None;
         if let (Decision::Classify, Some(current)) = (decision, &current) {
@@ -641,6 +656,117 @@ async fn refresh_inner(
     Err(RefreshError::Conflict {
         attempts: CAS_ATTEMPTS,
     })
+}
+
+/// The upgrade from a release that did not model MCP prompts, resources and capabilities: when
+/// the accepted contract's capabilities are unknown, the candidate states them, and the
+/// candidate without them (tools only) has the accepted fingerprint, the candidate is the same
+/// document read more completely. It is applied without review (history reason
+/// `projection-upgrade`, reviewer `schemawatch`) and logged at WARN with what was baselined —
+/// unless its newly modelled text holds hidden characters, which is classified as drift.
+/// Answers `None` when this is not such an upgrade.
+fn rebaseline_mcp(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    keep_versions: u32,
+    state: &mut WatchState,
+    validators: (&str, Option<&str>, Option<&str>),
+) -> Result<Option<Outcome>, RefreshError> {
+    use crate::core::normalize::mcp::tools_only_projection;
+    if current.spec.kind != Kind::Mcp
+        || current.spec.capabilities.is_some()
+        || spec.capabilities.is_none()
+    {
+        return Ok(None);
+    }
+    let legacy = tool_fingerprint(&tools_only_projection(spec));
+    if legacy != current.fingerprint {
+        return rebaseline_mcp_candidate(registry, watch, current, spec, &legacy, state);
+    }
+    let report = classify(&current.spec, spec, &ClassifyPolicy::default());
+    if report
+        .changes
+        .iter()
+        .any(|c| c.rule == crate::core::diff::text::HIDDEN_TEXT_ADDED.id)
+    {
+        return Ok(None);
+    }
+    let baselined: Vec<String> = spec
+        .endpoints
+        .iter()
+        .filter(|e| e.method != "TOOL")
+        .map(|e| e.name.clone())
+        .collect();
+    mark_ok(state, WatchStatus::Unchanged, None);
+    let provenance = Provenance {
+        compatibility: None,
+        review_id: None,
+        reviewer: Some("schemawatch".into()),
+        reason: Some("projection-upgrade".into()),
+    };
+    match registry.apply_with_state(
+        spec,
+        Some(&CasBase {
+            registry_version: current.registry_version,
+            fingerprint: current.fingerprint.clone(),
+        }),
+        &provenance,
+        keep_versions,
+        state,
+        Some(validators),
+    ) {
+        Ok(version) => {
+            tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
+                baselined = %baselined.join(", "), capabilities = true,
+                "MCP prompts, resource templates and capabilities baselined without review");
+            Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
+        }
+        // Someone else moved the contract: classify against it as usual.
+        Err(RegistryError::Conflict { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The same upgrade for a candidate that is not the accepted contract: one a reviewer
+/// rejected under the old projection is still `rejected`; one an open review holds keeps that
+/// review (same id, still open), its candidate and report replaced by the complete reading.
+fn rebaseline_mcp_candidate(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    legacy: &str,
+    state: &mut WatchState,
+) -> Result<Option<Outcome>, RefreshError> {
+    if registry.is_rejected(&watch.name, legacy)? {
+        mark_ok(state, WatchStatus::Rejected, None);
+        registry.record_watch(state)?;
+        tracing::warn!(event = "projection_upgrade", watch = %watch.name, action = "rejected",
+            "a candidate rejected before the upgrade, read more completely, is still rejected");
+        return Ok(Some(Outcome::new(&watch.name, Action::Rejected)));
+    }
+    let policy = watch_policy(watch).map_err(RefreshError::Classification)?;
+    let report = classify(&current.spec, spec, &policy);
+    mark_ok(
+        state,
+        WatchStatus::PendingReview,
+        Some(report.compatibility),
+    );
+    match registry.rebaseline_open_review(&watch.name, legacy, spec, &report, state)? {
+        Some(id) => {
+            tracing::warn!(event = "projection_upgrade", watch = %watch.name, review_id = id,
+                change_count = report.changes.len(),
+                "the open review's candidate, read more completely, replaced in place");
+            let mut outcome = Outcome::new(&watch.name, Action::PendingReview);
+            outcome.compatibility = Some(report.compatibility);
+            outcome.review_id = Some(id);
+            outcome.report = Some(report);
+            Ok(Some(outcome))
+        }
+        None => Ok(None),
+    }
 }
 
 fn mark_ok(state: &mut WatchState, status: WatchStatus, compatibility: Option<Compatibility>) {

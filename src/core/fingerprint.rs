@@ -258,18 +258,28 @@ impl<'a> SpecIndex<'a> {
         })
     }
 
-    /// The tool's contract projection: identity, execution target and its endpoints'
-    /// fingerprints. Evidence and descriptive metadata are deliberately absent.
+    /// The tool's contract projection: identity, execution target, server capabilities (when
+    /// known) and its endpoints' fingerprints. Evidence and descriptive metadata are deliberately absent.
     pub fn tool_projection(&self) -> Value {
         let spec = self.spec;
-        json!({
+        let mut projection = json!({
             "namespace": spec.namespace,
             "name": spec.name,
             "kind": spec.kind.as_str(),
             "remote": serde_json::to_value(&spec.remote).unwrap_or(Value::Null),
             "instructions": spec.instructions,
             "endpoints": self.endpoint_fingerprints(),
-        })
+        });
+        // Only when known (MCP): every contract without them keeps its fingerprint.
+        if let Value::Object(map) = &mut projection {
+            if let Some(capabilities) = &spec.capabilities {
+                map.insert("capabilities".into(), capabilities.clone());
+            }
+            if !spec.extensions.is_empty() {
+                map.insert("extensions".into(), json!(spec.extensions));
+            }
+        }
+        projection
     }
 
     pub fn tool_fingerprint(&self) -> String {

@@ -2,6 +2,7 @@
 
 pub mod diff;
 pub mod fingerprint;
+pub mod hidden;
 pub mod json;
 pub mod model;
 pub mod normalize;

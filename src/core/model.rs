@@ -68,6 +68,11 @@ impl fmt::Display for Kind {
 #[serde(deny_unknown_fields)]
 pub struct ToolSpec {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
+    /// What the server declares it can do (MCP `capabilities`), verbatim. Inside the
+    /// fingerprint when known; `None` means unknown (not "none"), and keeps the projection of
+    /// every contract that never had them unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capabilities: Option<Value>,
     /// Named schema definitions reachable through `$ref`, keyed by their JSON pointer
     /// (`#/components/schemas/Pet`). Each endpoint's fingerprint covers the ones it reaches.
     pub definitions: BTreeMap<String, Value>,
@@ -75,6 +80,11 @@ pub struct ToolSpec {
     pub endpoints: Vec<EndpointSpec>,
     /// Where the contract came from. Outside the fingerprint.
     pub evidence: Evidence,
+    /// Contract-level fields the normalizer keeps but does not model (deny by default: MCP
+    /// snapshot keys outside the descriptive allow-list), verbatim. Inside the fingerprint when
+    /// not empty, so every contract without them keeps its fingerprint.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, Value>,
     /// Server-level text that reaches a model (MCP `instructions`). Inside the fingerprint.
     pub instructions: Option<String>,
     pub kind: Kind,

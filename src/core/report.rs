@@ -1,33 +1,18 @@
 //! Renderings of a DriftReport: text (one line per change), JSON (stable shape) and Markdown
 //! (a changelog grouped by endpoint). Pure and byte-stable: changes are already sorted.
+//! Human renderings (text, Markdown) show hidden characters as visible escapes
+//! (`\u{E0041}`, [`crate::core::hidden`]); JSON keeps the exact strings.
 
+use crate::core::hidden::escape_hidden;
 use crate::core::json::to_canonical_string;
 use crate::core::model::{Change, DriftReport, Severity};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
-/// Shows characters a reader cannot see (controls, format characters, variation selectors,
-/// other default-ignorable code points) as visible `\u{…}` escapes; TAB and LF stay.
+/// Text for human and CI renderings: CRLF folded to LF, and every hidden character (the one
+/// definition in [`crate::core::hidden`]) written as a visible escape (`\u{E0041}`).
 pub fn visible(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.replace("\r\n", "\n").chars() {
-        if is_hidden(c) {
-            out.push_str(&format!("\\u{{{:X}}}", c as u32));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
-fn is_hidden(c: char) -> bool {
-    let u = c as u32;
-    (c.is_control() && c != '\t' && c != '\n')
-        || matches!(u,
-            0x00AD | 0x034F | 0x061C | 0x115F | 0x1160 | 0x17B4 | 0x17B5 | 0x180B..=0x180F
-            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x206F | 0x2800 | 0x3164
-            | 0xFE00..=0xFE0F | 0xFEFF | 0xFFA0 | 0xFFF0..=0xFFFB | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A | 0xE0000..=0xE0FFF)
+    escape_hidden(&text.replace("\r\n", "\n"))
 }
 
 /// The stable id of a change: `chg1:` and the first 16 hex digits of SHA-256 over the RFC 8785
@@ -78,7 +63,7 @@ fn short(v: &Option<crate::core::model::ValueOrd>) -> String {
     match v {
         None => "none".into(),
         Some(v) => {
-            let text = to_canonical_string(&v.0);
+            let text = escape_hidden(&to_canonical_string(&v.0));
             if text.chars().count() > 80 {
                 format!("{}…", text.chars().take(79).collect::<String>())
             } else {
@@ -95,9 +80,9 @@ pub fn report_text(report: &DriftReport) -> String {
         out.push_str(&format!(
             "{:<10} {} [{}] {}",
             c.severity.as_str(),
-            c.path,
+            escape_hidden(&c.path),
             c.rule,
-            c.message
+            escape_hidden(&c.message)
         ));
         if c.before.is_some() || c.after.is_some() {
             out.push_str(&format!(" ({} → {})", short(&c.before), short(&c.after)));
@@ -122,6 +107,12 @@ const ENDPOINT_CHILDREN: &[&str] = &[
     ".output_schema",
 ];
 
+/// Text inside a Markdown code span (where Markdown is inert): hidden characters shown,
+/// newlines folded, and backticks, which would end the span, replaced.
+fn code_span_text(text: &str) -> String {
+    visible(text).replace('\n', " ").replace('`', "'")
+}
+
 /// The endpoint a change belongs to (`endpoints.NAME...`), or a section for the rest.
 pub fn group_of(path: &str) -> String {
     match path.strip_prefix("endpoints.") {
@@ -131,12 +122,12 @@ pub fn group_of(path: &str) -> String {
                 .filter_map(|child| rest.find(child))
                 .min()
                 .unwrap_or(rest.len());
-            format!("Endpoint `{}`", &rest[..end])
+            format!("Endpoint `{}`", code_span_text(&rest[..end]))
         }
         None if path.is_empty() || path == "remote" => "Contract".into(),
         None => format!(
             "Definition `{}`",
-            path.split('.').take(3).collect::<Vec<_>>().join(".")
+            code_span_text(&path.split('.').take(3).collect::<Vec<_>>().join("."))
         ),
     }
 }
@@ -165,10 +156,7 @@ fn escape_md(text: &str) -> String {
 /// Text for a code span in a table cell: hidden characters shown, newlines folded, pipes
 /// escaped (GFM splits cells on them even in code), backticks that would end the span replaced.
 fn escape_code(text: &str) -> String {
-    visible(text)
-        .replace('\n', " ")
-        .replace('`', "'")
-        .replace('|', "\\|")
+    code_span_text(text).replace('|', "\\|")
 }
 
 /// A changelog a reviewer can paste into a ticket, grouped by endpoint.
@@ -194,8 +182,7 @@ pub fn report_markdown(report: &DriftReport) -> String {
     }
     for (group, changes) in groups {
         out.push_str(&format!(
-            "\n### {}\n\n| severity | rule | where | change |\n|---|---|---|---|\n",
-            escape_md(&group)
+            "\n### {group}\n\n| severity | rule | where | change |\n|---|---|---|---|\n"
         ));
         for c in changes {
             out.push_str(&format!(

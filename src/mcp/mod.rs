@@ -11,7 +11,11 @@
 //!   answer (or, on stdio, no answer within the probe timeout) falls back to the legacy
 //!   handshake (`initialize`, `notifications/initialized`, `Mcp-Session-Id`).
 //! - `tools/list` is walked from no cursor to the end: one consistent snapshot, bounded by a
-//!   total deadline, a byte budget over everything the server sends, and a page limit.
+//!   total deadline, a byte budget over everything the server sends, and a page limit. When
+//!   the server declares the capability, `prompts/list` (and `prompts/get` for each prompt
+//!   without required arguments: its messages reach a model verbatim),
+//!   `resources/templates/list` and (with `mcp_resources = "all"`) `resources/list` are walked
+//!   the same way; the server `capabilities` are recorded.
 //!
 //! The result is a snapshot document that [`crate::core::normalize::mcp`] turns into a
 //! ToolSpec; envelope fields (`ttlMs`, `cacheScope`, `nextCursor`, session ids) are dropped.
@@ -79,6 +83,29 @@ impl std::fmt::Debug for Target {
     }
 }
 
+/// Which resources a watch puts in the contract (`[[watch]] mcp_resources`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum McpResources {
+    /// Resource templates only (concrete resources are often data and would churn).
+    #[default]
+    Templates,
+    /// Resource templates and every concrete resource.
+    All,
+    /// Neither.
+    None,
+}
+
+impl McpResources {
+    pub fn parse(text: &str) -> Option<McpResources> {
+        match text {
+            "templates" => Some(McpResources::Templates),
+            "all" => Some(McpResources::All),
+            "none" => Some(McpResources::None),
+            _ => None,
+        }
+    }
+}
+
 /// One tool-list fetch and its bounds.
 #[derive(Clone, Debug)]
 pub struct McpRequest {
@@ -89,6 +116,8 @@ pub struct McpRequest {
     pub max_bytes: u64,
     pub max_pages: usize,
     pub probe_timeout: Duration,
+    /// Which resources are listed.
+    pub resources: McpResources,
 }
 
 impl McpRequest {
@@ -99,6 +128,7 @@ impl McpRequest {
             max_bytes: crate::fetch::DEFAULT_MAX_BYTES,
             max_pages: DEFAULT_MAX_PAGES,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            resources: McpResources::default(),
         }
     }
 
@@ -128,8 +158,17 @@ pub struct Snapshot {
     pub protocol_version: String,
     pub server_info: Option<Value>,
     pub instructions: Option<String>,
+    /// The server's declared capabilities, verbatim (`None`: it stated none).
+    pub capabilities: Option<Value>,
     /// Every tool, in server order, verbatim.
     pub tools: Vec<Value>,
+    /// Every prompt (with the `messages` of `prompts/get` for prompts without required
+    /// arguments), when the server has the prompts capability.
+    pub prompts: Option<Vec<Value>>,
+    /// Every resource template, when listed.
+    pub resource_templates: Option<Vec<Value>>,
+    /// Every resource, when listed (`mcp_resources = "all"`).
+    pub resources: Option<Vec<Value>>,
     pub pages: usize,
     /// `stdio` or `streamable-http`.
     pub transport: &'static str,
@@ -152,7 +191,19 @@ impl Snapshot {
         if let Some(text) = &self.instructions {
             doc.insert("instructions".into(), json!(text));
         }
+        if let Some(capabilities) = &self.capabilities {
+            doc.insert("capabilities".into(), capabilities.clone());
+        }
         doc.insert("tools".into(), Value::Array(self.tools.clone()));
+        for (key, list) in [
+            ("prompts", &self.prompts),
+            ("resourceTemplates", &self.resource_templates),
+            ("resources", &self.resources),
+        ] {
+            if let Some(items) = list {
+                doc.insert(key.into(), Value::Array(items.clone()));
+            }
+        }
         Value::Object(doc)
     }
 }
@@ -193,10 +244,10 @@ pub enum McpError {
     UnsupportedVersion { offered: String },
     #[error("MCP server did not answer the protocol probe in time")]
     ProbeSilent,
-    #[error("tools/list has more than {limit} pages")]
-    TooManyPages { limit: usize },
-    #[error("tools/list repeated a cursor; the pagination never ends")]
-    CursorLoop,
+    #[error("{method} has more than {limit} pages")]
+    TooManyPages { method: String, limit: usize },
+    #[error("{method} repeated a cursor; the pagination never ends")]
+    CursorLoop { method: String },
 }
 
 /// A JSON-RPC answer to one request.
@@ -390,7 +441,7 @@ async fn session(
             Some(request.probe_timeout),
         )
         .await;
-    let (era, protocol_version, server_info, instructions) = match probe {
+    let (era, protocol_version, server_info, instructions, capabilities) = match probe {
         Ok(Reply::Result(discovered)) => {
             let info = discovered
                 .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
@@ -401,6 +452,7 @@ async fn session(
                 MODERN_VERSION.to_string(),
                 info,
                 text_field(&discovered, "instructions")?,
+                object_field(&discovered, "capabilities")?,
             )
         }
         Ok(Reply::Error {
@@ -429,45 +481,139 @@ async fn session(
         Err(other) => return Err(other),
     };
 
-    let mut tools = Vec::new();
+    let declares = |name: &str| {
+        capabilities
+            .as_ref()
+            .map(|c| c.get(name).is_some_and(|v| !v.is_null()))
+    };
+    // `pages` counts tools/list pages (as before); the other lists count in `other_pages`.
+    let (mut pages, mut other_pages) = (0, 0);
+    // Tools unless the server states capabilities without them (then it has none).
+    let tools = if declares("tools") != Some(false) {
+        list_all(conn, request, era, "tools/list", "tools", phase, &mut pages).await?
+    } else {
+        Vec::new()
+    };
+    let prompts = if declares("prompts") == Some(true) {
+        let mut prompts = list_all(
+            conn,
+            request,
+            era,
+            "prompts/list",
+            "prompts",
+            phase,
+            &mut other_pages,
+        )
+        .await?;
+        for prompt in prompts.iter_mut() {
+            attach_messages(conn, era, prompt, phase).await?;
+        }
+        Some(prompts)
+    } else {
+        None
+    };
+    let resources_declared = declares("resources") == Some(true);
+    let resource_templates = if resources_declared && request.resources != McpResources::None {
+        Some(
+            list_all(
+                conn,
+                request,
+                era,
+                "resources/templates/list",
+                "resourceTemplates",
+                phase,
+                &mut other_pages,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    let resources = if resources_declared && request.resources == McpResources::All {
+        Some(
+            list_all(
+                conn,
+                request,
+                era,
+                "resources/list",
+                "resources",
+                phase,
+                &mut other_pages,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
+    Ok(Snapshot {
+        era,
+        protocol_version,
+        server_info,
+        instructions,
+        capabilities,
+        tools,
+        prompts,
+        resource_templates,
+        resources,
+        pages,
+        transport: "",
+        url: None,
+    })
+}
+
+/// `params` for `era`.
+fn params_for(era: Era, params: Map<String, Value>) -> Value {
+    match era {
+        Era::Modern => modern_params(params),
+        Era::Legacy => Value::Object(params),
+    }
+}
+
+/// Walks a paginated `*/list` method from no cursor to the end; `key` is the result's array.
+async fn list_all(
+    conn: &mut Conn,
+    request: &McpRequest,
+    era: Era,
+    method: &str,
+    key: &str,
+    phase: &mut String,
+    total_pages: &mut usize,
+) -> Result<Vec<Value>, McpError> {
+    let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = BTreeSet::new();
     let mut pages = 0;
     loop {
         pages += 1;
+        *total_pages += 1;
         if pages > request.max_pages {
             return Err(McpError::TooManyPages {
+                method: method.into(),
                 limit: request.max_pages,
             });
         }
-        *phase = format!("tools/list page {pages}");
+        *phase = format!("{method} page {pages}");
         let mut params = Map::new();
         if let Some(c) = &cursor {
             params.insert("cursor".into(), json!(c));
         }
-        let params = match era {
-            Era::Modern => modern_params(params),
-            Era::Legacy => Value::Object(params),
-        };
         let result = conn
-            .call("tools/list", params, era, None)
+            .call(method, params_for(era, params), era, None)
             .await?
-            .into_result("tools/list")?;
+            .into_result(method)?;
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => {}
             Some(other) => {
                 return Err(McpError::Protocol {
-                    detail: format!(
-                        "tools/list returned resultType {other:?}, not a complete list"
-                    ),
+                    detail: format!("{method} returned resultType {other:?}, not a complete list"),
                 })
             }
         }
-        match result.get("tools") {
-            Some(Value::Array(page)) => tools.extend(page.iter().cloned()),
+        match result.get(key) {
+            Some(Value::Array(page)) => items.extend(page.iter().cloned()),
             _ => {
                 return Err(McpError::Protocol {
-                    detail: "tools/list result has no \"tools\" array".into(),
+                    detail: format!("{method} result has no \"{key}\" array"),
                 })
             }
         }
@@ -475,30 +621,65 @@ async fn session(
             None | Some(Value::Null) => break,
             Some(Value::String(next)) => {
                 if !seen.insert(next.clone()) {
-                    return Err(McpError::CursorLoop);
+                    return Err(McpError::CursorLoop {
+                        method: method.into(),
+                    });
                 }
                 cursor = Some(next.clone());
             }
             Some(_) => {
                 return Err(McpError::Protocol {
-                    detail: "tools/list nextCursor is not a string".into(),
+                    detail: format!("{method} nextCursor is not a string"),
                 })
             }
         }
     }
-    Ok(Snapshot {
-        era,
-        protocol_version,
-        server_info,
-        instructions,
-        tools,
-        pages,
-        transport: "",
-        url: None,
-    })
+    Ok(items)
 }
 
-type Handshake = (Era, String, Option<Value>, Option<String>);
+/// For a prompt without required arguments, the `messages` `prompts/get` returns (verbatim:
+/// they reach a model), kept on the prompt as `messages`.
+async fn attach_messages(
+    conn: &mut Conn,
+    era: Era,
+    prompt: &mut Value,
+    phase: &mut String,
+) -> Result<(), McpError> {
+    let Some(object) = prompt.as_object_mut() else {
+        return Ok(());
+    };
+    let needs_arguments = object
+        .get("arguments")
+        .and_then(Value::as_array)
+        .is_some_and(|args| {
+            args.iter()
+                .any(|a| a.get("required").and_then(Value::as_bool) == Some(true))
+        });
+    let Some(name) = object.get("name").and_then(Value::as_str).map(String::from) else {
+        return Ok(());
+    };
+    if needs_arguments {
+        return Ok(());
+    }
+    *phase = format!("prompts/get {name}");
+    let mut params = Map::new();
+    params.insert("name".into(), json!(name));
+    let result = conn
+        .call("prompts/get", params_for(era, params), era, None)
+        .await?
+        .into_result("prompts/get")?;
+    match result.get("messages") {
+        Some(messages @ Value::Array(_)) => {
+            object.insert("messages".into(), messages.clone());
+            Ok(())
+        }
+        _ => Err(McpError::Protocol {
+            detail: "prompts/get result has no \"messages\" array".into(),
+        }),
+    }
+}
+
+type Handshake = (Era, String, Option<Value>, Option<String>, Option<Value>);
 
 async fn legacy_handshake(conn: &mut Conn) -> Result<Handshake, McpError> {
     let params = json!({
@@ -527,7 +708,18 @@ async fn legacy_handshake(conn: &mut Conn) -> Result<Handshake, McpError> {
         version,
         result.get("serverInfo").cloned(),
         text_field(&result, "instructions")?,
+        object_field(&result, "capabilities")?,
     ))
+}
+
+fn object_field(result: &Value, key: &str) -> Result<Option<Value>, McpError> {
+    match result.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+        Some(_) => Err(McpError::Protocol {
+            detail: format!("{key} is not an object"),
+        }),
+    }
 }
 
 fn text_field(result: &Value, key: &str) -> Result<Option<String>, McpError> {

@@ -617,6 +617,47 @@ impl Registry {
         Ok(result)
     }
 
+    /// The upgrade of an open review whose candidate was stored under an older projection: the
+    /// same candidate, read more completely, replaces it in place (same id, still open), with
+    /// its new report, when the review is still open on `old_candidate`. Answers the review id,
+    /// or `None` when there is no such open review. The watch state is written with it.
+    pub fn rebaseline_open_review(
+        &mut self,
+        watch: &str,
+        old_candidate: &str,
+        candidate: &ToolSpec,
+        report: &DriftReport,
+        state: &WatchState,
+    ) -> Result<Option<i64>> {
+        let tx = self.write_tx()?;
+        let id: Option<i64> = tx
+            .query_row(
+                "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2 AND candidate_fingerprint = ?3",
+                params![watch, ReviewState::Open, old_candidate],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if let Some(id) = id {
+            tx.execute(
+                "UPDATE reviews SET candidate_fingerprint = ?2, fingerprint_version = ?3,
+                    candidate_spec_json = ?4, report_json = ?5, compatibility = ?6, change_count = ?7
+                 WHERE id = ?1",
+                params![
+                    id,
+                    report.new_fingerprint,
+                    FINGERPRINT_VERSION,
+                    spec_json(candidate),
+                    report_json(report),
+                    report.compatibility.as_str(),
+                    report.change_count() as i64,
+                ],
+            )?;
+            upsert_watch(&tx, state)?;
+            tx.commit()?;
+        }
+        Ok(id)
+    }
+
     pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
         Ok(self
             .conn

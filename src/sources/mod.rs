@@ -147,6 +147,8 @@ pub struct Request {
     pub external_refs: ExternalRefs,
     /// Kind `postgres`: password source and schemas.
     pub database: postgres::DatabaseOptions,
+    /// Which MCP resources a live MCP fetch lists.
+    pub mcp_resources: mcp::McpResources,
 }
 
 impl fmt::Debug for Request {
@@ -161,6 +163,7 @@ impl fmt::Debug for Request {
             .field("validators", &self.validators)
             .field("external_refs", &self.external_refs)
             .field("database", &self.database)
+            .field("mcp_resources", &self.mcp_resources)
             .finish()
     }
 }
@@ -179,6 +182,7 @@ impl Request {
             validators: None,
             external_refs: ExternalRefs::SameOrigin,
             database: postgres::DatabaseOptions::default(),
+            mcp_resources: mcp::McpResources::default(),
         }
     }
 
@@ -195,6 +199,7 @@ impl Request {
             validators,
             external_refs: watch.external_refs,
             database: watch.database.clone(),
+            mcp_resources: watch.mcp_resources,
         }
     }
 
@@ -325,7 +330,8 @@ pub async fn load(
                     return Ok(fetch::fetch(&request.fetch(document, true)).await?);
                 }
             };
-            let mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
+            let mut mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
+            mcp_request.resources = request.mcp_resources;
             FetchOutcome::Body {
                 bytes: mcp::fetch_document(&mcp_request).await?,
                 validators: Validators::default(),

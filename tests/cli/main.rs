@@ -15,4 +15,6 @@ mod example_config;
 mod external_refs;
 mod fetch;
 mod hardening;
+mod hidden_text;
 mod sources;
+mod upgrade;

@@ -5,6 +5,7 @@
 
 #![allow(dead_code)]
 
+pub mod completeness;
 pub mod corpus;
 pub mod peers;
 pub mod postgres;

@@ -5,6 +5,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod completeness;
 mod corpus;
 mod corpus_facts;
 mod fingerprint_golden;

@@ -135,7 +135,11 @@ pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
     let (rule, why) = if kind == Kind::Mcp {
         (
             &tool::TOOL_ADDED,
-            "its description and schema are new text that reaches a model",
+            if n.method == "TOOL" {
+                "its description and schema are new text that reaches a model"
+            } else {
+                "its text is new text that reaches a model"
+            },
         )
     } else if n.read_only {
         (&ENDPOINT_ADDED_READ_ONLY, "it is read-only")
@@ -340,14 +344,43 @@ pub(super) fn compare_endpoint(
         // A database endpoint's meta holds its table facts.
         database::compare_facts(o, n, &at, out);
     } else if o.meta != n.meta {
-        out.emit(
-            &META_CHANGED,
-            &format!("{at}.meta"),
-            "meta_changed",
-            o.meta.clone(),
-            n.meta.clone(),
-            format!("The vendor metadata (_meta) of {} changed.", n.name),
-        );
+        // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
+        // difference of the kept fields by `meta-changed`, as before.
+        let empty = serde_json::Map::new();
+        let fields = |m: &Option<serde_json::Value>| match m {
+            Some(serde_json::Value::Object(map)) => Some(map.clone()),
+            _ => None,
+        };
+        let (om, nm) = (fields(&o.meta), fields(&n.meta));
+        let (oo, no) = (om.as_ref().unwrap_or(&empty), nm.as_ref().unwrap_or(&empty));
+        let keys: std::collections::BTreeSet<&String> = oo.keys().chain(no.keys()).collect();
+        let changed: Vec<&String> = keys
+            .into_iter()
+            .filter(|k| oo.get(*k) != no.get(*k))
+            .collect();
+        let only_extensions = (om.is_some() || o.meta.is_none())
+            && (nm.is_some() || n.meta.is_none())
+            && changed.iter().all(|k| k.starts_with("x-"));
+        for key in changed.iter().filter(|k| k.starts_with("x-")) {
+            out.emit(
+                &super::EXTENSION_CHANGED,
+                &format!("{at}.meta.{key}"),
+                "extension_changed",
+                oo.get(*key).cloned(),
+                no.get(*key).cloned(),
+                format!("The vendor extension {key} of {} changed.", n.name),
+            );
+        }
+        if !only_extensions {
+            out.emit(
+                &META_CHANGED,
+                &format!("{at}.meta"),
+                "meta_changed",
+                o.meta.clone(),
+                n.meta.clone(),
+                format!("The vendor metadata (_meta) of {} changed.", n.name),
+            );
+        }
     }
     // Webhooks and callbacks run the other way: the provider sends, the consumer answers.
     let (send, receive) = if is_reversed(n) {

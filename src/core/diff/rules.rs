@@ -1,6 +1,6 @@
 //! The rule registry. Every drift rule is a `pub static` [`Rule`] defined in the family file
 //! beside the check that emits it and its test cases (`mod.rs`: the contract as a whole,
-//! `endpoint.rs`, `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`); emit
+//! `endpoint.rs`, `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`, `text.rs`); emit
 //! sites take `&'static Rule`, so a misspelt rule cannot compile. [`ALL`] lists every rule once,
 //! sorted by id: `schemawatch rules` and `docs/rules.md` are generated from it (a test fails when
 //! the file is stale), and config overrides are checked against it.
@@ -10,7 +10,7 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, database, endpoint, parameter, response, schema, tool};
+use super::{body, database, endpoint, parameter, response, schema, text, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -132,6 +132,8 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &tool::CAPABILITIES_CHANGED,
+    &tool::CAPABILITY_LOST,
     &database::DATABASE_CHECK_CHANGED,
     &database::DATABASE_COLUMN_REORDERED,
     &database::DATABASE_COLUMN_TYPE_CHANGED,
@@ -168,12 +170,17 @@ pub static ALL: &[&Rule] = &[
     &endpoint::ENDPOINT_RENAMED,
     &super::ENDPOINT_UNCLASSIFIED,
     &super::EXECUTION_TARGET_CHANGED,
+    &super::EXTENSION_CHANGED,
+    &text::HIDDEN_TEXT_ADDED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,
     &endpoint::METHOD_CHANGED,
     &endpoint::METHOD_ESCALATED,
     &endpoint::PATH_CHANGED,
     &parameter::PATH_PARAMETER_RENAMED,
+    &tool::PROMPT_ADDED,
+    &tool::PROMPT_REMOVED,
+    &tool::PROMPT_TEXT_CHANGED,
     &schema::READ_WRITE_ONLY_CHANGED,
     &schema::READ_WRITE_ONLY_SIDE_IGNORED,
     &body::REQUEST_BODY_ADDED_OPTIONAL,
@@ -204,6 +211,12 @@ pub static ALL: &[&Rule] = &[
     &schema::REQUEST_PROPERTY_REMOVED,
     &schema::REQUEST_TYPE_CHANGED,
     &schema::REQUEST_TYPE_WIDENED,
+    &tool::RESOURCE_ADDED,
+    &tool::RESOURCE_REMOVED,
+    &tool::RESOURCE_TEMPLATE_ADDED,
+    &tool::RESOURCE_TEMPLATE_REMOVED,
+    &tool::RESOURCE_TEMPLATE_TEXT_CHANGED,
+    &tool::RESOURCE_TEXT_CHANGED,
     &schema::RESPONSE_CONSTRAINT_CHANGED,
     &schema::RESPONSE_CONSTRAINT_RELAXED,
     &schema::RESPONSE_CONSTRAINT_TIGHTENED,
@@ -348,6 +361,7 @@ mod tests {
             include_str!("schema.rs"),
             include_str!("tool.rs"),
             include_str!("database.rs"),
+            include_str!("text.rs"),
         ];
         let defined: usize = sources
             .iter()

@@ -115,7 +115,21 @@ fn mcp_doc(edit: impl FnOnce(&mut Value)) -> Value {
              "annotations": {"readOnlyHint": true, "openWorldHint": false}},
             {"name": "delete_note", "description": "Delete a note.",
              "inputSchema": {"type": "object", "properties": {"id": {"type": "string"}}}}
-        ]
+        ],
+        "prompts": [
+            {"name": "summarize", "title": "Summarize", "description": "Summarize a note.",
+             "arguments": [{"name": "id", "description": "Note id.", "required": true}],
+             "messages": [{"role": "user", "content": {"type": "text", "text": "Summarize it."}}]}
+        ],
+        "resourceTemplates": [
+            {"uriTemplate": "notes://{id}", "name": "Note", "mimeType": "text/plain",
+             "description": "One note."}
+        ],
+        "resources": [
+            {"uri": "notes://1", "name": "First note", "description": "The first note.",
+             "size": 12, "annotations": {"audience": ["user"], "lastModified": "2026-01-01T00:00:00Z"}}
+        ],
+        "capabilities": {"tools": {"listChanged": true}, "prompts": {}, "resources": {}}
     });
     edit(&mut d);
     d
@@ -344,6 +358,7 @@ fn all_cases() -> Vec<Case> {
         super::schema::cases::cases(),
         super::tool::cases::cases(),
         super::database::cases::cases(),
+        super::text::cases::cases(),
     ]
     .into_iter()
     .flatten()

@@ -1,17 +1,35 @@
-//! MCP tool lists → ToolSpec.
+//! MCP server snapshots → ToolSpec.
 //!
-//! Input: the snapshot document the MCP client writes (`{"tools": [...], "instructions": ...,
+//! Input: the snapshot document the MCP client writes (`{"tools": [...], "prompts": [...],
+//! "resourceTemplates": [...], "resources": [...], "capabilities": {...}, "instructions": ...,
 //! "serverInfo": ..., "protocolVersion": ..., "transport": ..., "url": ...}`), a bare
 //! `tools/list` result (`{"tools": [...]}`) or a whole JSON-RPC response
-//! (`{"jsonrpc": "2.0", "result": {"tools": [...]}}`), as JSON or YAML.
+//! (`{"jsonrpc": "2.0", "result": {"tools": [...]}}`), as JSON or YAML. Every key but `tools`
+//! is optional; `prompts`, `resourceTemplates` and `resources` are each the array of the
+//! corresponding `*/list` result, and an absent `capabilities` means unknown (not none).
 //!
 //! Each tool becomes one `TOOL` endpoint whose identity is its name. Inside the contract:
 //! name, title, description, `inputSchema`, `outputSchema`, the four annotation hints
 //! normalized with the spec defaults (an explicit boolean hint always wins), the tool's
 //! `_meta`, every tool field schemawatch does not model (kept verbatim beside `_meta` so a
 //! future or vendor field still changes the fingerprint), and the server `instructions`.
-//! Outside: envelope fields (`nextCursor`, `ttlMs`, `cacheScope`, `resultType`), server info
-//! and the protocol version (descriptive metadata), and tool order.
+//!
+//! Prompts, resource templates and resources are endpoints of their own (methods `PROMPT`,
+//! `RESOURCE_TEMPLATE`, `RESOURCE`; identity the prompt `name`, the `uriTemplate`, the `uri`;
+//! endpoint names `prompt:<name>`, `resource-template:<uriTemplate>`, `resource:<uri>` so
+//! they never collide with a tool). A prompt's arguments become its `input_schema` (an object
+//! of string properties, `required` as declared); title and description have their fields;
+//! every other field — `_meta`, `icons`, a resource's `name` and `mimeType` and
+//! `annotations`, the `messages` the client read with `prompts/get` — is kept verbatim in
+//! `meta`. A resource's `size` and `annotations.lastModified` are descriptive (they change
+//! with the data, not the contract). The server `capabilities` are kept verbatim.
+//!
+//! Outside the contract (the descriptive allow-list, [`DESCRIPTIVE`], the table of
+//! `docs/allow-list.md`): envelope fields (`nextCursor`, `ttlMs`, `cacheScope`, `resultType`,
+//! a whole response's `jsonrpc` and `id`), server info and the protocol version (descriptive
+//! metadata), and list order. Deny by default: every other snapshot key (a vendor `x-…` key,
+//! a list result's `_meta` beside the server info, a future field) is kept verbatim in
+//! `ToolSpec::extensions`.
 //!
 //! Local `$ref`s inside a tool's schema (`#/$defs/X`, `#`) point into that schema, so they are
 //! rewritten to document-wide pointers (`#/tools/<name>/inputSchema/$defs/X`) and their
@@ -23,7 +41,7 @@ use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Tool fields with a dedicated place in [`EndpointSpec`]; anything else is kept in `meta`.
@@ -35,6 +53,67 @@ const MODELED_TOOL_FIELDS: &[&str] = &[
     "outputSchema",
     "annotations",
     "_meta",
+];
+/// Prompt fields with a dedicated place in [`EndpointSpec`]; anything else is kept in `meta`.
+const MODELED_PROMPT_FIELDS: &[&str] = &["name", "title", "description", "arguments"];
+/// Prompt argument fields modelled in the argument's property schema.
+const MODELED_ARGUMENT_FIELDS: &[&str] = &["name", "title", "description", "required"];
+/// Resource and resource template fields with a dedicated place in [`EndpointSpec`].
+const MODELED_RESOURCE_FIELDS: &[&str] = &["uri", "uriTemplate", "title", "description"];
+
+/// The descriptive allow-list of an MCP snapshot: where each entry is, and why it stays out of
+/// the fingerprint. `docs/allow-list.md` is checked against it. Nothing model-facing is here.
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "_meta.io.modelcontextprotocol/serverInfo",
+        "descriptive metadata (the modern era's server info)",
+    ),
+    ("cacheScope", "list envelope: caching hint"),
+    ("id, jsonrpc", "JSON-RPC envelope of a whole response"),
+    ("nextCursor", "list envelope: pagination cursor"),
+    (
+        "protocolVersion",
+        "descriptive metadata (`metadata.format`)",
+    ),
+    (
+        "resources[].annotations.lastModified",
+        "changes with the data, not the contract",
+    ),
+    (
+        "resources[].size",
+        "changes with the data, not the contract",
+    ),
+    ("resultType", "list envelope: completeness marker"),
+    (
+        "serverInfo",
+        "descriptive metadata (`metadata.title`, `metadata.version`)",
+    ),
+    ("ttlMs", "list envelope: caching hint"),
+    (
+        "(list order)",
+        "tools, prompts, templates and resources are matched by identity",
+    ),
+];
+
+/// Snapshot keys the model has a place for (`transport` and `url` are the `remote`).
+const MODELED_TOP_LEVEL: &[&str] = &[
+    "tools",
+    "prompts",
+    "resourceTemplates",
+    "resources",
+    "capabilities",
+    "instructions",
+    "transport",
+    "url",
+];
+/// Snapshot keys on the descriptive allow-list ([`DESCRIPTIVE`]); `_meta` is split.
+const DESCRIPTIVE_TOP_LEVEL: &[&str] = &[
+    "cacheScope",
+    "nextCursor",
+    "protocolVersion",
+    "resultType",
+    "serverInfo",
+    "ttlMs",
 ];
 const HINTS: &[&str] = &[
     "readOnlyHint",
@@ -62,10 +141,25 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         (None, Some(Value::Object(result))) => result,
         _ => doc,
     };
-    let tools = match doc.get("tools") {
+    let lists = ["prompts", "resourceTemplates", "resources", "capabilities"];
+    let tools: &[Value] = match doc.get("tools") {
         Some(Value::Array(tools)) => tools,
         Some(_) => return Err(invalid("tools", "must be an array")),
+        // A server without the tools capability: the other lists make it a snapshot.
+        None if lists.iter().any(|k| doc.contains_key(*k)) => &[],
         None => return Err(not_mcp("no \"tools\" array")),
+    };
+    let list = |key: &str| -> Result<&[Value], NormalizeError> {
+        match doc.get(key) {
+            None | Some(Value::Null) => Ok(&[]),
+            Some(Value::Array(items)) => Ok(items),
+            Some(_) => Err(invalid(key, "must be an array")),
+        }
+    };
+    let capabilities = match doc.get("capabilities") {
+        None | Some(Value::Null) => None,
+        Some(c @ Value::Object(_)) => Some(c.clone()),
+        Some(_) => return Err(invalid("capabilities", "must be an object")),
     };
     let text = |key: &str| doc.get(key).and_then(Value::as_str).map(String::from);
     let instructions = match doc.get("instructions") {
@@ -84,6 +178,22 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         }
         endpoints.push(endpoint);
     }
+    let mut others = Vec::new();
+    for (i, prompt) in list("prompts")?.iter().enumerate() {
+        others.push(prompt_endpoint(prompt, i)?);
+    }
+    for (i, template) in list("resourceTemplates")?.iter().enumerate() {
+        others.push(resource_endpoint(template, i, ResourceKind::Template)?);
+    }
+    for (i, resource) in list("resources")?.iter().enumerate() {
+        others.push(resource_endpoint(resource, i, ResourceKind::Resource)?);
+    }
+    for endpoint in others {
+        if !names.insert(endpoint.name.clone()) {
+            return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
+        }
+        endpoints.push(endpoint);
+    }
     endpoints.sort_by_key(|e| e.identity());
 
     let server_info = doc.get("serverInfo").and_then(Value::as_object);
@@ -93,8 +203,32 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             .and_then(Value::as_str)
             .map(String::from)
     };
+    // Deny by default: every other snapshot key is kept verbatim in the contract.
+    let mut extensions = BTreeMap::new();
+    for (key, value) in doc {
+        if MODELED_TOP_LEVEL.contains(&key.as_str())
+            || DESCRIPTIVE_TOP_LEVEL.contains(&key.as_str())
+        {
+            continue;
+        }
+        if key == "_meta" {
+            if let Value::Object(meta) = value {
+                let kept: Map<String, Value> = meta
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "io.modelcontextprotocol/serverInfo")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !kept.is_empty() {
+                    extensions.insert(key.clone(), Value::Object(kept));
+                }
+                continue;
+            }
+        }
+        extensions.insert(key.clone(), value.clone());
+    }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        capabilities,
         namespace,
         name,
         kind: Kind::Mcp,
@@ -116,8 +250,21 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         },
         endpoints,
         definitions,
+        extensions,
         instructions,
     })
+}
+
+/// `spec` as a release before prompts, resources and capabilities were modelled saw it: the
+/// `TOOL` endpoints only, capabilities unknown, no snapshot-level extensions. A registry row stored by such a release (its
+/// capabilities are unknown) whose fingerprint equals this projection of a fresh candidate
+/// holds the same document: the candidate is a re-baseline, not drift.
+pub fn tools_only_projection(spec: &ToolSpec) -> ToolSpec {
+    let mut legacy = spec.clone();
+    legacy.capabilities = None;
+    legacy.extensions.clear();
+    legacy.endpoints.retain(|e| e.method == "TOOL");
+    legacy
 }
 
 fn invalid(at: &str, problem: &str) -> NormalizeError {
@@ -243,6 +390,194 @@ fn tool_endpoint(
         security: Vec::new(),
         title,
     })
+}
+
+/// A text field of an MCP object: absent, null or a string.
+fn text_of(
+    object: &Map<String, Value>,
+    key: &str,
+    at: &str,
+) -> Result<Option<String>, NormalizeError> {
+    match object.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(invalid(&format!("{at}.{key}"), "must be a string")),
+    }
+}
+
+/// An endpoint that only reads (prompts, resources): the side-effect facts of a read.
+fn read_endpoint(method: &str, name: String, path: String) -> EndpointSpec {
+    EndpointSpec {
+        aliases: Vec::new(),
+        deprecated: false,
+        description: None,
+        destructive: false,
+        idempotent: true,
+        input_schema: None,
+        meta: None,
+        method: method.into(),
+        name,
+        open_world: false,
+        operation_id: None,
+        output_schema: None,
+        parameters: Vec::new(),
+        path_template: path.clone(),
+        path,
+        read_only: true,
+        request_body: None,
+        responses: BTreeMap::new(),
+        security: Vec::new(),
+        title: None,
+    }
+}
+
+fn meta_of(map: Map<String, Value>) -> Option<Value> {
+    if map.is_empty() {
+        None
+    } else {
+        Some(Value::Object(map))
+    }
+}
+
+/// One prompt → a `PROMPT` endpoint named `prompt:<name>`.
+fn prompt_endpoint(prompt: &Value, index: usize) -> Result<EndpointSpec, NormalizeError> {
+    let at = format!("prompts[{index}]");
+    let prompt = prompt
+        .as_object()
+        .ok_or_else(|| invalid(&at, "a prompt must be an object"))?;
+    let name = match prompt.get("name") {
+        Some(Value::String(n)) if !n.is_empty() => n.clone(),
+        _ => return Err(invalid(&at, "a prompt needs a non-empty string \"name\"")),
+    };
+    let at = format!("prompts.{name}");
+    let mut endpoint = read_endpoint("PROMPT", format!("prompt:{name}"), name.clone());
+    endpoint.description = text_of(prompt, "description", &at)?;
+    endpoint.title = text_of(prompt, "title", &at)?;
+    match prompt.get("arguments") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(arguments)) => {
+            let mut properties = Map::new();
+            let mut required = BTreeSet::new();
+            for (i, argument) in arguments.iter().enumerate() {
+                let arg_at = format!("{at}.arguments[{i}]");
+                let argument = argument
+                    .as_object()
+                    .ok_or_else(|| invalid(&arg_at, "an argument must be an object"))?;
+                let arg_name = match argument.get("name") {
+                    Some(Value::String(n)) if !n.is_empty() => n.clone(),
+                    _ => {
+                        return Err(invalid(
+                            &arg_at,
+                            "an argument needs a non-empty string \"name\"",
+                        ))
+                    }
+                };
+                let mut schema = Map::new();
+                schema.insert("type".into(), json!("string"));
+                for key in ["title", "description"] {
+                    if let Some(text) = text_of(argument, key, &arg_at)? {
+                        schema.insert(key.into(), json!(text));
+                    }
+                }
+                match argument.get("required") {
+                    None | Some(Value::Null) | Some(Value::Bool(false)) => {}
+                    Some(Value::Bool(true)) => {
+                        required.insert(arg_name.clone());
+                    }
+                    Some(_) => return Err(invalid(&arg_at, "required must be a boolean")),
+                }
+                // Unmodelled argument fields stay in the contract, in a keyword of their own.
+                let extra: Map<String, Value> = argument
+                    .iter()
+                    .filter(|(k, _)| !MODELED_ARGUMENT_FIELDS.contains(&k.as_str()))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !extra.is_empty() {
+                    schema.insert("x-mcp-argument".into(), Value::Object(extra));
+                }
+                if properties
+                    .insert(arg_name.clone(), Value::Object(schema))
+                    .is_some()
+                {
+                    return Err(invalid(&arg_at, "duplicate argument name"));
+                }
+            }
+            let mut schema = json!({"type": "object", "properties": properties});
+            if !required.is_empty() {
+                schema["required"] = json!(required);
+            }
+            endpoint.input_schema = Some(normalize_schema(&schema));
+        }
+        Some(_) => return Err(invalid(&format!("{at}.arguments"), "must be an array")),
+    }
+    let meta: Map<String, Value> = prompt
+        .iter()
+        .filter(|(k, _)| !MODELED_PROMPT_FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    endpoint.meta = meta_of(meta);
+    Ok(endpoint)
+}
+
+#[derive(Clone, Copy)]
+enum ResourceKind {
+    Template,
+    Resource,
+}
+
+/// One resource template (`RESOURCE_TEMPLATE`, by `uriTemplate`) or resource (`RESOURCE`, by
+/// `uri`).
+fn resource_endpoint(
+    item: &Value,
+    index: usize,
+    kind: ResourceKind,
+) -> Result<EndpointSpec, NormalizeError> {
+    let (list, key, method, prefix) = match kind {
+        ResourceKind::Template => (
+            "resourceTemplates",
+            "uriTemplate",
+            "RESOURCE_TEMPLATE",
+            "resource-template",
+        ),
+        ResourceKind::Resource => ("resources", "uri", "RESOURCE", "resource"),
+    };
+    let at = format!("{list}[{index}]");
+    let item = item
+        .as_object()
+        .ok_or_else(|| invalid(&at, "must be an object"))?;
+    let uri = match item.get(key) {
+        Some(Value::String(u)) if !u.is_empty() => u.clone(),
+        _ => return Err(invalid(&at, &format!("needs a non-empty string \"{key}\""))),
+    };
+    let at = format!("{list}.{uri}");
+    let mut endpoint = read_endpoint(method, format!("{prefix}:{uri}"), uri);
+    endpoint.description = text_of(item, "description", &at)?;
+    endpoint.title = text_of(item, "title", &at)?;
+    let mut meta = Map::new();
+    for (k, v) in item {
+        if MODELED_RESOURCE_FIELDS.contains(&k.as_str()) {
+            continue;
+        }
+        match (kind, k.as_str(), v) {
+            // Descriptive: they change with the data, not the contract.
+            (ResourceKind::Resource, "size", _) => {}
+            (ResourceKind::Resource, "annotations", Value::Object(a)) => {
+                let kept: Map<String, Value> = a
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "lastModified")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                if !kept.is_empty() {
+                    meta.insert(k.clone(), Value::Object(kept));
+                }
+            }
+            _ => {
+                meta.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    endpoint.meta = meta_of(meta);
+    Ok(endpoint)
 }
 
 /// Escapes one JSON pointer token.

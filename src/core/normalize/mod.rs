@@ -1,5 +1,6 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
+pub mod allow_list;
 pub mod graphql;
 pub mod mcp;
 pub mod odata;

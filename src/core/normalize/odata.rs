@@ -711,6 +711,8 @@ impl Model {
         endpoints.sort_by_key(|e| e.identity());
         let (namespace, name) = split_watch_name(watch);
         Ok(ToolSpec {
+            capabilities: None,
+            extensions: BTreeMap::new(),
             namespace,
             name,
             kind: Kind::Odata,

@@ -175,6 +175,8 @@ fn normalize_operations(
     endpoints.sort_by_key(|e| e.identity());
 
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Openapi,

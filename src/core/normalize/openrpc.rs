@@ -103,6 +103,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let definitions = collect_definitions(root, &endpoints)?;
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Openrpc,

@@ -283,6 +283,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Optimade,

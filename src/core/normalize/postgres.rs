@@ -176,6 +176,8 @@ pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, Nor
         }
     }
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: Default::default(),
         definitions: BTreeMap::new(),
         endpoints,
         evidence: Evidence {

@@ -144,6 +144,8 @@ pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, Nor
     }
     endpoints.sort_by_key(|e| e.identity());
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: Default::default(),
         definitions: BTreeMap::new(),
         endpoints,
         evidence: Evidence {

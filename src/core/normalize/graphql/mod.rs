@@ -251,6 +251,8 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
 
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        capabilities: None,
+        extensions: BTreeMap::new(),
         definitions,
         endpoints,
         evidence: Evidence {
