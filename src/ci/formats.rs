@@ -322,6 +322,21 @@ mod tests {
     }
 
     #[test]
+    fn markdown_is_inert_for_provider_text() {
+        let md = crate::core::report::report_markdown(&report());
+        assert!(!md.contains("[click](https://evil.example)"), "{md}");
+        assert!(md.contains("\\[click\\]\\(https://evil.example\\)"), "{md}");
+        assert!(
+            !md.contains("<script>") && md.contains("&lt;script&gt;"),
+            "{md}"
+        );
+        assert!(
+            md.contains("\\u{E0041}") && !md.contains('\u{E0041}'),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn junit_is_escaped_and_has_no_forbidden_characters() {
         let r = report();
         let out = junit(&gate(&r), "api/open api.yaml");

@@ -137,8 +137,13 @@ pub fn group_of(path: &str) -> String {
 /// backslash-escaped or entity-encoded, so provider text cannot inject markup.
 fn escape_md(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for c in visible(text).chars() {
+    for c in text.replace("\r\n", "\n").chars() {
         match c {
+            // The visible escape itself is Markdown-inert (`\u` escapes nothing), so it is
+            // written as is: a reader sees `\u{E0041}` in the raw and the rendered text.
+            c if crate::core::hidden::is_hidden(c) && c != '\n' => {
+                out.push_str(&escape_hidden(&c.to_string()))
+            }
             '\n' => out.push(' '),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),

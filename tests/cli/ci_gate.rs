@@ -30,7 +30,7 @@ fn candidate() -> Value {
     d["paths"]["/pets"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
         ["enum"] = json!(["cat", "dog"]);
     d["paths"]["/pets"]["get"]["description"] =
-        json!("Lists pets.\n::error::forged <b>bold</b> [x](https://evil.example) \u{E0041}");
+        json!("Lists pets.\n::error::forged <b>bold</b> [x](https://evil.example)");
     d["paths"].as_object_mut().unwrap().remove("/owners");
     d
 }
