@@ -5,6 +5,8 @@
 
 use crate::core::diff::rules::{self, SeverityOverrides};
 use crate::core::model::{Kind, Severity};
+use crate::fetch::Validators;
+use crate::sources::{Request, Source};
 use serde::Deserialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -661,6 +663,44 @@ fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
             format!("line {line}: {message} (at `{snippet}`)")
         }
         None => message,
+    }
+}
+
+// How the source layer reads a watch: the config depends on the source layer, never the
+// other way round (ARCHITECTURE.md "Dependency direction").
+impl SourceConfig {
+    /// A watch's configured source.
+    pub fn to_source(&self) -> Source {
+        match self {
+            SourceConfig::Url(url) if matches!(url.scheme(), "postgresql" | "postgres") => {
+                Source::Postgres(url.clone())
+            }
+            SourceConfig::Url(url) => Source::Url(url.clone()),
+            SourceConfig::Path(path) => Source::Path(path.clone()),
+            SourceConfig::Command { argv, env } => Source::Command {
+                argv: argv.clone(),
+                env: env.clone(),
+            },
+        }
+    }
+}
+
+impl WatchConfig {
+    /// One refresh of `watch`, conditional on `validators` where the kind allows it.
+    pub fn load_request(&self, validators: Option<Validators>) -> Request {
+        Request {
+            headers: self.schema_headers.clone(),
+            query: self.schema_query.clone(),
+            timeout: self.timeout,
+            connect_timeout: crate::fetch::DEFAULT_CONNECT_TIMEOUT.min(self.timeout),
+            max_bytes: self.max_bytes,
+            ca_file: self.ca_file.clone(),
+            proxy: self.proxy.clone(),
+            validators,
+            external_refs: self.external_refs,
+            database: self.database.clone(),
+            mcp_resources: self.mcp_resources,
+        }
     }
 }
 

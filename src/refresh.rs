@@ -11,7 +11,7 @@ use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
     now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState, WatchStatus,
 };
-use crate::sources::{self, fetch_error_class, Source};
+use crate::sources::{self, fetch_error_class};
 use serde::Serialize;
 
 /// How many times a refresh re-reads and re-compares after losing a CAS race.
@@ -439,8 +439,8 @@ async fn refresh_inner(
         None
     };
     let started = std::time::Instant::now();
-    let source = Source::from_config(&watch.source);
-    let request = sources::Request::for_watch(watch, stored_validators);
+    let source = watch.source.to_source();
+    let request = watch.load_request(stored_validators);
     let fetched = sources::load(watch.kind, &source, &request).await?;
     let (bytes, mut validators, final_url) = match fetched {
         FetchOutcome::NotModified => {

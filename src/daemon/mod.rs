@@ -117,12 +117,8 @@ pub fn next_interval(interval: Duration, jitter: f64) -> Duration {
         .unwrap_or(Duration::MAX)
 }
 
-/// `now + wait`, or a point about a century away when that does not fit (never a panic).
-pub fn later(now: Instant, wait: Duration) -> Instant {
-    now.checked_add(wait)
-        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
-        .unwrap_or(now)
-}
+/// Deadline arithmetic lives with the fetch layer, below every user of it (mcp included).
+pub use crate::fetch::later;
 
 /// State shared by the scheduler, the signal loop and the HTTP API.
 pub struct Shared {

@@ -240,3 +240,10 @@ pub async fn fetch(request: &FetchRequest) -> Result<FetchOutcome, FetchError> {
         Err(_elapsed) => Err(FetchError::Timeout),
     }
 }
+
+/// `now + wait`, or a point about a century away when that does not fit (never a panic).
+pub fn later(now: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    now.checked_add(wait)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 24 * 3600)))
+        .unwrap_or(now)
+}

@@ -350,7 +350,7 @@ impl Conn {
 /// Reads the whole tool list of the server, within the request's bounds. A stdio child is
 /// killed and reaped on every path, success, error or timeout.
 pub async fn fetch_tools(request: &McpRequest) -> Result<Snapshot, McpError> {
-    let deadline = crate::daemon::later(Instant::now(), request.timeout);
+    let deadline = crate::fetch::later(Instant::now(), request.timeout);
     let budget = Budget {
         used: 0,
         limit: request.max_bytes,

@@ -187,7 +187,7 @@ impl StdioConn {
         let id = self.next_id;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
-        let until = wait.map(|w| crate::daemon::later(tokio::time::Instant::now(), w));
+        let until = wait.map(|w| crate::fetch::later(tokio::time::Instant::now(), w));
         loop {
             let line = match until {
                 Some(t) => match tokio::time::timeout_at(t, self.next_line()).await {

@@ -24,9 +24,9 @@ pub mod sqlite;
 
 pub use grammar::{parse_arguments, parse_env, GrammarError};
 
-use crate::config::{ExternalRefs, SourceConfig, WatchConfig};
 use crate::core::model::{Kind, ToolSpec};
 use crate::core::normalize::normalize;
+use crate::fetch::openapi_refs::ExternalRefs;
 use crate::fetch::openapi_refs::{self, BundleError};
 use crate::fetch::{self, FetchError, FetchOutcome, FetchRequest, GitBlob, Validators};
 use crate::mcp::{self, McpError, McpRequest, Target};
@@ -87,21 +87,6 @@ impl fmt::Debug for Source {
 }
 
 impl Source {
-    /// A watch's configured source.
-    pub fn from_config(source: &SourceConfig) -> Source {
-        match source {
-            SourceConfig::Url(url) if matches!(url.scheme(), "postgresql" | "postgres") => {
-                Source::Postgres(url.clone())
-            }
-            SourceConfig::Url(url) => Source::Url(url.clone()),
-            SourceConfig::Path(path) => Source::Path(path.clone()),
-            SourceConfig::Command { argv, env } => Source::Command {
-                argv: argv.clone(),
-                env: env.clone(),
-            },
-        }
-    }
-
     /// What the source is, for messages.
     pub fn describe(&self) -> &'static str {
         match self {
@@ -183,23 +168,6 @@ impl Request {
             external_refs: ExternalRefs::SameOrigin,
             database: postgres::DatabaseOptions::default(),
             mcp_resources: mcp::McpResources::default(),
-        }
-    }
-
-    /// One refresh of `watch`, conditional on `validators` where the kind allows it.
-    pub fn for_watch(watch: &WatchConfig, validators: Option<Validators>) -> Request {
-        Request {
-            headers: watch.schema_headers.clone(),
-            query: watch.schema_query.clone(),
-            timeout: watch.timeout,
-            connect_timeout: fetch::DEFAULT_CONNECT_TIMEOUT.min(watch.timeout),
-            max_bytes: watch.max_bytes,
-            ca_file: watch.ca_file.clone(),
-            proxy: watch.proxy.clone(),
-            validators,
-            external_refs: watch.external_refs,
-            database: watch.database.clone(),
-            mcp_resources: watch.mcp_resources,
         }
     }
 
