@@ -2,6 +2,7 @@
 //! formats (SARIF validated against the vendored schema and by the official validator, JUnit,
 //! GitHub, GitLab), and the workflow of docs/ci.md in a real shallow clone.
 
+use crate::common::git;
 use crate::common::peers::{need, peers_dir};
 use crate::common::Sandbox;
 use serde_json::{json, Value};
@@ -398,29 +399,6 @@ fn sarif_validates_against_the_vendored_schema_and_the_official_validator() {
         .map(|r| r.iter().filter(|r| r["level"] == "error").collect())
         .unwrap_or_default();
     assert!(errors.is_empty(), "validator errors: {errors:#?}");
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// The commands of docs/ci.md in a real shallow clone: the base branch fetched with

@@ -3,6 +3,7 @@
 //! real git repositories (made in temp dirs).
 
 use crate::common;
+use crate::common::git;
 
 use common::peers::{everything, everything_http, need};
 use common::{Pets, Sandbox};
@@ -204,29 +205,6 @@ fn dash_reads_standard_input_and_dot_slash_forces_a_path() {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_ne!(report["compatibility"], "identical");
     sb.run(&["diff", "-", "-"]).assert_code(2);
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "init.defaultBranch=main",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A repository with two commits: v1 of the petstore (with an external `$ref` to
