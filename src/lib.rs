@@ -14,6 +14,8 @@
 //! - `daemon` (scheduler, signals, reload, systemd) and `api` (the HTTP API);
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod artifacts;
 pub mod ci;

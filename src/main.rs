@@ -1,5 +1,7 @@
 //! The `schemawatch` binary: the command line lives in `cli/`, a file per subcommand.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() -> std::process::ExitCode {
