@@ -237,8 +237,9 @@ impl Registry {
             conn.pragma_update(None, "journal_mode", "WAL")?;
             conn.pragma_update(None, "synchronous", "FULL")?;
             migrate::run(&mut conn)?;
-            // Back to a single file before it is linked into place.
-            conn.pragma_update(None, "journal_mode", "DELETE")?;
+            // Closing checkpoints the WAL into the file and removes it, so the one file linked
+            // into place holds everything and is already in WAL mode: processes opening it
+            // concurrently never race to switch journal modes.
         }
         let linked = match std::fs::hard_link(&scratch, path) {
             // A file system without hard links: a rename, unless a file appeared meanwhile
@@ -283,6 +284,8 @@ impl Registry {
             path,
             rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
+        // Before the first read: another process may hold the lock (a migration, a write).
+        conn.busy_timeout(Duration::from_secs(10))?;
         let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
             Ok(v) => v,
             Err(rusqlite::Error::SqliteFailure(e, _))
@@ -295,7 +298,6 @@ impl Registry {
         if version == 0 {
             return Err(not_ours("an SQLite database without schemawatch's schema"));
         }
-        conn.busy_timeout(Duration::from_secs(10))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // FULL: a commit acknowledged to the user survives power loss (docs/reliability.md §3).
         conn.pragma_update(None, "synchronous", "FULL")?;
