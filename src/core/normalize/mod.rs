@@ -1,6 +1,7 @@
 //! Normalizers: pure functions from document bytes to a canonical [`ToolSpec`].
 
 pub mod allow_list;
+mod database;
 pub mod graphql;
 pub mod mcp;
 pub mod odata;

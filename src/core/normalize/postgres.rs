@@ -19,11 +19,12 @@
 //!
 //! OIDs and creation order never appear: everything is keyed and sorted by name or text.
 
+use super::database::{check_format, contract, nullable};
 use super::schema::normalize_schema_owned;
 use super::sqlite::normalize_sql;
-use super::{split_watch_name, NormalizeError};
+use super::NormalizeError;
 use crate::core::fingerprint::digest_text;
-use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
+use crate::core::model::{EndpointSpec, Kind, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -154,13 +155,7 @@ pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> 
 }
 
 pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, NormalizeError> {
-    if catalog.format != CATALOG_FORMAT {
-        return Err(NormalizeError::Invalid {
-            at: "format".into(),
-            problem: format!("expected {CATALOG_FORMAT:?}"),
-        });
-    }
-    let (namespace, name) = split_watch_name(watch);
+    check_format(&catalog.format, CATALOG_FORMAT)?;
     let mut endpoints = Vec::new();
     for r in &catalog.relations {
         endpoints.push(relation_endpoint(r)?);
@@ -168,36 +163,7 @@ pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, Nor
     for f in &catalog.functions {
         endpoints.push(function_endpoint(f)?);
     }
-    endpoints.sort_by_key(|e| e.identity());
-    let mut seen = BTreeSet::new();
-    for e in &endpoints {
-        if !seen.insert(e.identity()) {
-            return Err(NormalizeError::DuplicateEndpoint(e.identity()));
-        }
-    }
-    Ok(ToolSpec {
-        capabilities: None,
-        extensions: Default::default(),
-        definitions: BTreeMap::new(),
-        endpoints,
-        evidence: Evidence {
-            license: None,
-            source_type: "postgres".into(),
-        },
-        instructions: None,
-        kind: Kind::Postgres,
-        metadata: Metadata {
-            format: Some("postgres".into()),
-            title: None,
-            version: None,
-        },
-        name,
-        namespace,
-        remote: Remote {
-            base_urls: Vec::new(),
-            transport: "postgres".into(),
-        },
-    })
+    contract(watch, Kind::Postgres, endpoints)
 }
 
 fn grants(list: &[Grant]) -> Value {
@@ -409,17 +375,6 @@ fn function_endpoint(f: &Function) -> Result<EndpointSpec, NormalizeError> {
         security: Vec::new(),
         title: None,
     })
-}
-
-fn nullable(mut schema: Value, non_null: bool) -> Value {
-    if non_null {
-        return schema;
-    }
-    if let Some(Value::String(t)) = schema.get("type") {
-        let t = t.clone();
-        schema["type"] = json!([t, "null"]);
-    }
-    schema
 }
 
 fn column_type(c: &Column) -> Value {

@@ -19,13 +19,14 @@
 //!
 //! Object creation order never matters: everything is keyed and sorted by name.
 
+use super::database::{check_format, contract, nullable};
 use super::schema::normalize_schema_owned;
-use super::{split_watch_name, NormalizeError};
+use super::NormalizeError;
 use crate::core::fingerprint::digest_text;
-use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
+use crate::core::model::{EndpointSpec, Kind, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// The `format` of a catalog document.
 pub const CATALOG_FORMAT: &str = "schemawatch.sqlite-catalog/1";
@@ -119,13 +120,7 @@ pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> 
 
 /// Normalizes a parsed catalog.
 pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, NormalizeError> {
-    if catalog.format != CATALOG_FORMAT {
-        return Err(NormalizeError::Invalid {
-            at: "format".into(),
-            problem: format!("expected {CATALOG_FORMAT:?}"),
-        });
-    }
-    let (namespace, name) = split_watch_name(watch);
+    check_format(&catalog.format, CATALOG_FORMAT)?;
     let mut triggers: BTreeMap<String, Vec<Value>> = BTreeMap::new();
     for t in &catalog.triggers {
         triggers
@@ -134,38 +129,13 @@ pub fn normalize_catalog(watch: &str, catalog: &Catalog) -> Result<ToolSpec, Nor
             .push(trigger_fact(t));
     }
     let mut endpoints = Vec::new();
-    let mut seen = BTreeSet::new();
     for relation in &catalog.relations {
-        let endpoint = relation_endpoint(relation, triggers.remove(&relation.name.to_lowercase()))?;
-        if !seen.insert(endpoint.identity()) {
-            return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
-        }
-        endpoints.push(endpoint);
+        endpoints.push(relation_endpoint(
+            relation,
+            triggers.remove(&relation.name.to_lowercase()),
+        )?);
     }
-    endpoints.sort_by_key(|e| e.identity());
-    Ok(ToolSpec {
-        capabilities: None,
-        extensions: Default::default(),
-        definitions: BTreeMap::new(),
-        endpoints,
-        evidence: Evidence {
-            license: None,
-            source_type: "sqlite".into(),
-        },
-        instructions: None,
-        kind: Kind::Sqlite,
-        metadata: Metadata {
-            format: Some("sqlite".into()),
-            title: None,
-            version: None,
-        },
-        name,
-        namespace,
-        remote: Remote {
-            base_urls: Vec::new(),
-            transport: "sqlite".into(),
-        },
-    })
+    contract(watch, Kind::Sqlite, endpoints)
 }
 
 fn relation_endpoint(
@@ -328,17 +298,6 @@ fn object_schema(
         s["additionalProperties"] = a;
     }
     s
-}
-
-fn nullable(mut schema: Value, non_null: bool) -> Value {
-    if non_null {
-        return schema;
-    }
-    if let Some(Value::String(t)) = schema.get("type") {
-        let t = t.clone();
-        schema["type"] = json!([t, "null"]);
-    }
-    schema
 }
 
 /// The JSON Schema of a declared type: its affinity (SQLite "Datatypes" §3.1), or in a
