@@ -34,6 +34,35 @@ fn bwrap() -> Option<PathBuf> {
     found
 }
 
+/// `schemawatch run --config /mnt/schemawatch.toml` under bubblewrap like the image runs it:
+/// PID 1 of a new PID namespace, uid/gid 65532, a read-only root, a tmpfs /tmp, and `state`
+/// (holding the binary and the config) as the one writable volume at /mnt.
+fn run_in_sandbox(bwrap: &std::path::Path, state: &std::path::Path) -> std::process::Child {
+    Command::new(bwrap)
+        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"])
+        .args(["--tmpfs", "/tmp"])
+        .arg("--bind")
+        .arg(state)
+        .arg("/mnt")
+        .args([
+            "--unshare-pid",
+            "--unshare-user",
+            "--uid",
+            "65532",
+            "--gid",
+            "65532",
+        ])
+        .args(["--as-pid-1", "--die-with-parent", "--clearenv"])
+        .args(["--setenv", "RUST_LOG", "info"])
+        .arg("/mnt/schemawatch")
+        .args(["run", "--config", "/mnt/schemawatch.toml"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn bwrap")
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -62,29 +91,7 @@ fn runs_as_pid_1_non_root_on_a_read_only_root() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(bwrap)
-        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"])
-        .args(["--tmpfs", "/tmp"])
-        .arg("--bind")
-        .arg(&state)
-        .arg("/mnt")
-        .args([
-            "--unshare-pid",
-            "--unshare-user",
-            "--uid",
-            "65532",
-            "--gid",
-            "65532",
-        ])
-        .args(["--as-pid-1", "--die-with-parent", "--clearenv"])
-        .args(["--setenv", "RUST_LOG", "info"])
-        .arg("/mnt/schemawatch")
-        .args(["run", "--config", "/mnt/schemawatch.toml"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bwrap");
+    let mut child = run_in_sandbox(&bwrap, &state);
     // The healthcheck command (the image's HEALTHCHECK) sees it ready, and it registers.
     let config = state.join("schemawatch.toml");
     let config = config.to_str().unwrap();
@@ -262,29 +269,7 @@ fn h1_as_pid_1_orphans_are_reaped_and_descendants_killed() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(bwrap)
-        .args(["--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev"])
-        .args(["--tmpfs", "/tmp"])
-        .arg("--bind")
-        .arg(&state)
-        .arg("/mnt")
-        .args([
-            "--unshare-pid",
-            "--unshare-user",
-            "--uid",
-            "65532",
-            "--gid",
-            "65532",
-        ])
-        .args(["--as-pid-1", "--die-with-parent", "--clearenv"])
-        .args(["--setenv", "RUST_LOG", "info"])
-        .arg("/mnt/schemawatch")
-        .args(["run", "--config", "/mnt/schemawatch.toml"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn bwrap");
+    let mut child = run_in_sandbox(&bwrap, &state);
     let start = Instant::now();
     let daemon = loop {
         let found = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", child.id()))
