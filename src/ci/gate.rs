@@ -4,7 +4,7 @@
 
 use super::accept::{AcceptEntry, Date};
 use crate::core::model::{Change, Compatibility, DriftReport, Severity};
-use crate::core::report::{change_id, change_json, report_json};
+use crate::core::report::{change_id, change_json_with_id, report_json};
 use serde_json::{json, Value};
 
 /// Where a change stands against the accept file.
@@ -188,7 +188,7 @@ pub fn report_with_gate(
             .changes
             .iter()
             .map(|c| {
-                let mut value = change_json(c.change);
+                let mut value = change_json_with_id(c.change, &c.id);
                 match c.standing {
                     Standing::Accepted(entry) => value["accepted"] = entry_json(entry),
                     Standing::Expired(entry) => value["accept_expired"] = entry_json(entry),

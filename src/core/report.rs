@@ -47,8 +47,13 @@ pub fn report_json(report: &DriftReport) -> Value {
 }
 
 pub fn change_json(c: &Change) -> Value {
+    change_json_with_id(c, &change_id(c))
+}
+
+/// [`change_json`] for a caller that already computed the change's id.
+pub fn change_json_with_id(c: &Change, id: &str) -> Value {
     json!({
-        "id": change_id(c),
+        "id": id,
         "severity": c.severity.as_str(),
         "path": c.path,
         "kind": c.kind,
