@@ -573,17 +573,7 @@ fn an_info_override_of_endpoint_unclassified_takes_effect() {
 fn artifacts_are_read_from_git_revisions_and_standard_input() {
     let env = Env::new();
     let git = |args: &[&str]| {
-        let o = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-            .args(args)
-            .current_dir(&env.root)
-            .output()
-            .expect("git runs");
-        assert!(
-            o.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
+        crate::common::git(&env.root, args);
     };
     env.serve(&doc(|_| {}));
     env.check();
