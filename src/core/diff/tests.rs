@@ -81,6 +81,13 @@ pub(super) fn openapi(edit: Edit) -> Pair {
     (old, new)
 }
 
+/// The base document with `old`, then the base document with `new`.
+pub(super) fn openapi_pair(old: Edit, new: Edit) -> Pair {
+    let o = normalize_value("acme.pets", &doc(old)).expect("old normalizes");
+    let n = normalize_value("acme.pets", &doc(new)).expect("new normalizes");
+    (o, n)
+}
+
 /// For rules whose natural example is the reverse of an edit: `edit` makes the OLD document
 /// (the base is the new one).
 pub(super) fn openapi_reversed(edit: Edit) -> Pair {

@@ -711,12 +711,15 @@ impl Model {
         endpoints.sort_by_key(|e| e.identity());
         let (namespace, name) = split_watch_name(watch);
         Ok(ToolSpec {
+            directives: Default::default(),
+            roots: Default::default(),
             capabilities: None,
             extensions: BTreeMap::new(),
             namespace,
             name,
             kind: Kind::Odata,
             remote: Remote {
+                variables: Default::default(),
                 base_urls: vec!["/".into()],
                 transport: format!("odata-v{}", self.protocol),
             },
@@ -772,6 +775,8 @@ fn overload_suffix(op: &Operation, overloaded: bool) -> String {
 
 fn base_endpoint(name: &str, method: &str, path: &str) -> EndpointSpec {
     EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

@@ -175,12 +175,15 @@ fn normalize_operations(
     endpoints.sort_by_key(|e| e.identity());
 
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
         extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Openapi,
         remote: Remote {
+            variables: ctx.server_variables(doc),
             base_urls: ctx.base_urls(doc),
             transport: "http".into(),
         },
@@ -415,6 +418,7 @@ impl<'a> Context<'a> {
                 (Version::Swagger2, "body") => {
                     let schema = normalize_schema(p.get("schema").unwrap_or(&json!({})));
                     request_body = Some(RequestBody {
+                        encoding: Default::default(),
                         required: p.get("required").and_then(Value::as_bool).unwrap_or(false),
                         description: p
                             .get("description")
@@ -459,6 +463,7 @@ impl<'a> Context<'a> {
                 media
             };
             request_body = Some(RequestBody {
+                encoding: Default::default(),
                 required: !required.is_empty(),
                 description: None,
                 content: media.into_iter().map(|m| (m, schema.clone())).collect(),
@@ -467,6 +472,7 @@ impl<'a> Context<'a> {
         if let Some(body) = op.get("requestBody") {
             let body = self.resolve(body, &at)?;
             request_body = Some(RequestBody {
+                encoding: self.encoding(body.get("content"), &at)?,
                 required: body
                     .get("required")
                     .and_then(Value::as_bool)
@@ -504,20 +510,28 @@ impl<'a> Context<'a> {
                     },
                 };
                 let mut headers = BTreeMap::new();
+                let mut header_facts = BTreeMap::new();
                 if let Some(Value::Object(hs)) = response.get("headers") {
                     for (hname, header) in hs {
                         let header = self.resolve(header, &at)?;
-                        let schema = match (self.version, header.get("schema")) {
-                            (Version::OpenApi3, Some(s)) => normalize_schema(s),
-                            (Version::OpenApi3, None) => json!({}),
-                            (Version::Swagger2, _) => swagger_param_schema(header),
-                        };
+                        let (schema, facts) = self.header(header);
+                        if !facts.is_empty() {
+                            header_facts.insert(hname.to_ascii_lowercase(), facts);
+                        }
                         headers.insert(hname.to_ascii_lowercase(), schema);
+                    }
+                }
+                let mut links = BTreeMap::new();
+                if let Some(Value::Object(ls)) = response.get("links") {
+                    for (lname, link) in ls {
+                        links.insert(lname.clone(), self.resolve(link, &at)?.clone());
                     }
                 }
                 responses.insert(
                     status.to_ascii_uppercase(),
                     ResponseSpec {
+                        header_facts,
+                        links,
                         description: response
                             .get("description")
                             .and_then(Value::as_str)
@@ -538,6 +552,8 @@ impl<'a> Context<'a> {
             .map(String::from);
 
         Ok(EndpointSpec {
+            extensions: Default::default(),
+            servers: self.servers_override(item, op),
             name,
             method: verb.clone(),
             path: normalize_path(path),
@@ -624,6 +640,114 @@ impl<'a> Context<'a> {
             e.destructive = false;
             e.idempotent = true;
             out.push(e);
+        }
+        Ok(out)
+    }
+
+    /// A response header's schema and the facts of the header object around it (`required`,
+    /// `deprecated`, `style`, `explode`, the `content` media type), as stated.
+    fn header(&self, header: &Value) -> (Value, BTreeMap<String, Value>) {
+        let mut facts = BTreeMap::new();
+        if self.version == Version::Swagger2 {
+            return (swagger_param_schema(header), facts);
+        }
+        for key in ["required", "deprecated", "style", "explode"] {
+            if let Some(v) = header.get(key) {
+                facts.insert(key.to_string(), v.clone());
+            }
+        }
+        let schema = match (
+            header.get("schema"),
+            header.get("content").and_then(Value::as_object),
+        ) {
+            (Some(s), _) => normalize_schema(s),
+            (None, Some(content)) => match content.iter().next() {
+                Some((media, m)) => {
+                    facts.insert("content".into(), Value::String(media.to_ascii_lowercase()));
+                    normalize_schema(m.get("schema").unwrap_or(&json!({})))
+                }
+                None => json!({}),
+            },
+            (None, None) => json!({}),
+        };
+        (schema, facts)
+    }
+
+    /// Operation- or path-level `servers` (3.x): where this endpoint's calls go when they
+    /// override the document's. Empty when neither states any.
+    fn servers_override(&self, item: &Map<String, Value>, op: &Map<String, Value>) -> Vec<Value> {
+        if self.version != Version::OpenApi3 {
+            return Vec::new();
+        }
+        let Some(Value::Array(list)) = op.get("servers").or_else(|| item.get("servers")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Value> = list
+            .iter()
+            .filter_map(|server| {
+                let mut entry = Map::new();
+                entry.insert("url".into(), Value::String(server_url(server)?));
+                if let Some(vars) = server_variables(server) {
+                    entry.insert("variables".into(), vars);
+                }
+                Some(Value::Object(entry))
+            })
+            .collect();
+        out.sort_by_key(crate::core::json::to_canonical_string);
+        out.dedup();
+        out
+    }
+
+    /// The document's server variables (3.x): server URL (defaults substituted, as in
+    /// `base_urls`) → its variables.
+    fn server_variables(&self, doc: &Map<String, Value>) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        if self.version != Version::OpenApi3 {
+            return out;
+        }
+        for server in doc
+            .get("servers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(url), Some(vars)) = (server_url(server), server_variables(server)) {
+                out.insert(url, vars);
+            }
+        }
+        out
+    }
+
+    /// The Encoding objects of a request body's media types (multipart and form bodies):
+    /// media type → property → encoding, its headers resolved and their schemas normalized.
+    fn encoding(
+        &self,
+        content: Option<&Value>,
+        at: &str,
+    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
+        let mut out = BTreeMap::new();
+        let Some(Value::Object(content)) = content else {
+            return Ok(out);
+        };
+        for (media, m) in content {
+            let Some(Value::Object(encoding)) = m.get("encoding") else {
+                continue;
+            };
+            let mut props = Map::new();
+            for (property, e) in encoding {
+                let mut e = e.clone();
+                if let Some(Value::Object(headers)) = e.get_mut("headers") {
+                    for header in headers.values_mut() {
+                        let (schema, facts) = self.header(self.resolve(header, at)?);
+                        let mut kept = Map::new();
+                        kept.insert("schema".into(), schema);
+                        kept.extend(facts);
+                        *header = Value::Object(kept);
+                    }
+                }
+                props.insert(property.clone(), e);
+            }
+            out.insert(media.to_ascii_lowercase(), Value::Object(props));
         }
         Ok(out)
     }
@@ -820,6 +944,26 @@ fn server_url(server: &Value) -> Option<String> {
         }
     }
     Some(url)
+}
+
+/// A server's variables as the contract keeps them: name → `{"default", "enum"?}` (enum
+/// values sorted; the description is descriptive). `None` without variables.
+fn server_variables(server: &Value) -> Option<Value> {
+    let vars = server.get("variables")?.as_object()?;
+    let mut out = Map::new();
+    for (name, var) in vars {
+        let mut kept = Map::new();
+        if let Some(d) = var.get("default") {
+            kept.insert("default".into(), d.clone());
+        }
+        if let Some(Value::Array(values)) = var.get("enum") {
+            let mut values = values.clone();
+            values.sort_by_key(crate::core::json::to_canonical_string);
+            kept.insert("enum".into(), Value::Array(values));
+        }
+        out.insert(name.clone(), Value::Object(kept));
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
 }
 
 /// A Swagger 2.0 non-body parameter or header carries its schema inline.

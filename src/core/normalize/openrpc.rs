@@ -103,12 +103,15 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let definitions = collect_definitions(root, &endpoints)?;
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
         extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Openrpc,
         remote: Remote {
+            variables: Default::default(),
             base_urls: base_urls.into_iter().collect(),
             transport: "json-rpc".into(),
         },
@@ -272,6 +275,8 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
             responses.insert(
                 format!("error {code}"),
                 ResponseSpec {
+                    header_facts: Default::default(),
+                    links: Default::default(),
                     content,
                     description: str_field(e, "message"),
                     headers: BTreeMap::new(),
@@ -281,6 +286,8 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     }
 
     Ok(EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: m
             .get("deprecated")

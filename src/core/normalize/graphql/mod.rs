@@ -251,6 +251,8 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
 
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
         extensions: BTreeMap::new(),
         definitions,
@@ -269,6 +271,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
         name,
         namespace,
         remote: Remote {
+            variables: Default::default(),
             base_urls: Vec::new(),
             transport: "graphql".into(),
         },
@@ -376,6 +379,8 @@ impl Builder<'_> {
             _ => (false, true, false),
         };
         Ok(EndpointSpec {
+            extensions: Default::default(),
+            servers: Vec::new(),
             aliases: Vec::new(),
             deprecated: field.deprecated.is_some(),
             description: field.description.clone(),
