@@ -8,6 +8,7 @@
 pub mod body;
 pub mod database;
 pub mod endpoint;
+pub mod graphql;
 pub mod parameter;
 pub mod response;
 pub mod rules;
@@ -175,6 +176,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         );
     }
     compare_extensions(old, new, &mut out);
+    graphql::compare_directives(old, new, &mut out);
+    graphql::compare_roots(old, new, &mut out);
     tool::compare_capabilities(
         old.capabilities.as_ref(),
         new.capabilities.as_ref(),

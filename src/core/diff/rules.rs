@@ -10,7 +10,7 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, database, endpoint, parameter, response, schema, text, tool};
+use super::{body, database, endpoint, graphql, parameter, response, schema, text, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -162,6 +162,14 @@ pub static ALL: &[&Rule] = &[
     &database::DATABASE_VIEW_DEFINITION_CHANGED,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
+    &graphql::DIRECTIVE_ADDED,
+    &graphql::DIRECTIVE_APPLIED_CHANGED,
+    &graphql::DIRECTIVE_ARGUMENT_ADDED_OPTIONAL,
+    &graphql::DIRECTIVE_ARGUMENT_CHANGED,
+    &graphql::DIRECTIVE_ARGUMENT_REMOVED,
+    &graphql::DIRECTIVE_LOCATION_ADDED,
+    &graphql::DIRECTIVE_LOCATION_REMOVED,
+    &graphql::DIRECTIVE_REMOVED,
     &schema::DOCUMENTATION_CHANGED,
     &endpoint::ENDPOINT_ADDED_READ_ONLY,
     &endpoint::ENDPOINT_ADDED_WRITE,
@@ -172,6 +180,8 @@ pub static ALL: &[&Rule] = &[
     &super::EXECUTION_TARGET_CHANGED,
     &super::EXTENSION_CHANGED,
     &text::HIDDEN_TEXT_ADDED,
+    &graphql::INPUT_ONE_OF_ADDED,
+    &graphql::INPUT_ONE_OF_REMOVED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,
     &endpoint::METHOD_CHANGED,
@@ -243,6 +253,8 @@ pub static ALL: &[&Rule] = &[
     &response::RESPONSE_SUCCESS_STATUS_REMOVED,
     &schema::RESPONSE_TYPE_CHANGED,
     &schema::RESPONSE_TYPE_NARROWED,
+    &graphql::ROOT_TYPE_RENAMED,
+    &graphql::SCALAR_SPECIFIED_BY_CHANGED,
     &schema::SCHEMA_COMPOSITION_CHANGED,
     &schema::SCHEMA_KEYWORD_CHANGED,
     &endpoint::SECURITY_REQUIREMENTS_CHANGED,
@@ -369,6 +381,7 @@ mod tests {
             include_str!("tool.rs"),
             include_str!("database.rs"),
             include_str!("text.rs"),
+            include_str!("graphql.rs"),
         ];
         let defined: usize = sources
             .iter()

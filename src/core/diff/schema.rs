@@ -396,7 +396,7 @@ impl<'d> SchemaDiffer<'d> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn emit(
+    pub(super) fn emit(
         &mut self,
         out: &mut Emitter,
         rule: &'static Rule,
@@ -638,6 +638,7 @@ impl<'d> SchemaDiffer<'d> {
                 depth + 1,
             );
         }
+        super::graphql::compare_schema_keywords(self, o, n, dir, path, out);
         let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
         if non_null(o) != non_null(n) {
             let shift = if non_null(n) {
@@ -1716,6 +1717,10 @@ pub(super) mod cases {
             "arguments",
             "nonNull",
             EXTENSIBLE_ENUM,
+            crate::core::normalize::graphql::DIRECTIVES_KEYWORD,
+            crate::core::normalize::graphql::VALUE_DIRECTIVES_KEYWORD,
+            crate::core::normalize::graphql::ONE_OF_KEYWORD,
+            crate::core::normalize::graphql::SPECIFIED_BY_KEYWORD,
         ];
         compared.extend(UPPER_BOUNDS);
         compared.extend(LOWER_BOUNDS);

@@ -257,6 +257,14 @@ pub(super) fn rpc(edit: RpcEdit) -> Pair {
     (old, new)
 }
 
+/// Two GraphQL SDL documents (kind graphql).
+pub(super) fn graphql(old: &str, new: &str) -> Pair {
+    use crate::core::normalize::graphql::normalize;
+    let o = normalize("acme.graph", old.as_bytes()).expect("old SDL normalizes");
+    let n = normalize("acme.graph", new.as_bytes()).expect("new SDL normalizes");
+    (o, n)
+}
+
 /// One case of a rule: classifying `old` against `new` under `policy` must fire `rule`.
 pub(super) struct Case {
     pub rule: &'static Rule,
@@ -366,6 +374,7 @@ fn all_cases() -> Vec<Case> {
         super::tool::cases::cases(),
         super::database::cases::cases(),
         super::text::cases::cases(),
+        super::graphql::cases::cases(),
     ]
     .into_iter()
     .flatten()
