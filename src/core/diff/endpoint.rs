@@ -361,6 +361,9 @@ pub(super) fn compare_endpoint(
     if o.meta != n.meta && out.kind.is_some_and(Kind::is_database) {
         // A database endpoint's meta holds its table facts.
         database::compare_facts(o, n, &at, out);
+    } else if o.meta != n.meta && out.kind == Some(Kind::Odata) {
+        // An OData endpoint's meta holds its entity set's or operation's facts.
+        super::odata::compare_facts(o, n, &at, out);
     } else if o.meta != n.meta {
         // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
         // difference of the kept fields by `meta-changed`, as before.

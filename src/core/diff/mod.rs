@@ -9,6 +9,7 @@ pub mod body;
 pub mod database;
 pub mod endpoint;
 pub mod graphql;
+pub mod odata;
 pub mod parameter;
 pub mod response;
 pub mod rules;
@@ -277,6 +278,8 @@ fn compare_extensions(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
         }
         let (rule, kind) = if key.starts_with("x-") {
             (&EXTENSION_CHANGED, "extension_changed")
+        } else if key.starts_with("annotations.") {
+            (odata::annotation_rule(key), "annotation_changed")
         } else {
             (&UNCLASSIFIED_CHANGE, "unclassified_change")
         };

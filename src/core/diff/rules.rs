@@ -10,7 +10,7 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, database, endpoint, graphql, parameter, response, schema, text, tool};
+use super::{body, database, endpoint, graphql, odata, parameter, response, schema, text, tool};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -132,8 +132,12 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &odata::ADDRESSING_CHANGED,
+    &odata::ANNOTATION_CHANGED,
     &tool::CAPABILITIES_CHANGED,
     &tool::CAPABILITY_LOST,
+    &odata::COMPOSABLE_ADDED,
+    &odata::COMPOSABLE_REMOVED,
     &database::DATABASE_CHECK_CHANGED,
     &database::DATABASE_COLUMN_REORDERED,
     &database::DATABASE_COLUMN_TYPE_CHANGED,
@@ -179,13 +183,17 @@ pub static ALL: &[&Rule] = &[
     &super::ENDPOINT_UNCLASSIFIED,
     &super::EXECUTION_TARGET_CHANGED,
     &super::EXTENSION_CHANGED,
+    &odata::FACET_CHANGED,
     &text::HIDDEN_TEXT_ADDED,
+    &odata::IMMUTABLE_CHANGED,
     &graphql::INPUT_ONE_OF_ADDED,
     &graphql::INPUT_ONE_OF_REMOVED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,
     &endpoint::METHOD_CHANGED,
     &endpoint::METHOD_ESCALATED,
+    &odata::NAVIGATION_BECAME_NON_NULL,
+    &odata::NAVIGATION_BECAME_NULLABLE,
     &endpoint::PATH_CHANGED,
     &parameter::PATH_PARAMETER_RENAMED,
     &tool::PROMPT_ADDED,
@@ -205,6 +213,8 @@ pub static ALL: &[&Rule] = &[
     &body::REQUEST_ENCODING_CHANGED,
     &schema::REQUEST_ENUM_VALUE_ADDED,
     &schema::REQUEST_ENUM_VALUE_REMOVED,
+    &odata::REQUEST_FACET_RELAXED,
+    &odata::REQUEST_FACET_TIGHTENED,
     &body::REQUEST_MEDIA_TYPE_ADDED,
     &body::REQUEST_MEDIA_TYPE_REMOVED,
     &parameter::REQUEST_PARAMETER_ADDED_NOT_TRAILING,
@@ -236,6 +246,8 @@ pub static ALL: &[&Rule] = &[
     &schema::RESPONSE_ENUM_VALUE_REMOVED,
     &response::RESPONSE_ERROR_STATUS_ADDED,
     &response::RESPONSE_ERROR_STATUS_REMOVED,
+    &odata::RESPONSE_FACET_RELAXED,
+    &odata::RESPONSE_FACET_TIGHTENED,
     &response::RESPONSE_HEADER_ADDED,
     &response::RESPONSE_HEADER_BECAME_OPTIONAL,
     &response::RESPONSE_HEADER_BECAME_REQUIRED,
@@ -382,6 +394,7 @@ mod tests {
             include_str!("database.rs"),
             include_str!("text.rs"),
             include_str!("graphql.rs"),
+            include_str!("odata.rs"),
         ];
         let defined: usize = sources
             .iter()

@@ -639,6 +639,7 @@ impl<'d> SchemaDiffer<'d> {
             );
         }
         super::graphql::compare_schema_keywords(self, o, n, dir, path, out);
+        super::odata::compare_schema_keywords(self, o, n, dir, path, out);
         let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
         if non_null(o) != non_null(n) {
             let shift = if non_null(n) {
@@ -1721,6 +1722,11 @@ pub(super) mod cases {
             crate::core::normalize::graphql::VALUE_DIRECTIVES_KEYWORD,
             crate::core::normalize::graphql::ONE_OF_KEYWORD,
             crate::core::normalize::graphql::SPECIFIED_BY_KEYWORD,
+            crate::core::normalize::odata::ANNOTATIONS_KEYWORD,
+            crate::core::normalize::odata::FACETS_KEYWORD,
+            crate::core::normalize::odata::NULLABLE_KEYWORD,
+            crate::core::normalize::odata::CONTAINS_TARGET_KEYWORD,
+            crate::core::normalize::odata::IMMUTABLE_KEYWORD,
         ];
         compared.extend(UPPER_BOUNDS);
         compared.extend(LOWER_BOUNDS);

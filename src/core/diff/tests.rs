@@ -265,6 +265,14 @@ pub(super) fn graphql(old: &str, new: &str) -> Pair {
     (o, n)
 }
 
+/// Two OData CSDL documents (kind odata).
+pub(super) fn odata((old, new): (String, String)) -> Pair {
+    use crate::core::normalize::odata::normalize;
+    let o = normalize("acme.odata", old.as_bytes()).expect("old CSDL normalizes");
+    let n = normalize("acme.odata", new.as_bytes()).expect("new CSDL normalizes");
+    (o, n)
+}
+
 /// One case of a rule: classifying `old` against `new` under `policy` must fire `rule`.
 pub(super) struct Case {
     pub rule: &'static Rule,
@@ -375,6 +383,7 @@ fn all_cases() -> Vec<Case> {
         super::database::cases::cases(),
         super::text::cases::cases(),
         super::graphql::cases::cases(),
+        super::odata::cases::cases(),
     ]
     .into_iter()
     .flatten()
