@@ -316,6 +316,9 @@ pub(super) fn compare_endpoint(
         );
     }
     compare_kept(&at, &n.name, &o.extensions, &n.extensions, out);
+    if out.kind == Some(Kind::Openrpc) {
+        super::openrpc::compare_param_structure(o, n, &at, out);
+    }
     let facts = |e: &EndpointSpec| (e.read_only, e.destructive, e.idempotent, e.open_world);
     if facts(o) != facts(n) && o.method == n.method {
         // Same method, different side-effect facts (MCP annotations, GraphQL, OData kinds).
@@ -364,6 +367,8 @@ pub(super) fn compare_endpoint(
     } else if o.meta != n.meta && out.kind == Some(Kind::Odata) {
         // An OData endpoint's meta holds its entity set's or operation's facts.
         super::odata::compare_facts(o, n, &at, out);
+    } else if o.meta != n.meta && out.kind == Some(Kind::Openrpc) {
+        super::openrpc::compare_facts(o, n, &at, out);
     } else if o.meta != n.meta {
         // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
         // difference of the kept fields by `meta-changed`, as before.

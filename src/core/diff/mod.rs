@@ -10,6 +10,7 @@ pub mod database;
 pub mod endpoint;
 pub mod graphql;
 pub mod odata;
+pub mod openrpc;
 pub mod parameter;
 pub mod response;
 pub mod rules;

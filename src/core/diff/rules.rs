@@ -10,7 +10,9 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, database, endpoint, graphql, odata, parameter, response, schema, text, tool};
+use super::{
+    body, database, endpoint, graphql, odata, openrpc, parameter, response, schema, text, tool,
+};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -194,6 +196,8 @@ pub static ALL: &[&Rule] = &[
     &endpoint::METHOD_ESCALATED,
     &odata::NAVIGATION_BECAME_NON_NULL,
     &odata::NAVIGATION_BECAME_NULLABLE,
+    &openrpc::PARAM_STRUCTURE_RELAXED,
+    &openrpc::PARAM_STRUCTURE_TIGHTENED,
     &endpoint::PATH_CHANGED,
     &parameter::PATH_PARAMETER_RENAMED,
     &tool::PROMPT_ADDED,
@@ -265,6 +269,8 @@ pub static ALL: &[&Rule] = &[
     &response::RESPONSE_SUCCESS_STATUS_REMOVED,
     &schema::RESPONSE_TYPE_CHANGED,
     &schema::RESPONSE_TYPE_NARROWED,
+    &openrpc::RESULT_BECAME_OPTIONAL,
+    &openrpc::RESULT_BECAME_REQUIRED,
     &graphql::ROOT_TYPE_RENAMED,
     &graphql::SCALAR_SPECIFIED_BY_CHANGED,
     &schema::SCHEMA_COMPOSITION_CHANGED,
@@ -395,6 +401,7 @@ mod tests {
             include_str!("text.rs"),
             include_str!("graphql.rs"),
             include_str!("odata.rs"),
+            include_str!("openrpc.rs"),
         ];
         let defined: usize = sources
             .iter()

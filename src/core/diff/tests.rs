@@ -273,6 +273,18 @@ pub(super) fn odata((old, new): (String, String)) -> Pair {
     (o, n)
 }
 
+/// The base OpenRPC document with `old`, then with `new` (whole-document edits).
+pub(super) fn rpc_docs(old: impl FnOnce(&mut Value), new: impl FnOnce(&mut Value)) -> Pair {
+    use crate::core::normalize::openrpc;
+    let (mut o, mut n) = (rpc_doc(|_| {}), rpc_doc(|_| {}));
+    old(&mut o);
+    new(&mut n);
+    (
+        openrpc::normalize_value("acme.rpc", &o).unwrap(),
+        openrpc::normalize_value("acme.rpc", &n).unwrap(),
+    )
+}
+
 /// One case of a rule: classifying `old` against `new` under `policy` must fire `rule`.
 pub(super) struct Case {
     pub rule: &'static Rule,
@@ -384,6 +396,7 @@ fn all_cases() -> Vec<Case> {
         super::text::cases::cases(),
         super::graphql::cases::cases(),
         super::odata::cases::cases(),
+        super::openrpc::cases::cases(),
     ]
     .into_iter()
     .flatten()

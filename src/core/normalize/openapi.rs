@@ -948,7 +948,7 @@ fn server_url(server: &Value) -> Option<String> {
 
 /// A server's variables as the contract keeps them: name → `{"default", "enum"?}` (enum
 /// values sorted; the description is descriptive). `None` without variables.
-fn server_variables(server: &Value) -> Option<Value> {
+pub(crate) fn server_variables(server: &Value) -> Option<Value> {
     let vars = server.get("variables")?.as_object()?;
     let mut out = Map::new();
     for (name, var) in vars {

@@ -14,8 +14,10 @@
 //! - Content descriptors and errors given by `$ref` (`#/components/contentDescriptors/...`,
 //!   `#/components/errors/...`) are resolved in place; schema `$ref`s stay named and the
 //!   definitions they reach are collected by JSON pointer, as for OpenAPI.
-//! - `servers` (document and method level) are the execution target; without any, the spec's
-//!   default `localhost:8545`.
+//! - `servers` (document and method level) are the execution target, their `variables`
+//!   (`default`, `enum`) included; without any, the spec's default `localhost:8545`.
+//! - `result.required: true` is `meta.resultRequired` (the result is never null).
+//! - `paramStructure` is judged as the method's (`either` is the loosest), not per param.
 //! - Side effects are unknown (the format states none): `read_only` false, `destructive`
 //!   false, `idempotent` false, `open_world` true, so a new method is `endpoint-added-write`.
 
@@ -85,6 +87,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         .map(String::from);
 
     let mut base_urls: BTreeSet<String> = server_urls(doc.get("servers"));
+    let mut variables = server_variables(doc.get("servers"));
     let mut endpoints = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, method) in methods.iter().enumerate() {
@@ -95,6 +98,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
         }
         base_urls.extend(server_urls(method.get("servers")));
+        variables.extend(server_variables(method.get("servers")));
         endpoints.push(endpoint);
     }
     endpoints.sort_by_key(|e| e.identity());
@@ -111,7 +115,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         name,
         kind: Kind::Openrpc,
         remote: Remote {
-            variables: Default::default(),
+            variables,
             base_urls: base_urls.into_iter().collect(),
             transport: "json-rpc".into(),
         },
@@ -153,20 +157,31 @@ fn server_urls(servers: Option<&Value>) -> BTreeSet<String> {
     let Some(Value::Array(servers)) = servers else {
         return BTreeSet::new();
     };
+    servers.iter().filter_map(server_url).collect()
+}
+
+/// A server's URL with its variables' defaults substituted (`${name}` or `{name}`).
+fn server_url(server: &Value) -> Option<String> {
+    let mut url = server.get("url")?.as_str()?.to_string();
+    if let Some(Value::Object(vars)) = server.get("variables") {
+        for (name, var) in vars {
+            if let Some(default) = var.get("default").and_then(Value::as_str) {
+                url = url.replace(&format!("${{{name}}}"), default);
+                url = url.replace(&format!("{{{name}}}"), default);
+            }
+        }
+    }
+    Some(url)
+}
+
+/// Server URL → its variables (`default`, `enum`), for the servers that have any.
+fn server_variables(servers: Option<&Value>) -> BTreeMap<String, Value> {
+    let Some(Value::Array(servers)) = servers else {
+        return BTreeMap::new();
+    };
     servers
         .iter()
-        .filter_map(|server| {
-            let mut url = server.get("url")?.as_str()?.to_string();
-            if let Some(Value::Object(vars)) = server.get("variables") {
-                for (name, var) in vars {
-                    if let Some(default) = var.get("default").and_then(Value::as_str) {
-                        url = url.replace(&format!("${{{name}}}"), default);
-                        url = url.replace(&format!("{{{name}}}"), default);
-                    }
-                }
-            }
-            Some(url)
-        })
+        .filter_map(|s| Some((server_url(s)?, super::openapi::server_variables(s)?)))
         .collect()
 }
 
@@ -247,9 +262,13 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         "type": "object", "properties": properties, "required": required
     }));
 
+    let mut meta = Map::new();
     let output_schema = match m.get("result") {
         Some(result) => {
             let r = resolve(root, result, &format!("{at}.result"))?;
+            if r.get("required") == Some(&Value::Bool(true)) {
+                meta.insert("resultRequired".into(), json!(true));
+            }
             Some(normalize_schema(r.get("schema").unwrap_or(&json!({}))))
         }
         None => None,
@@ -297,7 +316,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         destructive: false,
         idempotent: false,
         input_schema: Some(input_schema),
-        meta: None,
+        meta: (!meta.is_empty()).then_some(Value::Object(meta)),
         method: "CALL".into(),
         name: name.clone(),
         open_world: true,
