@@ -462,7 +462,8 @@ fn is_reversed(e: &EndpointSpec) -> bool {
 }
 
 /// Keywords an endpoint keeps verbatim (deny by default), each judged at its exact path: a
-/// vendor `x-` key by `extension-changed`, any other by `unclassified-change`.
+/// vendor `x-` key by `extension-changed`, a `description` or `summary` as documentation, any
+/// other by `unclassified-change`.
 pub(super) fn compare_kept(
     at: &str,
     name: &str,
@@ -482,6 +483,8 @@ pub(super) fn compare_kept(
         let last = key.rsplit('.').next().unwrap_or(key);
         let (rule, kind) = if last.starts_with("x-") {
             (&super::EXTENSION_CHANGED, "extension_changed")
+        } else if last == "description" || last == "summary" {
+            (&DESCRIPTION_CHANGED, "description_changed")
         } else {
             (&super::UNCLASSIFIED_CHANGE, "unclassified_change")
         };

@@ -59,6 +59,77 @@ pub const CONTAINS_TARGET_KEYWORD: &str = "x-odata-contains-target";
 /// Schema keyword of a `Core.Immutable` property (settable on insert, never on update).
 pub const IMMUTABLE_KEYWORD: &str = "x-odata-immutable";
 
+/// The descriptive allow-list of an OData CSDL document (`docs/allow-list.md`). Annotations,
+/// and the attributes and child elements of types and properties the model has no place for,
+/// are kept verbatim (deny by default; an unread property or type attribute is an `odata:`
+/// schema keyword, `schema-keyword-changed`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "edmx:Reference/@Uri",
+        "where a vocabulary is published; its namespace is what counts",
+    ),
+    (
+        "Schema/@Alias, edmx:Include/@Alias",
+        "aliases are resolved to namespaces",
+    ),
+    (
+        "EntityContainer/@Name",
+        "descriptive metadata (`metadata.title`); annotation targets are resolved through it",
+    ),
+    ("(element and attribute order)", "matched by name"),
+    (
+        "types no entity set, singleton or operation reaches",
+        "unreachable: outside every endpoint's contract",
+    ),
+];
+/// Property attributes with a place in the model.
+const PROPERTY_ATTRIBUTES: &[&str] = &[
+    "Name",
+    "Type",
+    "Nullable",
+    "MaxLength",
+    "Precision",
+    "Scale",
+    "SRID",
+    "Unicode",
+    "DefaultValue",
+];
+/// Navigation property attributes with a place in the model (v2/v3 `Relationship`, `ToRole`,
+/// `FromRole` name its association ends).
+const NAVIGATION_ATTRIBUTES: &[&str] = &[
+    "Name",
+    "Type",
+    "Nullable",
+    "ContainsTarget",
+    "Relationship",
+    "ToRole",
+    "FromRole",
+];
+
+/// Attributes outside `modelled` and child elements other than annotations, as `odata:` schema
+/// keywords (deny by default).
+fn unread(node: Node, modelled: &[&str], read_children: &[&str]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for a in node.attributes() {
+        if !modelled.contains(&a.name()) {
+            out.insert(format!("odata:{}", a.name()), json!(a.value()));
+        }
+    }
+    for child in node.children().filter(|c| c.is_element()) {
+        let tag = child.tag_name().name();
+        if tag == "Annotation" || read_children.contains(&tag) {
+            continue;
+        }
+        let entry = out
+            .entry(format!("odata:{tag}"))
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(items) = entry {
+            items.push(xml_value(child));
+        }
+    }
+    out
+}
+
 const CORE: &str = "Org.OData.Core.V1.";
 const CAPABILITIES: &str = "Org.OData.Capabilities.V1.";
 
@@ -572,6 +643,7 @@ impl Model {
                 required.push(json!(pname));
             }
             let mut schema = self.type_schema(ptype, prop, nullable, declared);
+            add_keywords(&mut schema, unread(prop, PROPERTY_ATTRIBUTES, &[]));
             self.annotate_schema(&format!("{qualified}/{pname}"), &mut schema);
             own.insert(pname.to_string(), schema.clone());
             if properties.insert(pname.to_string(), schema).is_some() {
@@ -617,6 +689,7 @@ impl Model {
             if nav.attribute("ContainsTarget") == Some("true") {
                 facts.insert(CONTAINS_TARGET_KEYWORD.into(), json!(true));
             }
+            facts.extend(unread(nav, NAVIGATION_ATTRIBUTES, &[]));
             add_keywords(&mut schema, facts);
             self.annotate_schema(&format!("{qualified}/{pname}"), &mut schema);
             if properties.insert(pname.to_string(), schema).is_some() {
@@ -629,6 +702,13 @@ impl Model {
         let mut schema = json!({"type": "object", "properties": properties, "required": required});
         if node.attribute("OpenType") == Some("true") {
             schema["additionalProperties"] = json!(true);
+        }
+        if let Value::Object(map) = &mut schema {
+            map.extend(unread(
+                node,
+                &["Name", "BaseType", "OpenType"],
+                &["Key", "Property", "NavigationProperty"],
+            ));
         }
         let base = node.attribute("BaseType").map(|b| self.qualify(b));
         if let Some(base) = &base {

@@ -22,6 +22,58 @@ const METHODS: [&str; 8] = [
 ];
 const MAX_REF_HOPS: usize = 32;
 
+/// The descriptive allow-list of an OpenAPI / Swagger document (`docs/allow-list.md`): what
+/// stays out of the fingerprint, and why. Every other keyword the model has no place for is
+/// kept verbatim (deny by default): at the document level in `ToolSpec::extensions`, inside a
+/// path item or operation in the endpoint's `extensions` (`responses.200.x-cache`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "info",
+        "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
+    ),
+    ("tags, paths.*.*.tags", "documentation grouping"),
+    (
+        "externalDocs, paths.*.*.externalDocs",
+        "links to documentation",
+    ),
+    (
+        "example, examples (parameters, media types, headers)",
+        "sample values, not constraints",
+    ),
+    (
+        "components (entries no endpoint references)",
+        "unreachable: outside every endpoint's contract",
+    ),
+    (
+        "(key order, `$ref` vs inline)",
+        "references are resolved; maps are compared by key",
+    ),
+];
+/// Keys that are examples wherever they sit (media types, parameters, headers).
+const EXAMPLES: &[&str] = &["example", "examples"];
+
+/// The keywords of `obj` the model has no place for, verbatim, at `prefix.key` (deny by
+/// default); `modelled` and `descriptive` keys are skipped.
+fn keep_unmodelled(
+    obj: &Value,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
+    let Value::Object(map) = obj else { return };
+    for (key, value) in map {
+        if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
+            let at = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            out.insert(at, value.clone());
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Version {
     Swagger2,
@@ -173,12 +225,57 @@ fn normalize_operations(
         }
     }
     endpoints.sort_by_key(|e| e.identity());
+    let mut extensions = BTreeMap::new();
+    let modelled: &[&str] = match version {
+        Version::OpenApi3 => &[
+            "openapi",
+            "servers",
+            "paths",
+            "webhooks",
+            "components",
+            "security",
+        ],
+        Version::Swagger2 => &[
+            "swagger",
+            "host",
+            "basePath",
+            "schemes",
+            "consumes",
+            "produces",
+            "paths",
+            "definitions",
+            "parameters",
+            "responses",
+            "securityDefinitions",
+            "security",
+        ],
+    };
+    keep_unmodelled(
+        root,
+        modelled,
+        &["info", "tags", "externalDocs"],
+        "",
+        &mut extensions,
+    );
+    if let Some(paths) = doc.get("paths") {
+        // Extensions beside the paths.
+        let not_paths: Vec<String> = paths
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .filter(|k| !k.starts_with('/'))
+            .collect();
+        for key in not_paths {
+            extensions.insert(format!("paths.{key}"), paths[&key].clone());
+        }
+    }
 
     Ok(ToolSpec {
         directives: Default::default(),
         roots: Default::default(),
         capabilities: None,
-        extensions: BTreeMap::new(),
+        extensions,
         namespace,
         name,
         kind: Kind::Openapi,
@@ -367,6 +464,40 @@ impl<'a> Context<'a> {
             .as_object()
             .ok_or_else(|| invalid(&at, "operation must be an object"))?;
         let verb = method.to_ascii_uppercase();
+        let mut kept = BTreeMap::new();
+        let mut item_modelled = vec!["$ref", "servers", "parameters"];
+        item_modelled.extend(METHODS);
+        keep_unmodelled(
+            &Value::Object(item.clone()),
+            &item_modelled,
+            &[],
+            "path",
+            &mut kept,
+        );
+        let mut op_modelled = vec![
+            "operationId",
+            "description",
+            "parameters",
+            "requestBody",
+            "responses",
+            "callbacks",
+            "deprecated",
+            "security",
+            "servers",
+            "consumes",
+            "produces",
+        ];
+        if !op.contains_key("description") {
+            // The summary is the description when there is none.
+            op_modelled.push("summary");
+        }
+        keep_unmodelled(
+            operation,
+            &op_modelled,
+            &["tags", "externalDocs"],
+            "",
+            &mut kept,
+        );
         let operation_id = op
             .get("operationId")
             .and_then(Value::as_str)
@@ -398,6 +529,11 @@ impl<'a> Context<'a> {
                     .to_string();
                 if pname.is_empty() || location.is_empty() {
                     return Err(invalid(&at, "a parameter lacks \"name\" or \"in\""));
+                }
+                if self.version == Version::OpenApi3 {
+                    let p_at = format!("parameters.{location}.{pname}");
+                    keep_unmodelled(p, PARAMETER_KEYS, EXAMPLES, &p_at, &mut kept);
+                    self.keep_media(p.get("content"), &p_at, &mut kept);
                 }
                 // Header names are case-insensitive.
                 let key_name = if location == "header" {
@@ -471,6 +607,14 @@ impl<'a> Context<'a> {
         }
         if let Some(body) = op.get("requestBody") {
             let body = self.resolve(body, &at)?;
+            keep_unmodelled(
+                body,
+                &["description", "content", "required"],
+                &[],
+                "requestBody",
+                &mut kept,
+            );
+            self.keep_media(body.get("content"), "requestBody", &mut kept);
             request_body = Some(RequestBody {
                 encoding: self.encoding(body.get("content"), &at)?,
                 required: body
@@ -493,9 +637,19 @@ impl<'a> Context<'a> {
             let produces = self.media_list(op, "produces", "application/json");
             for (status, response) in resps {
                 if status.starts_with("x-") {
+                    kept.insert(format!("responses.{status}"), response.clone());
                     continue;
                 }
                 let response = self.resolve(response, &at)?;
+                let r_at = format!("responses.{}", status.to_ascii_uppercase());
+                let modelled: &[&str] = match self.version {
+                    Version::OpenApi3 => &["description", "headers", "content", "links"],
+                    Version::Swagger2 => &["description", "headers", "schema"],
+                };
+                keep_unmodelled(response, modelled, EXAMPLES, &r_at, &mut kept);
+                if self.version == Version::OpenApi3 {
+                    self.keep_media(response.get("content"), &r_at, &mut kept);
+                }
                 let content = match self.version {
                     Version::OpenApi3 => self.content(response.get("content"), &at)?,
                     Version::Swagger2 => match response.get("schema") {
@@ -514,6 +668,10 @@ impl<'a> Context<'a> {
                 if let Some(Value::Object(hs)) = response.get("headers") {
                     for (hname, header) in hs {
                         let header = self.resolve(header, &at)?;
+                        if self.version == Version::OpenApi3 {
+                            let h_at = format!("{r_at}.headers.{}", hname.to_ascii_lowercase());
+                            keep_unmodelled(header, HEADER_KEYS, EXAMPLES, &h_at, &mut kept);
+                        }
                         let (schema, facts) = self.header(header);
                         if !facts.is_empty() {
                             header_facts.insert(hname.to_ascii_lowercase(), facts);
@@ -552,7 +710,7 @@ impl<'a> Context<'a> {
             .map(String::from);
 
         Ok(EndpointSpec {
-            extensions: Default::default(),
+            extensions: kept,
             servers: self.servers_override(item, op),
             name,
             method: verb.clone(),
@@ -642,6 +800,28 @@ impl<'a> Context<'a> {
             out.push(e);
         }
         Ok(out)
+    }
+
+    /// The unmodelled keywords of each media type object of a `content` map (the request
+    /// body's `encoding` is modelled, a response's is not).
+    fn keep_media(
+        &self,
+        content: Option<&Value>,
+        prefix: &str,
+        kept: &mut BTreeMap<String, Value>,
+    ) {
+        let Some(Value::Object(content)) = content else {
+            return;
+        };
+        let modelled: &[&str] = if prefix == "requestBody" {
+            &["schema", "encoding"]
+        } else {
+            &["schema"]
+        };
+        for (media, m) in content {
+            let m_at = format!("{prefix}.content.{}", media.to_ascii_lowercase());
+            keep_unmodelled(m, modelled, EXAMPLES, &m_at, kept);
+        }
     }
 
     /// A response header's schema and the facts of the header object around it (`required`,
@@ -945,6 +1125,30 @@ fn server_url(server: &Value) -> Option<String> {
     }
     Some(url)
 }
+
+/// Parameter keywords with a place in the model (3.x).
+const PARAMETER_KEYS: &[&str] = &[
+    "name",
+    "in",
+    "description",
+    "required",
+    "deprecated",
+    "allowEmptyValue",
+    "style",
+    "explode",
+    "allowReserved",
+    "schema",
+    "content",
+];
+/// Header keywords with a place in the model (3.x); its description is kept (documentation).
+const HEADER_KEYS: &[&str] = &[
+    "required",
+    "deprecated",
+    "style",
+    "explode",
+    "schema",
+    "content",
+];
 
 /// A server's variables as the contract keeps them: name → `{"default", "enum"?}` (enum
 /// values sorted; the description is descriptive). `None` without variables.

@@ -32,6 +32,74 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_REF_HOPS: usize = 32;
+
+/// The descriptive allow-list of an OpenRPC document (`docs/allow-list.md`). Every other
+/// keyword the model has no place for is kept verbatim (deny by default): at the document
+/// level in `ToolSpec::extensions`, in a method or content descriptor in the endpoint's
+/// `extensions` (`x-…` keys are `extension-changed`, others `unclassified-change`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "info",
+        "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
+    ),
+    ("methods[].tags", "documentation grouping"),
+    (
+        "externalDocs, methods[].externalDocs",
+        "links to documentation",
+    ),
+    (
+        "methods[].examples, examples of content descriptors",
+        "sample calls, not constraints",
+    ),
+    (
+        "components (entries no method references)",
+        "unreachable: outside every method's contract",
+    ),
+    (
+        "(method order)",
+        "methods are matched by name; param order is `style.position`",
+    ),
+];
+const METHOD_KEYS: &[&str] = &[
+    "name",
+    "summary",
+    "description",
+    "params",
+    "result",
+    "errors",
+    "paramStructure",
+    "deprecated",
+    "servers",
+];
+const DESCRIPTOR_KEYS: &[&str] = &[
+    "name",
+    "summary",
+    "description",
+    "required",
+    "schema",
+    "deprecated",
+];
+
+/// The keywords of `obj` outside `modelled` and `descriptive`, at `prefix.key`.
+fn keep_unmodelled(
+    obj: &Value,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
+    let Value::Object(map) = obj else { return };
+    for (key, value) in map {
+        if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
+            let at = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            out.insert(at, value.clone());
+        }
+    }
+}
 /// The server the OpenRPC specification assumes when `servers` is absent or empty.
 const DEFAULT_SERVER: &str = "localhost:8545";
 
@@ -106,11 +174,19 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         base_urls.insert(DEFAULT_SERVER.to_string());
     }
     let definitions = collect_definitions(root, &endpoints)?;
+    let mut extensions = BTreeMap::new();
+    keep_unmodelled(
+        root,
+        &["openrpc", "servers", "methods", "components"],
+        &["info", "externalDocs"],
+        "",
+        &mut extensions,
+    );
     Ok(ToolSpec {
         directives: Default::default(),
         roots: Default::default(),
         capabilities: None,
-        extensions: BTreeMap::new(),
+        extensions,
         namespace,
         name,
         kind: Kind::Openrpc,
@@ -196,6 +272,14 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         .ok_or_else(|| invalid(at, "method has no \"name\""))?
         .to_string();
     let at = format!("methods.{name}");
+    let mut kept = BTreeMap::new();
+    keep_unmodelled(
+        method,
+        METHOD_KEYS,
+        &["tags", "externalDocs", "examples"],
+        "",
+        &mut kept,
+    );
     let structure = match m.get("paramStructure") {
         None => None,
         Some(Value::String(s)) if matches!(s.as_str(), "by-name" | "by-position" | "either") => {
@@ -222,6 +306,15 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     for (i, param) in params.iter().enumerate() {
         let p_at = format!("{at}.params.{i}");
         let p = resolve(root, param, &p_at)?;
+        if let Some(n) = p.get("name").and_then(Value::as_str) {
+            keep_unmodelled(
+                p,
+                DESCRIPTOR_KEYS,
+                &["examples"],
+                &format!("params.{n}"),
+                &mut kept,
+            );
+        }
         let pname = p
             .get("name")
             .and_then(Value::as_str)
@@ -266,6 +359,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     let output_schema = match m.get("result") {
         Some(result) => {
             let r = resolve(root, result, &format!("{at}.result"))?;
+            keep_unmodelled(r, DESCRIPTOR_KEYS, &["examples"], "result", &mut kept);
             if r.get("required") == Some(&Value::Bool(true)) {
                 meta.insert("resultRequired".into(), json!(true));
             }
@@ -305,7 +399,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     }
 
     Ok(EndpointSpec {
-        extensions: Default::default(),
+        extensions: kept,
         servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: m

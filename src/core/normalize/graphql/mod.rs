@@ -37,6 +37,17 @@ use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, 
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The descriptive allow-list of a GraphQL schema (`docs/allow-list.md`). SDL has no open
+/// keywords: every definition, field, argument, enum value, default, description and applied
+/// directive is in the contract (directive applications are `directive-applied-changed`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    ("(comments `#`)", "not part of the schema"),
+    ("(definition, field and value order)", "matched by name"),
+    ("(description line wrapping)", "whitespace runs are one space"),
+    ("types no root field reaches", "unreachable: outside every endpoint's contract (a schema without a query root makes every type an endpoint)"),
+    ("built-in directive definitions (`@skip`, `@include`, `@deprecated`, `@specifiedBy`, `@oneOf`)", "every server has them; introspection lists them, SDL usually does not"),
+];
+
 /// Definitions pointer prefix of named GraphQL types.
 pub const TYPE_POINTER: &str = "#/types/";
 
