@@ -7,7 +7,8 @@ use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
 use super::Emitter;
 use crate::core::model::{Severity::*, ToolSpec};
 use crate::core::normalize::graphql::{
-    DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SPECIFIED_BY_KEYWORD, VALUE_DIRECTIVES_KEYWORD,
+    DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SCALAR_DIRECTIVES_KEYWORD, SPECIFIED_BY_KEYWORD,
+    VALUE_DIRECTIVES_KEYWORD,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -25,7 +26,11 @@ pub static DIRECTIVE_APPLIED_CHANGED: Rule = Rule::new(
     Side::Schema,
     "A directive applied to a type, field, argument, enum value or input field changed (federation `@key`, `@external`, `@tag` included); not modelled, so not assumed safe.",
 )
-.keywords(&[DIRECTIVES_KEYWORD, VALUE_DIRECTIVES_KEYWORD]);
+.keywords(&[
+    DIRECTIVES_KEYWORD,
+    VALUE_DIRECTIVES_KEYWORD,
+    SCALAR_DIRECTIVES_KEYWORD,
+]);
 
 pub static DIRECTIVE_ARGUMENT_ADDED_OPTIONAL: Rule = Rule::new(
     "directive-argument-added-optional",
@@ -305,7 +310,11 @@ pub(super) fn compare_schema_keywords(
     path: &str,
     out: &mut Emitter,
 ) {
-    for keyword in [DIRECTIVES_KEYWORD, VALUE_DIRECTIVES_KEYWORD] {
+    for keyword in [
+        DIRECTIVES_KEYWORD,
+        VALUE_DIRECTIVES_KEYWORD,
+        SCALAR_DIRECTIVES_KEYWORD,
+    ] {
         if o.get(keyword) != n.get(keyword) {
             differ.emit(
                 out,

@@ -281,6 +281,8 @@ fn compare_extensions(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
             (&EXTENSION_CHANGED, "extension_changed")
         } else if key.starts_with("annotations.") {
             (odata::annotation_rule(key), "annotation_changed")
+        } else if key.ends_with(".description") {
+            (&schema::DOCUMENTATION_CHANGED, "documentation_changed")
         } else {
             (&UNCLASSIFIED_CHANGE, "unclassified_change")
         };

@@ -1722,6 +1722,7 @@ pub(super) mod cases {
             crate::core::normalize::graphql::VALUE_DIRECTIVES_KEYWORD,
             crate::core::normalize::graphql::ONE_OF_KEYWORD,
             crate::core::normalize::graphql::SPECIFIED_BY_KEYWORD,
+            crate::core::normalize::graphql::SCALAR_DIRECTIVES_KEYWORD,
             crate::core::normalize::odata::ANNOTATIONS_KEYWORD,
             crate::core::normalize::odata::FACETS_KEYWORD,
             crate::core::normalize::odata::NULLABLE_KEYWORD,

@@ -77,6 +77,8 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "descriptive metadata (`metadata.title`); annotation targets are resolved through it",
     ),
     ("(element and attribute order)", "matched by name"),
+    ("Edmx/@Version (beyond its major version)", "the protocol is the major version (`remote.transport`); the rest is descriptive (`metadata.format`)"),
+    ("Function/Parameter/@Name, Action/Parameter/@Name (the binding parameter's)", "a bound operation's first parameter is its binding, never named in a call"),
     (
         "types no entity set, singleton or operation reaches",
         "unreachable: outside every endpoint's contract",
@@ -351,6 +353,18 @@ impl Model {
                         let mut schema = json!({"type": "string", "enum": members});
                         if node.attribute("IsFlags") == Some("true") {
                             schema["format"] = json!("odata-flags");
+                        }
+                        let values: Map<String, Value> = children(node, "Member")
+                            .filter_map(|m| {
+                                Some((
+                                    m.attribute("Name")?.to_string(),
+                                    json!(m.attribute("Value")?),
+                                ))
+                            })
+                            .collect();
+                        if !values.is_empty() {
+                            // Member values are how an enum travels in some formats.
+                            schema["odata:MemberValues"] = Value::Object(values);
                         }
                         let qualified = format!("{ns}.{name}");
                         model.annotate_schema(&qualified, &mut schema);
@@ -643,7 +657,12 @@ impl Model {
                 required.push(json!(pname));
             }
             let mut schema = self.type_schema(ptype, prop, nullable, declared);
-            add_keywords(&mut schema, unread(prop, PROPERTY_ATTRIBUTES, &[]));
+            let mut extra = unread(prop, PROPERTY_ATTRIBUTES, &[]);
+            if let (Some(default), None) = (prop.attribute("DefaultValue"), schema.get("default")) {
+                // A structured or enum type's default (primitives carry theirs already).
+                extra.insert("default".into(), json!(default));
+            }
+            add_keywords(&mut schema, extra);
             self.annotate_schema(&format!("{qualified}/{pname}"), &mut schema);
             own.insert(pname.to_string(), schema.clone());
             if properties.insert(pname.to_string(), schema).is_some() {
@@ -773,10 +792,15 @@ impl Model {
                 declared,
             );
             // A primitive's nullability is its type; a structured type's is stated here.
-            if !nullable && is_reference(&schema) {
+            // (For a collection, `Nullable` is about its items.)
+            let target = match schema.get_mut("items") {
+                Some(items) => items,
+                None => &mut schema,
+            };
+            if !nullable && is_reference(target) {
                 let mut facts = Map::new();
                 facts.insert(NULLABLE_KEYWORD.into(), json!(false));
-                add_keywords(&mut schema, facts);
+                add_keywords(target, facts);
             }
             schema
         });

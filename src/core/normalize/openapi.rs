@@ -32,6 +32,9 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
     ),
     ("tags, paths.*.*.tags", "documentation grouping"),
+    ("openapi (beyond `3.0` / `3.1`)", "the patch version is descriptive (`metadata.format`)"),
+    ("servers[].description, servers[].variables.*.description, paths.*.servers[].description, paths.*.*.servers[].description", "what a server is called, not where calls go"),
+    ("paths.*.*.parameters[].name (Swagger 2.0 `in: body` parameters)", "a body parameter's name is never sent"),
     (
         "externalDocs, paths.*.*.externalDocs",
         "links to documentation",
@@ -668,9 +671,17 @@ impl<'a> Context<'a> {
                 if let Some(Value::Object(hs)) = response.get("headers") {
                     for (hname, header) in hs {
                         let header = self.resolve(header, &at)?;
-                        if self.version == Version::OpenApi3 {
-                            let h_at = format!("{r_at}.headers.{}", hname.to_ascii_lowercase());
-                            keep_unmodelled(header, HEADER_KEYS, EXAMPLES, &h_at, &mut kept);
+                        let h_at = format!("{r_at}.headers.{}", hname.to_ascii_lowercase());
+                        match self.version {
+                            Version::OpenApi3 => {
+                                keep_unmodelled(header, HEADER_KEYS, EXAMPLES, &h_at, &mut kept)
+                            }
+                            // Every other Swagger 2.0 header key is its schema.
+                            Version::Swagger2 => {
+                                if let Some(d) = header.get("description") {
+                                    kept.insert(format!("{h_at}.description"), d.clone());
+                                }
+                            }
                         }
                         let (schema, facts) = self.header(header);
                         if !facts.is_empty() {

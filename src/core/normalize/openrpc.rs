@@ -43,6 +43,9 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
     ),
     ("methods[].tags", "documentation grouping"),
+    ("openrpc (beyond `1.`)", "the minor and patch version are descriptive (`metadata.format`)"),
+    ("servers[].name, servers[].summary, servers[].description, servers[].variables.*.description", "what a server is called, not where calls go"),
+    ("methods[].result.name", "a label: callers never send or receive it"),
     (
         "externalDocs, methods[].externalDocs",
         "links to documentation",
@@ -62,7 +65,6 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
 ];
 const METHOD_KEYS: &[&str] = &[
     "name",
-    "summary",
     "description",
     "params",
     "result",
@@ -280,6 +282,10 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         "",
         &mut kept,
     );
+    if !m.get("description").is_some_and(Value::is_string) {
+        // The summary is the description when there is none.
+        kept.remove("summary");
+    }
     let structure = match m.get("paramStructure") {
         None => None,
         Some(Value::String(s)) if matches!(s.as_str(), "by-name" | "by-position" | "either") => {

@@ -45,6 +45,7 @@ pub(super) fn read(text: &str) -> Result<Schema, NormalizeError> {
         directives: Default::default(),
         // Introspection does not show applied directives (docs/graphql.md).
         schema_directives: Vec::new(),
+        description: opt_str(schema, "description"),
     };
     for d in list(schema, "directives") {
         let name = str_field(d, "name", "__schema.directives[]")?;

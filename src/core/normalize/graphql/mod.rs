@@ -113,6 +113,9 @@ fn applied_value(applied: &[Applied]) -> Option<Value> {
 
 /// The schema keyword that carries applied directives (normalize/graphql, diff/graphql).
 pub const DIRECTIVES_KEYWORD: &str = "x-graphql-directives";
+/// The keyword of a custom scalar's own applied directives (inline wherever it is used, beside
+/// the field's).
+pub const SCALAR_DIRECTIVES_KEYWORD: &str = "x-graphql-scalar-directives";
 /// The keyword of an enum's applied directives per value.
 pub const VALUE_DIRECTIVES_KEYWORD: &str = "x-graphql-value-directives";
 /// `@oneOf` on an input object.
@@ -223,6 +226,8 @@ pub(crate) struct Schema {
     pub directives: BTreeMap<String, DirectiveDef>,
     /// Directives applied to the schema itself (`schema @link(...)`, `extend schema @foo`).
     pub schema_directives: Vec<Applied>,
+    /// The schema definition's description (SDL; introspection `__schema.description`).
+    pub description: Option<String>,
 }
 
 pub(crate) fn invalid(at: impl Into<String>, problem: impl Into<String>) -> NormalizeError {
@@ -295,6 +300,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
             collapse_reason(&mut v.deprecated);
         }
     }
+    collapse(&mut schema.description);
     for d in schema.directives.values_mut() {
         collapse(&mut d.description);
         d.args.iter_mut().for_each(collapse_input);
@@ -369,6 +375,9 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
     let mut extensions = BTreeMap::new();
     if let Some(applied) = applied_value(&schema.schema_directives) {
         extensions.insert("schema.directives".to_string(), applied);
+    }
+    if let Some(text) = &schema.description {
+        extensions.insert("schema.description".to_string(), json!(text));
     }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
@@ -584,11 +593,14 @@ impl Builder<'_> {
     fn scalar_schema(&self, name: &str, def: &TypeDef) -> Value {
         let mut map = Map::new();
         map.insert("format".into(), json!(name));
+        if let Some(text) = &def.description {
+            map.insert("description".into(), json!(text));
+        }
         if let Some(url) = &def.specified_by {
             map.insert(SPECIFIED_BY_KEYWORD.into(), json!(url));
         }
         if let Some(applied) = applied_value(&def.directives) {
-            map.insert(DIRECTIVES_KEYWORD.into(), applied);
+            map.insert(SCALAR_DIRECTIVES_KEYWORD.into(), applied);
         }
         Value::Object(map)
     }

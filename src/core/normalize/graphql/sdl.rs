@@ -75,6 +75,7 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
                     return Err(invalid("schema", "more than one schema definition"));
                 }
                 roots = Some(root_operations(s.root_operation_type_definitions())?);
+                schema.description = description(s.description())?;
                 schema
                     .schema_directives
                     .extend(applied(s.directives(), "schema")?);
