@@ -483,7 +483,8 @@ pub(super) fn compare_kept(
         let last = key.rsplit('.').next().unwrap_or(key);
         let (rule, kind) = if last.starts_with("x-") {
             (&super::EXTENSION_CHANGED, "extension_changed")
-        } else if last == "description" || last == "summary" {
+        } else if last == "description" || last == "summary" || key == "result.name" {
+            // (A result's name is a label: callers never send or receive it.)
             (&DESCRIPTION_CHANGED, "description_changed")
         } else {
             (&super::UNCLASSIFIED_CHANGE, "unclassified_change")

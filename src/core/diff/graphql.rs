@@ -46,6 +46,13 @@ pub static DIRECTIVE_ARGUMENT_CHANGED: Rule = Rule::new(
     "A directive argument was made required, changed its type or its default; documents that use the directive may fail.",
 );
 
+pub static DIRECTIVE_ARGUMENT_RELAXED: Rule = Rule::new(
+    "directive-argument-relaxed",
+    Compatible,
+    Side::Contract,
+    "A required directive argument became optional (`String!` → `String`); every use stays valid.",
+);
+
 pub static DIRECTIVE_ARGUMENT_REMOVED: Rule = Rule::new(
     "directive-argument-removed",
     Breaking,
@@ -245,7 +252,21 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
             }
             (Some(oa), Some(na)) if oa != na => {
                 let contract = |a: &Value| (a.get("type").cloned(), a.get("default").cloned());
-                if contract(oa) != contract(na) {
+                let type_of = |a: &Value| a.get("type").and_then(Value::as_str).map(String::from);
+                let relaxed = oa.get("default") == na.get("default")
+                    && type_of(oa)
+                        .zip(type_of(na))
+                        .is_some_and(|(o, n)| o == format!("{n}!"));
+                if relaxed {
+                    out.emit(
+                        &DIRECTIVE_ARGUMENT_RELAXED,
+                        &a_at,
+                        "directive_argument_relaxed",
+                        Some(oa.clone()),
+                        Some(na.clone()),
+                        format!("Argument {arg} of directive @{name} is no longer required."),
+                    );
+                } else if contract(oa) != contract(na) {
                     out.emit(
                         &DIRECTIVE_ARGUMENT_CHANGED,
                         &a_at,
@@ -426,6 +447,10 @@ pub(super) mod cases {
             Case::new(
                 &DIRECTIVE_ARGUMENT_CHANGED,
                 graphql(BASE, &BASE.replace("(role: String)", "(role: String!)")),
+            ),
+            Case::new(
+                &DIRECTIVE_ARGUMENT_RELAXED,
+                graphql(&BASE.replace("(role: String)", "(role: String!)"), BASE),
             ),
             Case::new(
                 &DIRECTIVE_APPLIED_CHANGED,

@@ -32,9 +32,14 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
     ),
     ("tags, paths.*.*.tags", "documentation grouping"),
-    ("openapi (beyond `3.0` / `3.1`)", "the patch version is descriptive (`metadata.format`)"),
-    ("servers[].description, servers[].variables.*.description, paths.*.servers[].description, paths.*.*.servers[].description", "what a server is called, not where calls go"),
-    ("paths.*.*.parameters[].name (Swagger 2.0 `in: body` parameters)", "a body parameter's name is never sent"),
+    (
+        "openapi (beyond `3.0` / `3.1`)",
+        "the patch version is descriptive (`metadata.format`)",
+    ),
+    (
+        "paths.*.*.parameters[].name (Swagger 2.0 `in: body` parameters)",
+        "a body parameter's name is never sent",
+    ),
     (
         "externalDocs, paths.*.*.externalDocs",
         "links to documentation",
@@ -54,6 +59,33 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
 ];
 /// Keys that are examples wherever they sit (media types, parameters, headers).
 const EXAMPLES: &[&str] = &["example", "examples"];
+
+/// The descriptive text of servers (their `description` and their variables'), kept as
+/// documentation at `prefix.<url>.description` and `prefix.<url>.variables.<name>.description`
+/// (what a server is called is not where calls go, but it is text a reader or a model sees).
+fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    for server in servers.and_then(Value::as_array).into_iter().flatten() {
+        let Some(url) = server_url(server) else {
+            continue;
+        };
+        if let Some(d) = server.get("description") {
+            out.insert(format!("{prefix}.{url}.description"), d.clone());
+        }
+        for (name, var) in server
+            .get("variables")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(d) = var.get("description") {
+                out.insert(
+                    format!("{prefix}.{url}.variables.{name}.description"),
+                    d.clone(),
+                );
+            }
+        }
+    }
+}
 
 /// The keywords of `obj` the model has no place for, verbatim, at `prefix.key` (deny by
 /// default); `modelled` and `descriptive` keys are skipped.
@@ -260,6 +292,7 @@ fn normalize_operations(
         "",
         &mut extensions,
     );
+    keep_server_text(doc.get("servers"), "servers", &mut extensions);
     if let Some(paths) = doc.get("paths") {
         // Extensions beside the paths.
         let not_paths: Vec<String> = paths
@@ -501,6 +534,8 @@ impl<'a> Context<'a> {
             "",
             &mut kept,
         );
+        keep_server_text(item.get("servers"), "path.servers", &mut kept);
+        keep_server_text(op.get("servers"), "servers", &mut kept);
         let operation_id = op
             .get("operationId")
             .and_then(Value::as_str)

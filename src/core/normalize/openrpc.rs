@@ -43,9 +43,10 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
     ),
     ("methods[].tags", "documentation grouping"),
-    ("openrpc (beyond `1.`)", "the minor and patch version are descriptive (`metadata.format`)"),
-    ("servers[].name, servers[].summary, servers[].description, servers[].variables.*.description", "what a server is called, not where calls go"),
-    ("methods[].result.name", "a label: callers never send or receive it"),
+    (
+        "openrpc (beyond `1.`)",
+        "the minor and patch version are descriptive (`metadata.format`)",
+    ),
     (
         "externalDocs, methods[].externalDocs",
         "links to documentation",
@@ -81,6 +82,34 @@ const DESCRIPTOR_KEYS: &[&str] = &[
     "schema",
     "deprecated",
 ];
+
+/// The descriptive text of servers (`name`, `summary`, `description`, variables'
+/// `description`), kept as documentation at `prefix.<url>.<key>.description`.
+fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    for server in servers.and_then(Value::as_array).into_iter().flatten() {
+        let Some(url) = server_url(server) else {
+            continue;
+        };
+        for key in ["name", "summary", "description"] {
+            if let Some(v) = server.get(key) {
+                out.insert(format!("{prefix}.{url}.{key}.description"), v.clone());
+            }
+        }
+        for (name, var) in server
+            .get("variables")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(d) = var.get("description") {
+                out.insert(
+                    format!("{prefix}.{url}.variables.{name}.description"),
+                    d.clone(),
+                );
+            }
+        }
+    }
+}
 
 /// The keywords of `obj` outside `modelled` and `descriptive`, at `prefix.key`.
 fn keep_unmodelled(
@@ -184,6 +213,14 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         "",
         &mut extensions,
     );
+    keep_server_text(doc.get("servers"), "servers", &mut extensions);
+    for method in methods {
+        let method = resolve(root, method, "methods")?;
+        if let Some(name) = method.get("name").and_then(Value::as_str) {
+            let prefix = format!("methods.{name}.servers");
+            keep_server_text(method.get("servers"), &prefix, &mut extensions);
+        }
+    }
     Ok(ToolSpec {
         directives: Default::default(),
         roots: Default::default(),
@@ -365,7 +402,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     let output_schema = match m.get("result") {
         Some(result) => {
             let r = resolve(root, result, &format!("{at}.result"))?;
-            keep_unmodelled(r, DESCRIPTOR_KEYS, &["examples"], "result", &mut kept);
+            keep_unmodelled(r, &DESCRIPTOR_KEYS[1..], &["examples"], "result", &mut kept);
             if r.get("required") == Some(&Value::Bool(true)) {
                 meta.insert("resultRequired".into(), json!(true));
             }
