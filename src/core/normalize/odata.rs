@@ -466,7 +466,7 @@ impl Model {
         parts.reverse();
         match parts.split_first() {
             None => ns.to_string(),
-            Some((first, rest)) if rest.is_empty() => format!("{ns}.{first}"),
+            Some((first, [])) => format!("{ns}.{first}"),
             Some((first, rest)) => format!("{ns}.{first}/{}", rest.join("/")),
         }
     }
