@@ -96,7 +96,19 @@ fn keep_unmodelled(
     prefix: &str,
     out: &mut BTreeMap<String, Value>,
 ) {
-    let Value::Object(map) = obj else { return };
+    if let Value::Object(map) = obj {
+        keep_unmodelled_map(map, modelled, descriptive, prefix, out);
+    }
+}
+
+/// [`keep_unmodelled`] of an object already in hand (no copy of it is made).
+fn keep_unmodelled_map(
+    map: &Map<String, Value>,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
     for (key, value) in map {
         if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
             let at = if prefix.is_empty() {
@@ -503,13 +515,7 @@ impl<'a> Context<'a> {
         let mut kept = BTreeMap::new();
         let mut item_modelled = vec!["$ref", "servers", "parameters"];
         item_modelled.extend(METHODS);
-        keep_unmodelled(
-            &Value::Object(item.clone()),
-            &item_modelled,
-            &[],
-            "path",
-            &mut kept,
-        );
+        keep_unmodelled_map(item, &item_modelled, &[], "path", &mut kept);
         let mut op_modelled = vec![
             "operationId",
             "description",
