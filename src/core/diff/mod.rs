@@ -197,6 +197,14 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => endpoint::added(n, new.kind, &mut out),
+            EndpointPair::Matched(o, n)
+                if o.identity() == n.identity()
+                    && old_index.endpoint_fingerprints().get(&o.identity())
+                        == new_index.endpoint_fingerprints().get(&n.identity()) =>
+            {
+                // Same fingerprint: nothing the endpoint holds or reaches changed, so no rule
+                // can fire (the projection covers every field and reached definition).
+            }
             EndpointPair::Matched(o, n) => {
                 let before = out.changes.len();
                 let defs_before = schemas.changed_definitions.len();
