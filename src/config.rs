@@ -1060,4 +1060,88 @@ mod tests {
             .to_string();
         assert!(err.contains("soap"), "{err}");
     }
+
+    fn watch_table(name: &str, path: &str) -> String {
+        format!("[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\npath = \"{path}\"\n")
+    }
+
+    #[test]
+    fn includes_read_sorted_globs_relative_to_each_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("watches.d/sub")).unwrap();
+        std::fs::write(d.join("watches.d/b.toml"), watch_table("ns.b", "b.json")).unwrap();
+        std::fs::write(d.join("watches.d/a.toml"), watch_table("ns.a", "../a.json")).unwrap();
+        std::fs::write(d.join("watches.d/notes.txt"), "not toml").unwrap();
+        std::fs::write(d.join("watches.d/sub/c.toml"), watch_table("ns.c", "c.json")).unwrap();
+        let main = d.join("config.toml");
+        let text = format!(
+            "include = [\"watches.d/*.toml\", \"watches.d/sub/*.toml\", \"none.d/*.toml\"]\n{}",
+            watch_table("ns.main", "m.json")
+        );
+        let c = Config::parse(&main, &text).unwrap();
+        let names: Vec<&str> = c.watches.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["ns.main", "ns.a", "ns.b", "ns.c"]);
+        assert_eq!(c.included.len(), 3);
+        // Paths in an included file resolve against that file's folder.
+        assert_eq!(c.watch("ns.a").unwrap().source, SourceConfig::Path(d.join("watches.d/../a.json")));
+        assert_eq!(
+            c.watch("ns.c").unwrap().source,
+            SourceConfig::Path(d.join("watches.d/sub/c.json"))
+        );
+        assert_eq!(c.watch("ns.main").unwrap().source, SourceConfig::Path(d.join("m.json")));
+        assert!(c.watch("ns.none").is_none());
+    }
+
+    #[test]
+    fn included_files_hold_only_watches_and_names_stay_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("w")).unwrap();
+        let main = d.join("config.toml");
+        let config = format!("include = [\"w/*.toml\"]\n\n{}", watch_table("ns.a", "a.json"));
+        // Anything but [[watch]] tables: an error naming the file and the line.
+        std::fs::write(d.join("w/1.toml"), format!("{}\n[storage]\npath = \"x\"\n", watch_table("ns.b", "b"))).unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(err.contains("1.toml") && err.contains("line 6") && err.contains("storage"), "{err}");
+        // No nested includes.
+        std::fs::write(d.join("w/1.toml"), "include = [\"more/*.toml\"]\n").unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(err.contains("1.toml") && err.contains("line 1") && err.contains("include"), "{err}");
+        // A watch error in an included file names that file and line.
+        std::fs::write(d.join("w/1.toml"), "\n[[watch]]\nname = \"nodot\"\nkind = \"openapi\"\npath = \"x\"\n").unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(err.contains("1.toml") && err.contains("line 3"), "{err}");
+        // A duplicate across files names both places.
+        std::fs::write(d.join("w/1.toml"), format!("\n\n{}", watch_table("ns.a", "other"))).unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(
+            err.contains("1.toml: line 4") && err.contains("config.toml, line 4") && err.contains("duplicate"),
+            "{err}"
+        );
+        // A bad glob names the line of the config.
+        let err = Config::parse(&main, "\ninclude = [\"w/[.toml\"]\n").unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("include"), "{err}");
+    }
+
+    #[test]
+    fn per_watch_metrics_and_log_keys() {
+        let c = parse("").unwrap();
+        assert_eq!(c.server.per_watch_metrics, PerWatchMetrics::Auto);
+        assert!(c.server.per_watch_metrics.enabled(1000));
+        assert!(!c.server.per_watch_metrics.enabled(1001));
+        assert_eq!(c.daemon.error_log_every, 10);
+        assert_eq!(c.daemon.summary_interval, Duration::from_secs(600));
+        for (text, want) in [("true", PerWatchMetrics::On), ("false", PerWatchMetrics::Off), ("\"auto\"", PerWatchMetrics::Auto)] {
+            let c = parse(&format!("[server]\nper_watch_metrics = {text}\n")).unwrap();
+            assert_eq!(c.server.per_watch_metrics, want);
+        }
+        assert!(PerWatchMetrics::On.enabled(100_000) && !PerWatchMetrics::Off.enabled(1));
+        let err = parse("[server]\nper_watch_metrics = \"some\"\n").unwrap_err().to_string();
+        assert!(err.contains("line 2") && err.contains("per_watch_metrics"), "{err}");
+        let c = parse("[daemon]\nerror_log_every = 3\nsummary_interval = \"30s\"\n").unwrap();
+        assert_eq!((c.daemon.error_log_every, c.daemon.summary_interval), (3, Duration::from_secs(30)));
+        assert!(parse("[daemon]\nerror_log_every = 0\n").is_err());
+        assert!(parse("[daemon]\nsummary_interval = \"0s\"\n").is_err());
+    }
 }

@@ -661,4 +661,84 @@ mod tests {
         }
         permits
     }
+
+    fn shared_with(text: &str) -> (tempfile::TempDir, Arc<Shared>) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(&dir.path().join("c.toml"), text).unwrap();
+        let registry = Registry::open(&config.storage.path).unwrap();
+        let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
+        (dir, shared)
+    }
+
+    fn watches(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("[[watch]]\nname = \"ns.w{i}\"\nkind = \"openapi\"\npath = \"x\"\n"))
+            .collect()
+    }
+
+    fn series(text: &str, prefix: &str) -> usize {
+        text.lines().filter(|l| l.starts_with(prefix)).count()
+    }
+
+    #[test]
+    fn status_counts_follow_moves_and_per_watch_series_are_one_per_watch() {
+        let (_dir, shared) = shared_with(&watches(3));
+        let config = shared.config();
+        shared.set_watches(&config.watches, &HashMap::new());
+        shared.set_status("ns.w0", WatchStatus::Error);
+        shared.set_status("ns.w1", WatchStatus::Unchanged);
+        shared.set_status("ns.w1", WatchStatus::PendingReview);
+        let summary = shared.summary();
+        assert_eq!(summary["watches"], 3);
+        assert_eq!(summary["by_status"]["idle"], 1);
+        assert_eq!(summary["by_status"]["error"], 1);
+        assert_eq!(summary["by_status"]["pending_review"], 1);
+        assert_eq!(summary["by_status"]["unchanged"], 0);
+        let text = shared.metrics.encode();
+        assert_eq!(series(&text, "schemawatch_watch_status{"), 3, "{text}");
+        assert!(text.contains("schemawatch_watch_status{watch=\"ns.w1\",status=\"pending_review\"} 1"), "{text}");
+        assert!(text.contains("schemawatch_watches_by_status{status=\"error\"} 1"), "{text}");
+        // A watch that leaves the config leaves the counts and the series.
+        shared.set_watches(&config.watches[1..], &HashMap::new());
+        assert_eq!(shared.summary()["by_status"]["error"], 0);
+        assert_eq!(series(&shared.metrics.encode(), "schemawatch_watch_status{"), 2);
+        // The registry says otherwise (another process wrote): a recount moves the watch.
+        let mut r = shared.take_registry().unwrap();
+        r.record_watch(&WatchState {
+            watch: "ns.w2".into(),
+            kind: "openapi".into(),
+            status: WatchStatus::Stale,
+            ..WatchState::default()
+        })
+        .unwrap();
+        shared.give_back(r);
+        assert!(shared.recount_if_changed());
+        assert_eq!(shared.summary()["by_status"]["stale"], 1);
+        assert!(!shared.recount_if_changed(), "nothing changed since");
+    }
+
+    #[test]
+    fn per_watch_metrics_are_decided_at_start() {
+        let (_dir, many) = shared_with(&watches(1001));
+        let config = many.config();
+        many.set_watches(&config.watches, &HashMap::new());
+        let text = many.metrics.encode();
+        assert_eq!(series(&text, "schemawatch_watch_status{"), 0);
+        assert!(text.contains("schemawatch_watches_by_status{status=\"idle\"} 1001"), "{text}");
+        let (_dir, forced) = shared_with(&format!("[server]\nper_watch_metrics = true\n{}", watches(1001)));
+        let config = forced.config();
+        forced.set_watches(&config.watches, &HashMap::new());
+        assert_eq!(series(&forced.metrics.encode(), "schemawatch_watch_status{"), 1001);
+        let (_dir, off) = shared_with(&format!("[server]\nper_watch_metrics = false\n{}", watches(2)));
+        let config = off.config();
+        off.set_watches(&config.watches, &HashMap::new());
+        assert_eq!(series(&off.metrics.encode(), "schemawatch_watch_status{"), 0);
+    }
+
+    #[test]
+    fn a_failure_streak_warns_first_then_every_n() {
+        let warned: Vec<i64> = (1..=25).filter(|f| warn_this_failure(*f, 10)).collect();
+        assert_eq!(warned, [1, 11, 21]);
+        assert!((1..5).all(|f| warn_this_failure(f, 1)));
+    }
 }

@@ -245,3 +245,92 @@ pub fn history_json(entries: &[HistoryEntry]) -> Result<Value, serde_json::Error
 pub fn triage_drift_json(summary: Value, drift: &TriageDrift) -> Value {
     json!({"summary": summary, "drift": drift.to_json()})
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(names: &[&str]) -> Config {
+        let text: String = names
+            .iter()
+            .map(|n| format!("[[watch]]\nname = \"{n}\"\nkind = \"openapi\"\npath = \"x.json\"\n"))
+            .collect();
+        Config::parse(std::path::Path::new("/nowhere/c.toml"), &text).unwrap()
+    }
+
+    fn names(listing: &Listing) -> Vec<String> {
+        listing
+            .rows
+            .iter()
+            .map(|r| r["watch"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn listings_filter_and_page_with_a_cursor_that_survives_edits() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut registry = Registry::open(&dir.path().join("r.sqlite3")).unwrap();
+        registry
+            .record_watch(&WatchState {
+                watch: "ns.d".into(),
+                kind: "openapi".into(),
+                status: WatchStatus::Error,
+                ..WatchState::default()
+            })
+            .unwrap();
+        let c = config(&["ns.e", "ns.c", "ns.a", "ns.d", "ns.b"]);
+        let all = watch_listing(&c, &registry, &Filter::default(), &Page::default()).unwrap();
+        // Whole: config order, no next page.
+        assert_eq!(names(&all), ["ns.e", "ns.c", "ns.a", "ns.d", "ns.b"]);
+        assert_eq!(all.next_after, None);
+        let errors = Filter {
+            status: Some(WatchStatus::Error),
+            q: None,
+        };
+        let only = watch_listing(&c, &registry, &errors, &Page::default()).unwrap();
+        assert_eq!(names(&only), ["ns.d"]);
+        assert_eq!(only.rows[0]["status"], "error");
+        let q = Filter {
+            status: None,
+            q: Some("s.b".into()),
+        };
+        assert_eq!(names(&watch_listing(&c, &registry, &q, &Page::default()).unwrap()), ["ns.b"]);
+        let upper = Filter {
+            status: None,
+            q: Some("NS".into()),
+        };
+        assert!(watch_listing(&c, &registry, &upper, &Page::default()).unwrap().rows.is_empty());
+
+        // Paged: name order; the cursor is the last name, so edits between pages neither
+        // repeat nor skip the rows after it.
+        let first = Page {
+            after: None,
+            limit: Some(2),
+        };
+        let page1 = watch_listing(&c, &registry, &Filter::default(), &first).unwrap();
+        assert_eq!(names(&page1), ["ns.a", "ns.b"]);
+        assert_eq!(page1.next_after.as_deref(), Some("ns.b"));
+        let edited = config(&["ns.e", "ns.c", "ns.a", "ns.a0", "ns.bb", "ns.d"]);
+        let next = Page {
+            after: page1.next_after.clone(),
+            limit: Some(2),
+        };
+        let page2 = watch_listing(&edited, &registry, &Filter::default(), &next).unwrap();
+        assert_eq!(names(&page2), ["ns.bb", "ns.c"]);
+        let last = Page {
+            after: page2.next_after.clone(),
+            limit: Some(2),
+        };
+        let page3 = watch_listing(&edited, &registry, &Filter::default(), &last).unwrap();
+        assert_eq!(names(&page3), ["ns.d", "ns.e"]);
+        assert_eq!(page3.next_after, None, "no page after the last");
+        // The status JSON keeps its shape.
+        let (status, _) = status_listing(&c, &registry, &errors, &Page::default()).unwrap();
+        assert_eq!(status["watches"].as_array().map(Vec::len), Some(1));
+        assert!(status["registry_version"].is_i64());
+        assert_eq!(
+            pending_listing(&registry, &Filter::default(), &first).unwrap().rows,
+            Vec::<Value>::new()
+        );
+    }
+}
