@@ -365,8 +365,8 @@ async fn refresh_recorded(
             if let Err(e) = registry.record_watch(&state) {
                 tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
             }
-            // The caller logs it: the daemon by streak (`error_log_every`), `check` in its output.
-            tracing::debug!(event = "refresh_failed", watch = %watch.name, error = %message, class = error.class());
+            // Not logged here: the daemon logs it by streak (`error_log_every`, src/state.rs),
+            // `check` prints it in its output.
             let mut outcome = Outcome::new(&watch.name, Action::Error);
             outcome.error = Some(message);
             outcome.error_class = Some(error.class());
