@@ -180,7 +180,10 @@ fn decode_cursor(cursor: &str) -> Option<String> {
     }
     let bytes: Option<Vec<u8>> = (0..hex.len())
         .step_by(2)
-        .map(|i| hex.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
         .collect();
     String::from_utf8(bytes?).ok()
 }
@@ -214,9 +217,10 @@ impl ListQuery {
         };
         let after = match &self.cursor {
             None => None,
-            Some(c) => Some(decode_cursor(c).ok_or_else(|| {
-                bad("cursor: not a cursor this API gave out".to_string())
-            })?),
+            Some(c) => Some(
+                decode_cursor(c)
+                    .ok_or_else(|| bad("cursor: not a cursor this API gave out".to_string()))?,
+            ),
         };
         let limit = limit.or(after.as_ref().map(|_| DEFAULT_PAGE));
         Ok((

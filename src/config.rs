@@ -1073,7 +1073,11 @@ mod tests {
         std::fs::write(d.join("watches.d/b.toml"), watch_table("ns.b", "b.json")).unwrap();
         std::fs::write(d.join("watches.d/a.toml"), watch_table("ns.a", "../a.json")).unwrap();
         std::fs::write(d.join("watches.d/notes.txt"), "not toml").unwrap();
-        std::fs::write(d.join("watches.d/sub/c.toml"), watch_table("ns.c", "c.json")).unwrap();
+        std::fs::write(
+            d.join("watches.d/sub/c.toml"),
+            watch_table("ns.c", "c.json"),
+        )
+        .unwrap();
         let main = d.join("config.toml");
         let text = format!(
             "include = [\"watches.d/*.toml\", \"watches.d/sub/*.toml\", \"none.d/*.toml\"]\n{}",
@@ -1084,12 +1088,18 @@ mod tests {
         assert_eq!(names, ["ns.main", "ns.a", "ns.b", "ns.c"]);
         assert_eq!(c.included.len(), 3);
         // Paths in an included file resolve against that file's folder.
-        assert_eq!(c.watch("ns.a").unwrap().source, SourceConfig::Path(d.join("watches.d/../a.json")));
+        assert_eq!(
+            c.watch("ns.a").unwrap().source,
+            SourceConfig::Path(d.join("watches.d/../a.json"))
+        );
         assert_eq!(
             c.watch("ns.c").unwrap().source,
             SourceConfig::Path(d.join("watches.d/sub/c.json"))
         );
-        assert_eq!(c.watch("ns.main").unwrap().source, SourceConfig::Path(d.join("m.json")));
+        assert_eq!(
+            c.watch("ns.main").unwrap().source,
+            SourceConfig::Path(d.join("m.json"))
+        );
         assert!(c.watch("ns.none").is_none());
     }
 
@@ -1099,28 +1109,53 @@ mod tests {
         let d = dir.path();
         std::fs::create_dir_all(d.join("w")).unwrap();
         let main = d.join("config.toml");
-        let config = format!("include = [\"w/*.toml\"]\n\n{}", watch_table("ns.a", "a.json"));
+        let config = format!(
+            "include = [\"w/*.toml\"]\n\n{}",
+            watch_table("ns.a", "a.json")
+        );
         // Anything but [[watch]] tables: an error naming the file and the line.
-        std::fs::write(d.join("w/1.toml"), format!("{}\n[storage]\npath = \"x\"\n", watch_table("ns.b", "b"))).unwrap();
+        std::fs::write(
+            d.join("w/1.toml"),
+            format!("{}\n[storage]\npath = \"x\"\n", watch_table("ns.b", "b")),
+        )
+        .unwrap();
         let err = Config::parse(&main, &config).unwrap_err().to_string();
-        assert!(err.contains("1.toml") && err.contains("line 6") && err.contains("storage"), "{err}");
+        assert!(
+            err.contains("1.toml") && err.contains("line 6") && err.contains("storage"),
+            "{err}"
+        );
         // No nested includes.
         std::fs::write(d.join("w/1.toml"), "include = [\"more/*.toml\"]\n").unwrap();
         let err = Config::parse(&main, &config).unwrap_err().to_string();
-        assert!(err.contains("1.toml") && err.contains("line 1") && err.contains("include"), "{err}");
+        assert!(
+            err.contains("1.toml") && err.contains("line 1") && err.contains("include"),
+            "{err}"
+        );
         // A watch error in an included file names that file and line.
-        std::fs::write(d.join("w/1.toml"), "\n[[watch]]\nname = \"nodot\"\nkind = \"openapi\"\npath = \"x\"\n").unwrap();
+        std::fs::write(
+            d.join("w/1.toml"),
+            "\n[[watch]]\nname = \"nodot\"\nkind = \"openapi\"\npath = \"x\"\n",
+        )
+        .unwrap();
         let err = Config::parse(&main, &config).unwrap_err().to_string();
         assert!(err.contains("1.toml") && err.contains("line 3"), "{err}");
         // A duplicate across files names both places.
-        std::fs::write(d.join("w/1.toml"), format!("\n\n{}", watch_table("ns.a", "other"))).unwrap();
+        std::fs::write(
+            d.join("w/1.toml"),
+            format!("\n\n{}", watch_table("ns.a", "other")),
+        )
+        .unwrap();
         let err = Config::parse(&main, &config).unwrap_err().to_string();
         assert!(
-            err.contains("1.toml: line 4") && err.contains("config.toml, line 4") && err.contains("duplicate"),
+            err.contains("1.toml: line 4")
+                && err.contains("config.toml, line 4")
+                && err.contains("duplicate"),
             "{err}"
         );
         // A bad glob names the line of the config.
-        let err = Config::parse(&main, "\ninclude = [\"w/[.toml\"]\n").unwrap_err().to_string();
+        let err = Config::parse(&main, "\ninclude = [\"w/[.toml\"]\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("line 2") && err.contains("include"), "{err}");
     }
 
@@ -1132,15 +1167,27 @@ mod tests {
         assert!(!c.server.per_watch_metrics.enabled(1001));
         assert_eq!(c.daemon.error_log_every, 10);
         assert_eq!(c.daemon.summary_interval, Duration::from_secs(600));
-        for (text, want) in [("true", PerWatchMetrics::On), ("false", PerWatchMetrics::Off), ("\"auto\"", PerWatchMetrics::Auto)] {
+        for (text, want) in [
+            ("true", PerWatchMetrics::On),
+            ("false", PerWatchMetrics::Off),
+            ("\"auto\"", PerWatchMetrics::Auto),
+        ] {
             let c = parse(&format!("[server]\nper_watch_metrics = {text}\n")).unwrap();
             assert_eq!(c.server.per_watch_metrics, want);
         }
         assert!(PerWatchMetrics::On.enabled(100_000) && !PerWatchMetrics::Off.enabled(1));
-        let err = parse("[server]\nper_watch_metrics = \"some\"\n").unwrap_err().to_string();
-        assert!(err.contains("line 2") && err.contains("per_watch_metrics"), "{err}");
+        let err = parse("[server]\nper_watch_metrics = \"some\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("per_watch_metrics"),
+            "{err}"
+        );
         let c = parse("[daemon]\nerror_log_every = 3\nsummary_interval = \"30s\"\n").unwrap();
-        assert_eq!((c.daemon.error_log_every, c.daemon.summary_interval), (3, Duration::from_secs(30)));
+        assert_eq!(
+            (c.daemon.error_log_every, c.daemon.summary_interval),
+            (3, Duration::from_secs(30))
+        );
         assert!(parse("[daemon]\nerror_log_every = 0\n").is_err());
         assert!(parse("[daemon]\nsummary_interval = \"0s\"\n").is_err());
     }

@@ -110,7 +110,6 @@ pub(crate) fn read_token(config: &Config) -> Option<String> {
         .filter(|t| !t.is_empty())
 }
 
-
 /// Host header values `/v1` accepts: the configured listen address, the bound address, and
 /// when the API listens on loopback or on every interface, the loopback names with the port
 /// (a DNS-rebinding page sends its own host name, never these).
@@ -127,12 +126,14 @@ fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
     hosts
 }
 
-
 impl Shared {
     pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
         let permits = config.daemon.max_concurrency;
         let config_registry_path = config.storage.path.clone();
-        let per_watch = config.server.per_watch_metrics.enabled(config.watches.len());
+        let per_watch = config
+            .server
+            .per_watch_metrics
+            .enabled(config.watches.len());
         let observer = Registry::open_pooled(&config.storage.path).ok();
         Arc::new(Shared {
             metrics: Metrics::new(per_watch),
@@ -481,8 +482,7 @@ impl Shared {
             .values()
             .filter(|c| {
                 let due = c.due_ms.load(Ordering::Relaxed);
-                due != NOT_DUE
-                    && now.saturating_sub(due) > c.interval_ms.load(Ordering::Relaxed)
+                due != NOT_DUE && now.saturating_sub(due) > c.interval_ms.load(Ordering::Relaxed)
             })
             .count() as i64
     }
@@ -502,7 +502,12 @@ impl Shared {
         WatchStatus::ALL
             .iter()
             .enumerate()
-            .map(|(i, s)| (s.as_str().to_string(), json!(counts.get(i).copied().unwrap_or(0))))
+            .map(|(i, s)| {
+                (
+                    s.as_str().to_string(),
+                    json!(counts.get(i).copied().unwrap_or(0)),
+                )
+            })
             .collect()
     }
 
@@ -613,7 +618,6 @@ fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) 
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -696,12 +700,21 @@ mod tests {
         assert_eq!(summary["by_status"]["unchanged"], 0);
         let text = shared.metrics.encode();
         assert_eq!(series(&text, "schemawatch_watch_status{"), 3, "{text}");
-        assert!(text.contains("schemawatch_watch_status{watch=\"ns.w1\",status=\"pending_review\"} 1"), "{text}");
-        assert!(text.contains("schemawatch_watches_by_status{status=\"error\"} 1"), "{text}");
+        assert!(
+            text.contains("schemawatch_watch_status{watch=\"ns.w1\",status=\"pending_review\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("schemawatch_watches_by_status{status=\"error\"} 1"),
+            "{text}"
+        );
         // A watch that leaves the config leaves the counts and the series.
         shared.set_watches(&config.watches[1..], &HashMap::new());
         assert_eq!(shared.summary()["by_status"]["error"], 0);
-        assert_eq!(series(&shared.metrics.encode(), "schemawatch_watch_status{"), 2);
+        assert_eq!(
+            series(&shared.metrics.encode(), "schemawatch_watch_status{"),
+            2
+        );
         // The registry says otherwise (another process wrote): a recount moves the watch.
         let mut r = shared.take_registry().unwrap();
         r.record_watch(&WatchState {
@@ -724,15 +737,30 @@ mod tests {
         many.set_watches(&config.watches, &HashMap::new());
         let text = many.metrics.encode();
         assert_eq!(series(&text, "schemawatch_watch_status{"), 0);
-        assert!(text.contains("schemawatch_watches_by_status{status=\"idle\"} 1001"), "{text}");
-        let (_dir, forced) = shared_with(&format!("[server]\nper_watch_metrics = true\n{}", watches(1001)));
+        assert!(
+            text.contains("schemawatch_watches_by_status{status=\"idle\"} 1001"),
+            "{text}"
+        );
+        let (_dir, forced) = shared_with(&format!(
+            "[server]\nper_watch_metrics = true\n{}",
+            watches(1001)
+        ));
         let config = forced.config();
         forced.set_watches(&config.watches, &HashMap::new());
-        assert_eq!(series(&forced.metrics.encode(), "schemawatch_watch_status{"), 1001);
-        let (_dir, off) = shared_with(&format!("[server]\nper_watch_metrics = false\n{}", watches(2)));
+        assert_eq!(
+            series(&forced.metrics.encode(), "schemawatch_watch_status{"),
+            1001
+        );
+        let (_dir, off) = shared_with(&format!(
+            "[server]\nper_watch_metrics = false\n{}",
+            watches(2)
+        ));
         let config = off.config();
         off.set_watches(&config.watches, &HashMap::new());
-        assert_eq!(series(&off.metrics.encode(), "schemawatch_watch_status{"), 0);
+        assert_eq!(
+            series(&off.metrics.encode(), "schemawatch_watch_status{"),
+            0
+        );
     }
 
     #[test]

@@ -67,7 +67,9 @@ fn paginate(mut items: Vec<(String, Value)>, page: &Page) -> Listing {
     let limit = page.limit.unwrap_or(usize::MAX);
     let rest = items.len() - start.min(items.len());
     let mut rows: Vec<(String, Value)> = items.into_iter().skip(start).take(limit).collect();
-    let next_after = (rest > limit).then(|| rows.last().map(|(n, _)| n.clone())).flatten();
+    let next_after = (rest > limit)
+        .then(|| rows.last().map(|(n, _)| n.clone()))
+        .flatten();
     Listing {
         rows: rows.drain(..).map(|(_, v)| v).collect(),
         next_after,
@@ -204,9 +206,7 @@ pub fn pending_listing(
     let items = reviews
         .iter()
         .filter(|r| {
-            let status = states
-                .get(&r.watch)
-                .map_or(WatchStatus::Idle, |s| s.status);
+            let status = states.get(&r.watch).map_or(WatchStatus::Idle, |s| s.status);
             filter.q.as_ref().is_none_or(|q| r.watch.contains(q))
                 && filter.status.is_none_or(|s| s == status)
         })
@@ -294,12 +294,18 @@ mod tests {
             status: None,
             q: Some("s.b".into()),
         };
-        assert_eq!(names(&watch_listing(&c, &registry, &q, &Page::default()).unwrap()), ["ns.b"]);
+        assert_eq!(
+            names(&watch_listing(&c, &registry, &q, &Page::default()).unwrap()),
+            ["ns.b"]
+        );
         let upper = Filter {
             status: None,
             q: Some("NS".into()),
         };
-        assert!(watch_listing(&c, &registry, &upper, &Page::default()).unwrap().rows.is_empty());
+        assert!(watch_listing(&c, &registry, &upper, &Page::default())
+            .unwrap()
+            .rows
+            .is_empty());
 
         // Paged: name order; the cursor is the last name, so edits between pages neither
         // repeat nor skip the rows after it.
@@ -329,7 +335,9 @@ mod tests {
         assert_eq!(status["watches"].as_array().map(Vec::len), Some(1));
         assert!(status["registry_version"].is_i64());
         assert_eq!(
-            pending_listing(&registry, &Filter::default(), &first).unwrap().rows,
+            pending_listing(&registry, &Filter::default(), &first)
+                .unwrap()
+                .rows,
             Vec::<Value>::new()
         );
     }

@@ -532,5 +532,4 @@ mod tests {
         short.interval = Duration::from_secs(1);
         assert!(first_delay(&short) < Duration::from_secs(1));
     }
-
 }

@@ -104,7 +104,12 @@ fn logs_are_quiet_and_metrics_bounded() {
     let by_status: Value =
         serde_json::from_str(summary["by_status"].as_str().expect("by_status")).unwrap();
     assert_eq!(by_status.as_object().map(|o| o.len()), Some(9), "{summary}");
-    for key in ["registry_version", "open_reviews", "overdue", "errors_by_class"] {
+    for key in [
+        "registry_version",
+        "open_reviews",
+        "overdue",
+        "errors_by_class",
+    ] {
         assert!(!summary[key].is_null(), "{key}: {summary}");
     }
 
@@ -145,7 +150,10 @@ fn logs_are_quiet_and_metrics_bounded() {
         ]
     );
     assert_eq!(s["watches"], 2);
-    assert!(s["errors_by_class"]["connect"].as_i64().unwrap_or(0) >= 3, "{s}");
+    assert!(
+        s["errors_by_class"]["connect"].as_i64().unwrap_or(0) >= 3,
+        "{s}"
+    );
     assert_eq!(s["by_status"]["unchanged"], 1, "{s}");
     assert_eq!(s["by_status"]["error"], 1, "{s}");
     assert_eq!(s["open_reviews"], 0);
@@ -186,7 +194,10 @@ fn per_watch_metrics_auto_turns_off_above_the_threshold() {
         let text = config_text(&watches, "").replace("[server]\n", &format!("[server]\n{setting}"));
         sb.write_config(&text);
         let mut d = Daemon::start(&sb, None);
-        let warned = d.logs().iter().any(|v| v["event"] == "per_watch_metrics_off");
+        let warned = d
+            .logs()
+            .iter()
+            .any(|v| v["event"] == "per_watch_metrics_off");
         if per_watch {
             assert!(!warned);
             assert_eq!(metric_lines(&d, "schemawatch_watch_status{").len(), 1001);
@@ -216,7 +227,11 @@ fn listings_filter_and_page_across_a_reload() {
         let watches: String = names
             .iter()
             .map(|n| {
-                let path = if n.ends_with('x') { "missing.json" } else { "pets.json" };
+                let path = if n.ends_with('x') {
+                    "missing.json"
+                } else {
+                    "pets.json"
+                };
                 file_watch(n, path, "1s")
             })
             .collect();
@@ -227,9 +242,17 @@ fn listings_filter_and_page_across_a_reload() {
     let errors = d.wait_json("/v1/watches?status=error", |v| {
         v.as_array().is_some_and(|a| a.len() == 2)
     });
-    assert_eq!(watch_names(&errors), ["pg.cx", "pg.dx"], "config order when whole");
+    assert_eq!(
+        watch_names(&errors),
+        ["pg.cx", "pg.dx"],
+        "config order when whole"
+    );
     assert_eq!(watch_names(&d.get_json("/v1/watches?q=g.b")), ["pg.b"]);
-    assert!(d.get_json("/v1/watches?q=PG").as_array().unwrap().is_empty());
+    assert!(d
+        .get_json("/v1/watches?q=PG")
+        .as_array()
+        .unwrap()
+        .is_empty());
     // The same filter on /v1/status, shape unchanged.
     let status = d.get_json("/v1/status?status=error&q=dx");
     assert_eq!(watch_names(&status["watches"]), ["pg.dx"]);
@@ -243,22 +266,29 @@ fn listings_filter_and_page_across_a_reload() {
     assert_eq!(watch_names(&page1), ["pg.a", "pg.b"]);
     let next = next_link(&head).unwrap_or_else(|| panic!("no Link: {head}"));
     assert!(next.starts_with("/v1/watches?limit=2&cursor="), "{next}");
-    sb.write_config(&config(&["pg.e", "pg.a", "pg.a2", "pg.bb", "pg.dx", "pg.b"]));
+    sb.write_config(&config(&[
+        "pg.e", "pg.a", "pg.a2", "pg.bb", "pg.dx", "pg.b",
+    ]));
     d.signal("HUP");
     d.wait_for_log("config_reloaded", |v| v["added"] == 2 && v["removed"] == 1);
     let (_, head, body) = http_with_head(d.api, "GET", &next, None, &[], None);
-    assert_eq!(watch_names(&serde_json::from_str(&body).unwrap()), ["pg.bb", "pg.dx"]);
+    assert_eq!(
+        watch_names(&serde_json::from_str(&body).unwrap()),
+        ["pg.bb", "pg.dx"]
+    );
     let last = next_link(&head).expect("a third page");
     let (_, head, body) = http_with_head(d.api, "GET", &last, None, &[], None);
     assert_eq!(watch_names(&serde_json::from_str(&body).unwrap()), ["pg.e"]);
     assert_eq!(next_link(&head), None, "no Link after the last page");
     // Filters travel in the Link.
-    let (_, head, _) =
-        http_with_head(d.api, "GET", "/v1/status?q=pg&limit=1", None, &[], None);
+    let (_, head, _) = http_with_head(d.api, "GET", "/v1/status?q=pg&limit=1", None, &[], None);
     assert!(next_link(&head).is_some_and(|l| l.starts_with("/v1/status?q=pg&limit=1&cursor=")));
 
     // /v1/pending takes the same parameters.
-    assert_eq!(d.get_json("/v1/pending?status=pending_review&limit=5"), Value::Array(vec![]));
+    assert_eq!(
+        d.get_json("/v1/pending?status=pending_review&limit=5"),
+        Value::Array(vec![])
+    );
     for bad in [
         "/v1/watches?status=bogus",
         "/v1/watches?limit=0",
@@ -285,7 +315,9 @@ fn gauges_follow_registry_changes_made_by_another_process() {
     let name = prompt_name("ext.w");
     sb.write_config(&config_text(&file_watch(&name, "pets.json", "1h"), ""));
     let d = Daemon::start(&sb, None);
-    d.wait_json(&format!("/v1/watches/{name}"), |v| v["status"] == "registered");
+    d.wait_json(&format!("/v1/watches/{name}"), |v| {
+        v["status"] == "registered"
+    });
 
     sb.write_file("pets.json", &Pets::v3().bytes());
     let (run, check) = sb.check(&[]);
@@ -297,8 +329,15 @@ fn gauges_follow_registry_changes_made_by_another_process() {
 
     let id = sb.pending_list()[0]["id"].as_i64().unwrap().to_string();
     sb.run(&[
-        "pending", "accept", &id, "--reviewer", "alice", "--reason", "announced",
-        "--config", &sb.config_arg(),
+        "pending",
+        "accept",
+        &id,
+        "--reviewer",
+        "alice",
+        "--reason",
+        "announced",
+        "--config",
+        &sb.config_arg(),
     ])
     .assert_code(0);
     let s = d.wait_json("/v1/summary", |s| s["open_reviews"] == 0);
@@ -325,7 +364,9 @@ fn included_watch_files_reload_without_disturbing_unchanged_watches() {
     sb.write_config(&text);
     let mut d = Daemon::start(&sb, None);
     for name in [&kept, &included] {
-        d.wait_json(&format!("/v1/watches/{name}"), |v| v["status"] == "registered");
+        d.wait_json(&format!("/v1/watches/{name}"), |v| {
+            v["status"] == "registered"
+        });
     }
     let last_check = |d: &Daemon, name: &str| {
         d.metric(&format!(
