@@ -51,27 +51,28 @@ pub struct Listing {
     pub next_after: Option<String>,
 }
 
-/// Cuts `items` (name, row) to `page`: sorted by name, after the cursor, at most `limit`.
-fn paginate(mut items: Vec<(String, Value)>, page: &Page) -> Listing {
+/// Cuts `items` (name, item) to `page` — sorted by name, after the cursor, at most `limit` —
+/// and renders only the rows that are kept.
+fn paginate<T>(mut items: Vec<(&str, T)>, page: &Page, render: impl Fn(T) -> Value) -> Listing {
     if !page.paged() {
         return Listing {
-            rows: items.into_iter().map(|(_, v)| v).collect(),
+            rows: items.into_iter().map(|(_, t)| render(t)).collect(),
             next_after: None,
         };
     }
-    items.sort_by(|a, b| a.0.cmp(&b.0));
+    items.sort_by(|a, b| a.0.cmp(b.0));
     let start = match &page.after {
-        Some(after) => items.partition_point(|(n, _)| n.as_str() <= after.as_str()),
+        Some(after) => items.partition_point(|(n, _)| *n <= after.as_str()),
         None => 0,
     };
     let limit = page.limit.unwrap_or(usize::MAX);
     let rest = items.len() - start.min(items.len());
-    let mut rows: Vec<(String, Value)> = items.into_iter().skip(start).take(limit).collect();
+    let kept: Vec<(&str, T)> = items.into_iter().skip(start).take(limit).collect();
     let next_after = (rest > limit)
-        .then(|| rows.last().map(|(n, _)| n.clone()))
+        .then(|| kept.last().map(|(n, _)| n.to_string()))
         .flatten();
     Listing {
-        rows: rows.drain(..).map(|(_, v)| v).collect(),
+        rows: kept.into_iter().map(|(_, t)| render(t)).collect(),
         next_after,
     }
 }
@@ -137,18 +138,19 @@ pub fn watch_listing(
         .filter_map(|w| {
             let state = states.get(&w.name);
             let status = state.map_or(WatchStatus::Idle, |s| s.status);
-            filter.keeps(&w.name, status).then(|| {
-                let row = row_json(
-                    w,
-                    state,
-                    pending.get(&w.name).copied().unwrap_or(0),
-                    fingerprints.get(&w.name),
-                );
-                (w.name.clone(), row)
-            })
+            filter
+                .keeps(&w.name, status)
+                .then_some((w.name.as_str(), (w, state)))
         })
         .collect();
-    Ok(paginate(items, page))
+    Ok(paginate(items, page, |(w, state)| {
+        row_json(
+            w,
+            state,
+            pending.get(&w.name).copied().unwrap_or(0),
+            fingerprints.get(&w.name),
+        )
+    }))
 }
 
 /// `status --json` and `GET /v1/status`.
@@ -210,9 +212,9 @@ pub fn pending_listing(
             filter.q.as_ref().is_none_or(|q| r.watch.contains(q))
                 && filter.status.is_none_or(|s| s == status)
         })
-        .map(|r| (r.watch.clone(), review_summary(r)))
+        .map(|r| (r.watch.as_str(), r))
         .collect();
-    Ok(paginate(items, page))
+    Ok(paginate(items, page, review_summary))
 }
 
 /// `pending show ID --json` and `GET /v1/pending/{id}`.
