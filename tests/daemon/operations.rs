@@ -10,7 +10,7 @@ use crate::service::*;
 
 use common::*;
 use serde_json::Value;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A watch name starting with `prefix` whose first refresh comes within 300 ms (the first
 /// refresh of a watch comes after a fixed per-watch fraction of `min(interval, 30 s)`).
@@ -54,18 +54,6 @@ fn watch_names(v: &Value) -> Vec<String> {
         .iter()
         .map(|w| w["watch"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn wait_until(what: &str, d: &Daemon, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < PATIENCE,
-            "never: {what}\n{}",
-            d.log_text()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// At INFO (the default an operator runs with): no line per unchanged refresh, a failing
