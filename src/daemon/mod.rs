@@ -297,6 +297,41 @@ fn reload(
     Ok(())
 }
 
+/// Serves the API on a thread and runtime of its own: refreshes run synchronous registry
+/// writes (an fsync each) on the scheduler's workers, and `/healthz`, `/v1/summary` or a
+/// scrape must not wait behind them. The receiver resolves when the server has stopped.
+fn spawn_api(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    slots: usize,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> Result<tokio::sync::oneshot::Receiver<()>, DaemonError> {
+    let bind_error = |source| DaemonError::Bind {
+        listen: "the API listener".into(),
+        source,
+    };
+    // A tokio listener belongs to the runtime that made it: hand it over as a std one.
+    let listener = listener.into_std().map_err(bind_error)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(bind_error)?;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("api".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => serve::serve(listener, app, slots, stop).await,
+                    Err(e) => tracing::error!(event = "api_failed", error = %e),
+                }
+            });
+            let _ = done_tx.send(());
+        })
+        .map_err(bind_error)?;
+    Ok(done_rx)
+}
+
 /// The periodic INFO `summary` event: the `/v1/summary` fields (the two maps as JSON text).
 fn log_summary(shared: &Shared) {
     let s = shared.summary();
@@ -372,7 +407,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
     let slots = shared.config().daemon.max_concurrency;
-    let server = tokio::spawn(serve::serve(listener, app, slots, api_stop_rx));
+    let server = spawn_api(listener, app, slots, api_stop_rx)?;
     tracing::info!(event = "api_listening", addr = %bound);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -459,10 +494,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(500))
     };
-    let server_abort = server.abort_handle();
-    if tokio::time::timeout(api_grace, server).await.is_err() {
-        server_abort.abort();
-    }
+    // Past the grace the API thread is left to the process exit.
+    let _ = tokio::time::timeout(api_grace, server).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
     Ok(())
 }
