@@ -2,7 +2,7 @@
 //! query, so answering for 10,000 watches costs one pass, not three queries per watch.
 
 use super::{Registry, Result, ReviewState, WatchState};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -76,6 +76,18 @@ impl Registry {
         let mut stmt = self.conn.prepare("SELECT name, fingerprint FROM tools")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A tool's accepted fingerprint (without parsing its contract).
+    pub fn fingerprint(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT fingerprint FROM tools WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     /// The change count of every watch's open review, by watch (absent: none open).
