@@ -158,11 +158,11 @@ fn logs_are_quiet_and_metrics_bounded() {
         assert!(text.contains(series), "{series} missing:\n{text}");
     }
     for prefix in [
-        "schemawatch_refreshes_total{kind=\"openapi\",outcome=\"unchanged\"}",
+        "schemawatch_refreshes_total{kind=\"openapi\",action=\"unchanged\",outcome=\"unchanged\"}",
         "schemawatch_refresh_errors_total{kind=\"openapi\",class=\"connect\"}",
         "schemawatch_fetch_bytes_total{kind=\"openapi\"}",
         "schemawatch_schedule_lag_seconds_count",
-        "schemawatch_refresh_duration_seconds_count{kind=\"openapi\",outcome=\"error\"}",
+        "schemawatch_refresh_duration_seconds_count{kind=\"openapi\",action=\"error\",outcome=\"error\"}",
     ] {
         assert!(text.contains(prefix), "{prefix} missing:\n{text}");
     }
