@@ -1,0 +1,612 @@
+//! Source pointers: which node of the new document a change is about.
+//!
+//! A change's `path` is the model's matching identity (`endpoints.listPets.parameters.query.
+//! limit.schema.maximum`); this maps it back onto the parsed source document the normalizer
+//! read, the way the normalizer read it: the operation of an endpoint (by operationId or
+//! `METHOD path`, webhooks and callbacks included), its parameters (operation level before
+//! path level, `$ref`s followed to the definition), request body (Swagger 2.0 `body` and
+//! `formData` parameters), responses and headers (case-insensitively, as the model keys
+//! them), then the schema keywords below. A definition's changes (`components.schemas.Pet...`)
+//! walk the document from its root. Whatever the new document lacks (a removal) stops the walk
+//! at the nearest node that survives. Only OpenAPI and OpenRPC have pointers; the other kinds'
+//! changes stay file-level.
+//!
+//! Run only for the changes being rendered ([`locate_changes`]); the normalizers keep no
+//! positions, so the normal diff path pays nothing.
+
+use super::openapi::resolve_pointer;
+use crate::core::locate::{escape_token, pointer_tokens, positions, Location};
+use crate::core::model::{Change, Kind};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+
+const METHODS: [&str; 8] = [
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+const MAX_REF_HOPS: usize = 32;
+
+/// A node of the document and its JSON pointer.
+#[derive(Clone)]
+struct Cursor<'a> {
+    pointer: String,
+    node: &'a Value,
+}
+
+impl<'a> Cursor<'a> {
+    fn root(node: &'a Value) -> Cursor<'a> {
+        Cursor {
+            pointer: String::new(),
+            node,
+        }
+    }
+
+    fn child(&self, key: &str) -> Option<Cursor<'a>> {
+        let node = match self.node {
+            Value::Object(map) => map.get(key)?,
+            Value::Array(items) => items.get(key.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+        Some(Cursor {
+            pointer: format!("{}/{}", self.pointer, escape_token(key)),
+            node,
+        })
+    }
+
+    /// The member whose key equals `key` ignoring ASCII case (media types, statuses and
+    /// header names are keyed in lower or upper case by the model).
+    fn child_ci(&self, key: &str) -> Option<Cursor<'a>> {
+        if let Some(exact) = self.child(key) {
+            return Some(exact);
+        }
+        let map = self.node.as_object()?;
+        let (k, _) = map.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))?;
+        self.child(k)
+    }
+
+    fn str(&self, key: &str) -> Option<&'a str> {
+        self.node.get(key).and_then(Value::as_str)
+    }
+}
+
+/// The longest `key` with `rest == key` or `rest` starting with `key.` for which `find` gives a
+/// node (names may contain dots), and what is left of `rest` after it.
+fn longest<'r, T>(rest: &'r str, mut find: impl FnMut(&str) -> Option<T>) -> Option<(T, &'r str)> {
+    let mut ends: Vec<usize> = rest.match_indices('.').map(|(i, _)| i).collect();
+    ends.push(rest.len());
+    for end in ends.into_iter().rev() {
+        if let Some(found) = find(&rest[..end]) {
+            return Some((found, rest.get(end + 1..).unwrap_or("")));
+        }
+    }
+    None
+}
+
+/// The first dotted segment of `rest` and what follows it.
+fn head(rest: &str) -> (&str, &str) {
+    rest.split_once('.').unwrap_or((rest, ""))
+}
+
+/// Follows a local `$ref` to its target (the definition is where the change is made).
+fn deref<'a>(root: &'a Value, cursor: Cursor<'a>) -> Cursor<'a> {
+    let mut current = cursor;
+    for _ in 0..MAX_REF_HOPS {
+        let Some(reference) = current.str("$ref").filter(|r| r.starts_with("#")) else {
+            break;
+        };
+        let Some(node) = resolve_pointer(root, reference) else {
+            break;
+        };
+        current = Cursor {
+            pointer: reference[1..].to_string(),
+            node,
+        };
+    }
+    current
+}
+
+/// Descends by dotted keys as far as the document goes, following `$ref`s where a key is
+/// not found in the referring node.
+fn walk<'a>(root: &'a Value, start: Cursor<'a>, rest: &str) -> Cursor<'a> {
+    let (mut cursor, mut rest) = (start, rest);
+    let mut hops = 0;
+    while !rest.is_empty() {
+        if let Some((next, left)) = longest(rest, |key| cursor.child(key)) {
+            cursor = next;
+            rest = left;
+            continue;
+        }
+        let target = deref(root, cursor.clone());
+        if target.pointer == cursor.pointer || hops >= MAX_REF_HOPS {
+            break;
+        }
+        hops += 1;
+        cursor = target;
+    }
+    cursor
+}
+
+/// The source pointer (in `root`, the parsed new document) of a change at `path`; `None` for
+/// kinds without source pointers.
+pub fn source_pointer(kind: Kind, root: &Value, path: &str) -> Option<String> {
+    Locator::new(kind, root).pointer(path)
+}
+
+/// Source pointers of many changes of one document (its operations indexed once).
+pub struct Locator<'a> {
+    kind: Kind,
+    root: &'a Value,
+    operations: std::cell::OnceCell<BTreeMap<String, Operation<'a>>>,
+}
+
+impl<'a> Locator<'a> {
+    pub fn new(kind: Kind, root: &'a Value) -> Locator<'a> {
+        Locator {
+            kind,
+            root,
+            operations: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// See [`source_pointer`].
+    pub fn pointer(&self, path: &str) -> Option<String> {
+        pointer_in(self.kind, self.root, path, || {
+            self.operations.get_or_init(|| operations(self.root))
+        })
+    }
+}
+
+fn pointer_in<'a, 'l>(
+    kind: Kind,
+    root: &'a Value,
+    path: &str,
+    ops: impl FnOnce() -> &'l BTreeMap<String, Operation<'a>>,
+) -> Option<String>
+where
+    'a: 'l,
+{
+    let cursor = Cursor::root(root);
+    let found = match kind {
+        Kind::Openapi => match path.strip_prefix("endpoints.") {
+            Some(rest) => openapi_endpoint(root, ops(), rest),
+            None if path == "remote" => ["servers", "host", "basePath", "schemes"]
+                .iter()
+                .find_map(|k| cursor.child(k))
+                .unwrap_or(cursor),
+            None => walk(root, cursor, path),
+        },
+        Kind::Openrpc => match path.strip_prefix("endpoints.") {
+            Some(rest) => openrpc_method(root, rest),
+            None if path == "remote" => cursor.child("servers").unwrap_or(cursor),
+            None => walk(root, cursor, path),
+        },
+        Kind::Odata
+        | Kind::Graphql
+        | Kind::Mcp
+        | Kind::Optimade
+        | Kind::Sqlite
+        | Kind::Postgres => return None,
+    };
+    Some(found.pointer)
+}
+
+/// An OpenAPI operation as the normalizer saw it: the operation and its path item.
+struct Operation<'a> {
+    op: Cursor<'a>,
+    item: Cursor<'a>,
+}
+
+/// Every operation by endpoint name (operationId, else `METHOD path`; webhooks and callbacks
+/// named as the normalizer names them).
+fn operations(root: &Value) -> BTreeMap<String, Operation<'_>> {
+    let mut out = BTreeMap::new();
+    let top = Cursor::root(root);
+    fn add<'a>(
+        root: &'a Value,
+        item: Cursor<'a>,
+        name_of: &dyn Fn(&str) -> String,
+        callbacks: bool,
+        out: &mut BTreeMap<String, Operation<'a>>,
+    ) {
+        let item = deref(root, item);
+        for method in METHODS {
+            let Some(op) = item.child(method) else {
+                continue;
+            };
+            let verb = method.to_ascii_uppercase();
+            let name = op
+                .str("operationId")
+                .map_or_else(|| name_of(&verb), str::to_string);
+            if callbacks {
+                if let Some(Value::Object(cbs)) = op.node.get("callbacks") {
+                    for cb_name in cbs.keys() {
+                        let Some(cb) = op.child("callbacks").and_then(|c| c.child(cb_name)) else {
+                            continue;
+                        };
+                        let cb = deref(root, cb);
+                        let Some(expressions) = cb.node.as_object() else {
+                            continue;
+                        };
+                        for expression in expressions.keys() {
+                            if let Some(cb_item) = cb.child(expression) {
+                                let label = format!("{name}.{cb_name} {expression}");
+                                add(
+                                    root,
+                                    cb_item,
+                                    &|verb| format!("CALLBACK {label} {verb}"),
+                                    false,
+                                    out,
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            out.entry(name).or_insert(Operation {
+                op,
+                item: item.clone(),
+            });
+        }
+    }
+    if let Some(paths) = top.child("paths") {
+        if let Some(map) = paths.node.as_object() {
+            for path in map.keys().filter(|p| p.starts_with('/')) {
+                if let Some(item) = paths.child(path) {
+                    add(root, item, &|verb| format!("{verb} {path}"), true, &mut out);
+                }
+            }
+        }
+    }
+    if let Some(hooks) = top.child("webhooks") {
+        if let Some(map) = hooks.node.as_object() {
+            for hook in map.keys() {
+                if let Some(item) = hooks.child(hook) {
+                    add(
+                        root,
+                        item,
+                        &|verb| format!("WEBHOOK {hook} {verb}"),
+                        false,
+                        &mut out,
+                    );
+                }
+            }
+        }
+    }
+    out
+}
+
+fn openapi_endpoint<'a>(
+    root: &'a Value,
+    ops: &BTreeMap<String, Operation<'a>>,
+    rest: &str,
+) -> Cursor<'a> {
+    let top = Cursor::root(root);
+    let Some((operation, rest)) = longest(rest, |name| ops.get(name)) else {
+        // Removed: the path item when it survives, else the paths object.
+        let item = rest
+            .split_once(' ')
+            .and_then(|(_, path)| longest(path, |p| top.child("paths")?.child(p)));
+        return match item {
+            Some((item, _)) => item,
+            None => top.child("paths").unwrap_or(top),
+        };
+    };
+    let op = &operation.op;
+    let (segment, tail) = head(rest);
+    match segment {
+        "" => op.clone(),
+        "parameters" => {
+            let (location, named) = head(tail);
+            openapi_parameter(root, operation, location, named)
+                .unwrap_or_else(|| op.child("parameters").unwrap_or_else(|| op.clone()))
+        }
+        "request_body" => openapi_body(root, operation, tail).unwrap_or_else(|| op.clone()),
+        "responses" => {
+            let Some(responses) = op.child("responses") else {
+                return op.clone();
+            };
+            let (status, more) = head(tail);
+            match responses.child_ci(status) {
+                Some(response) => openapi_response(root, deref(root, response), more),
+                None => responses,
+            }
+        }
+        "security" => op
+            .child("security")
+            .or_else(|| top.child("security"))
+            .unwrap_or_else(|| op.clone()),
+        "description" => op
+            .child("description")
+            .or_else(|| op.child("summary"))
+            .unwrap_or_else(|| op.clone()),
+        "path" => operation.item.clone(),
+        other => op.child(other).unwrap_or_else(|| op.clone()),
+    }
+}
+
+/// The parameters of an operation in the order the normalizer lets them override: operation
+/// level first, then path level; each with its `$ref` followed.
+fn parameters<'a>(root: &'a Value, operation: &Operation<'a>) -> Vec<Cursor<'a>> {
+    let mut out = Vec::new();
+    for owner in [&operation.op, &operation.item] {
+        if let Some(list) = owner.child("parameters") {
+            let count = list.node.as_array().map_or(0, Vec::len);
+            out.extend((0..count).filter_map(|i| list.child(&i.to_string())).map(|p| deref(root, p)));
+        }
+    }
+    out
+}
+
+fn openapi_parameter<'a>(
+    root: &'a Value,
+    operation: &Operation<'a>,
+    location: &str,
+    named: &str,
+) -> Option<Cursor<'a>> {
+    let params = parameters(root, operation);
+    let (param, more) = longest(named, |name| {
+        params
+            .iter()
+            .find(|p| {
+                p.str("in") == Some(location)
+                    && p.str("name").is_some_and(|n| {
+                        n == name || (location == "header" && n.eq_ignore_ascii_case(name))
+                    })
+            })
+            .cloned()
+    })?;
+    Some(parameter_part(root, param, more))
+}
+
+/// Below a parameter (or header): `schema...` is its `schema` (3.x), the schema of its first
+/// `content` entry, or the parameter itself (Swagger 2.0 keeps the schema keywords inline).
+fn parameter_part<'a>(root: &'a Value, param: Cursor<'a>, more: &str) -> Cursor<'a> {
+    let (segment, tail) = head(more);
+    match segment {
+        "" => param,
+        "schema" => {
+            let schema = param.child("schema").or_else(|| {
+                let content = param.child("content")?;
+                let media = content.node.as_object()?.keys().next()?.clone();
+                content.child(&media)?.child("schema")
+            });
+            match schema {
+                Some(schema) => walk(root, schema, tail),
+                None => walk(root, param, tail),
+            }
+        }
+        other => param.child(other).unwrap_or(param),
+    }
+}
+
+/// `content.<media>.schema...` below a 3.x request body or response.
+fn content_part<'a>(root: &'a Value, owner: Cursor<'a>, tail: &str) -> Cursor<'a> {
+    let Some(content) = owner.child("content") else {
+        return owner;
+    };
+    match longest(tail, |media| content.child_ci(media)) {
+        Some((media, more)) => {
+            let (segment, rest) = head(more);
+            match (segment, media.child("schema")) {
+                ("schema", Some(schema)) => walk(root, schema, rest),
+                _ => media,
+            }
+        }
+        None => content,
+    }
+}
+
+/// What follows `content.<media>.` for Swagger 2.0, whose media types come from `consumes` /
+/// `produces` rather than the document's keys: the part after the first `.schema`.
+fn after_swagger_media(tail: &str) -> Option<&str> {
+    let rest = tail.strip_prefix("content.")?;
+    let at = rest
+        .match_indices(".schema")
+        .map(|(i, _)| i)
+        .find(|i| matches!(rest.as_bytes().get(i + 7), None | Some(b'.')))?;
+    Some(rest.get(at + 8..).unwrap_or(""))
+}
+
+fn openapi_body<'a>(root: &'a Value, operation: &Operation<'a>, tail: &str) -> Option<Cursor<'a>> {
+    let (segment, _) = head(tail);
+    if let Some(body) = operation.op.child("requestBody") {
+        let body = deref(root, body);
+        return Some(match segment {
+            "content" => content_part(root, body, tail.strip_prefix("content.").unwrap_or("")),
+            "" => body,
+            other => body.child(other).unwrap_or(body),
+        });
+    }
+    // Swagger 2.0: the `body` parameter, or the `formData` fields as object properties.
+    let params = parameters(root, operation);
+    if let Some(body) = params.iter().find(|p| p.str("in") == Some("body")) {
+        return Some(match after_swagger_media(tail) {
+            Some(sub) => match body.child("schema") {
+                Some(schema) => walk(root, schema, sub),
+                None => body.clone(),
+            },
+            None => body.child(segment).unwrap_or_else(|| body.clone()),
+        });
+    }
+    let form: Vec<&Cursor> = params
+        .iter()
+        .filter(|p| p.str("in") == Some("formData"))
+        .collect();
+    let first = form.first()?;
+    let field = after_swagger_media(tail)
+        .and_then(|sub| sub.strip_prefix("properties."))
+        .and_then(|sub| {
+            longest(sub, |name| {
+                form.iter().find(|p| p.str("name") == Some(name)).copied()
+            })
+        });
+    Some(match field {
+        Some((param, more)) => walk(root, param.clone(), more),
+        None => (*first).clone(),
+    })
+}
+
+fn openapi_response<'a>(root: &'a Value, response: Cursor<'a>, more: &str) -> Cursor<'a> {
+    let (segment, tail) = head(more);
+    match segment {
+        "content" => match response.child("content") {
+            Some(_) => content_part(root, response, tail),
+            // Swagger 2.0: one schema for every `produces` media type.
+            None => match (after_swagger_media(more), response.child("schema")) {
+                (Some(sub), Some(schema)) => walk(root, schema, sub),
+                _ => response,
+            },
+        },
+        "headers" => {
+            let Some(headers) = response.child("headers") else {
+                return response;
+            };
+            match longest(tail, |name| headers.child_ci(name)) {
+                Some((header, rest)) => parameter_part(root, deref(root, header), rest),
+                None => headers,
+            }
+        }
+        "" => response,
+        other => response.child(other).unwrap_or(response),
+    }
+}
+
+fn openrpc_method<'a>(root: &'a Value, rest: &str) -> Cursor<'a> {
+    let top = Cursor::root(root);
+    let Some(methods) = top.child("methods") else {
+        return top;
+    };
+    let count = methods.node.as_array().map_or(0, Vec::len);
+    let all: Vec<Cursor> = (0..count)
+        .filter_map(|i| methods.child(&i.to_string()))
+        .map(|m| deref(root, m))
+        .collect();
+    let Some((method, rest)) = longest(rest, |name| {
+        all.iter().find(|m| m.str("name") == Some(name)).cloned()
+    }) else {
+        return methods;
+    };
+    let params: Vec<Cursor> = match method.child("params") {
+        Some(list) => {
+            let count = list.node.as_array().map_or(0, Vec::len);
+            (0..count)
+                .filter_map(|i| list.child(&i.to_string()))
+                .map(|p| deref(root, p))
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    fn by_name<'a, 'r>(params: &[Cursor<'a>], named: &'r str) -> Option<(Cursor<'a>, &'r str)> {
+        longest(named, |name| {
+            params.iter().find(|p| p.str("name") == Some(name)).cloned()
+        })
+    }
+    let (segment, tail) = head(rest);
+    match segment {
+        "" => method,
+        "parameters" => {
+            let (_, named) = head(tail);
+            match by_name(&params, named) {
+                Some((param, more)) => parameter_part(root, param, more),
+                None => method.child("params").unwrap_or(method),
+            }
+        }
+        "input_schema" => {
+            let param = tail
+                .strip_prefix("properties.")
+                .and_then(|named| by_name(&params, named));
+            match param {
+                Some((param, more)) => match param.child("schema") {
+                    Some(schema) => walk(root, schema, more),
+                    None => param,
+                },
+                None => method.child("params").unwrap_or(method),
+            }
+        }
+        "output_schema" => match method.child("result").map(|r| deref(root, r)) {
+            Some(result) => match result.child("schema") {
+                Some(schema) => walk(root, schema, tail),
+                None => result,
+            },
+            None => method,
+        },
+        "responses" => {
+            let Some(errors) = method.child("errors") else {
+                return method;
+            };
+            let (status, _) = head(tail);
+            let code = status.strip_prefix("error ").unwrap_or(status);
+            let count = errors.node.as_array().map_or(0, Vec::len);
+            (0..count)
+                .filter_map(|i| errors.child(&i.to_string()))
+                .map(|e| deref(root, e))
+                .find(|e| e.node.get("code").map(Value::to_string).as_deref() == Some(code))
+                .unwrap_or(errors)
+        }
+        "description" => method
+            .child("description")
+            .or_else(|| method.child("summary"))
+            .unwrap_or(method),
+        "remote" => method.child("servers").unwrap_or(method),
+        other => method.child(other).unwrap_or(method),
+    }
+}
+
+/// The location in the new document (`bytes`, of `kind`) of each change, in order: the node
+/// its source pointer names or, when the text has no such node, its nearest ancestor that it
+/// has. `None` for every change of a kind without source pointers or a document that does not
+/// parse.
+pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Option<Location>> {
+    let none = || vec![None; changes.len()];
+    if !matches!(kind, Kind::Openapi | Kind::Openrpc) {
+        return none();
+    }
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return none();
+    };
+    // Only the structure matters here, so JSON takes serde_json's fast path.
+    let parsed = match text.trim_start_matches('\u{feff}').trim_start().as_bytes().first() {
+        Some(b'{') | Some(b'[') => serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok(),
+        _ => None,
+    };
+    let root = match parsed {
+        Some(root) => root,
+        None => match crate::core::json::parse_document(bytes) {
+            Ok(root) => root,
+            Err(_) => return none(),
+        },
+    };
+    let locator = Locator::new(kind, &root);
+    let pointers: Vec<String> = changes
+        .iter()
+        .map(|c| locator.pointer(&c.path).unwrap_or_default())
+        .collect();
+    // Every ancestor too, for the nearest one the text has.
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    for pointer in &pointers {
+        let tokens = pointer_tokens(pointer);
+        let mut prefix = String::new();
+        wanted.insert(String::new());
+        for t in tokens {
+            prefix.push('/');
+            prefix.push_str(&escape_token(&t));
+            wanted.insert(prefix.clone());
+        }
+    }
+    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let found = positions(text, &wanted);
+    pointers
+        .into_iter()
+        .map(|pointer| {
+            let mut at = pointer.as_str();
+            loop {
+                if let Some(position) = found.get(at) {
+                    return Some(Location {
+                        pointer: at.to_string(),
+                        position: *position,
+                    });
+                }
+                at = at.rsplit_once('/')?.0;
+            }
+        })
+        .collect()
+}
