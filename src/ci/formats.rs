@@ -185,7 +185,9 @@ pub fn junit(gate: &Gate, document: &str) -> String {
             .filter_map(|c| c.location.as_ref())
             .map(|l| l.position.line)
             .min()
-            .map_or(String::new(), |line| format!(" file=\"{file}\" line=\"{line}\""));
+            .map_or(String::new(), |line| {
+                format!(" file=\"{file}\" line=\"{line}\"")
+            });
         out.push_str(&format!(
             "    <testcase classname=\"{suite}\" name=\"{}\"{line}>\n",
             xml(group)

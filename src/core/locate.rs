@@ -306,7 +306,12 @@ impl JsonWalk<'_> {
 enum YamlPos {
     Leaf,
     Seq(Vec<serde_saphyr::Spanned<YamlPos>>),
-    Map(Vec<(serde_saphyr::Spanned<String>, serde_saphyr::Spanned<YamlPos>)>),
+    Map(
+        Vec<(
+            serde_saphyr::Spanned<String>,
+            serde_saphyr::Spanned<YamlPos>,
+        )>,
+    ),
 }
 
 impl<'de> Deserialize<'de> for YamlPos {
@@ -378,7 +383,8 @@ fn yaml_offsets(text: &str, pointers: &[&str]) -> BTreeMap<String, usize> {
         },
         alias_limits: serde_saphyr::alias_limits! { max_total_replayed_events: crate::core::json::MAX_YAML_ALIAS_REPLAY },
     };
-    let Ok(root) = serde_saphyr::from_str_with_options::<serde_saphyr::Spanned<YamlPos>>(text, options)
+    let Ok(root) =
+        serde_saphyr::from_str_with_options::<serde_saphyr::Spanned<YamlPos>>(text, options)
     else {
         return out;
     };

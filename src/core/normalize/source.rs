@@ -153,6 +153,29 @@ impl<'a> Locator<'a> {
             self.operations.get_or_init(|| operations(self.root))
         })
     }
+
+    /// The pointer of a change: [`Locator::pointer`], except that an endpoint the new document
+    /// lacks lands on its path item when that survives (found by the removed endpoint's
+    /// identity, `METHOD /path/{}`, the change's `before`).
+    pub fn change_pointer(&self, change: &Change) -> Option<String> {
+        let pointer = self.pointer(&change.path)?;
+        if self.kind != Kind::Openapi || change.kind != "endpoint_removed" {
+            return Some(pointer);
+        }
+        let identity = change.before.as_ref().and_then(|b| b.0.as_str());
+        let item = identity
+            .and_then(|i| i.split_once(' '))
+            .and_then(|(_, path)| {
+                let paths = self.root.get("paths")?.as_object()?;
+                paths
+                    .keys()
+                    .find(|p| super::openapi::normalize_path(p) == path)
+            });
+        Some(match item {
+            Some(item) => format!("/paths/{}", escape_token(item)),
+            None => pointer,
+        })
+    }
 }
 
 fn pointer_in<'a, 'l>(
@@ -330,7 +353,11 @@ fn parameters<'a>(root: &'a Value, operation: &Operation<'a>) -> Vec<Cursor<'a>>
     for owner in [&operation.op, &operation.item] {
         if let Some(list) = owner.child("parameters") {
             let count = list.node.as_array().map_or(0, Vec::len);
-            out.extend((0..count).filter_map(|i| list.child(&i.to_string())).map(|p| deref(root, p)));
+            out.extend(
+                (0..count)
+                    .filter_map(|i| list.child(&i.to_string()))
+                    .map(|p| deref(root, p)),
+            );
         }
     }
     out
@@ -564,8 +591,15 @@ pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Optio
         return none();
     };
     // Only the structure matters here, so JSON takes serde_json's fast path.
-    let parsed = match text.trim_start_matches('\u{feff}').trim_start().as_bytes().first() {
-        Some(b'{') | Some(b'[') => serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok(),
+    let parsed = match text
+        .trim_start_matches('\u{feff}')
+        .trim_start()
+        .as_bytes()
+        .first()
+    {
+        Some(b'{') | Some(b'[') => {
+            serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok()
+        }
         _ => None,
     };
     let root = match parsed {
@@ -578,7 +612,7 @@ pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Optio
     let locator = Locator::new(kind, &root);
     let pointers: Vec<String> = changes
         .iter()
-        .map(|c| locator.pointer(&c.path).unwrap_or_default())
+        .map(|c| locator.change_pointer(c).unwrap_or_default())
         .collect();
     // Every ancestor too, for the nearest one the text has.
     let mut wanted: BTreeSet<String> = BTreeSet::new();
