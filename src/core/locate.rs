@@ -1,15 +1,17 @@
 //! Source positions: the line and column of JSON pointers in a document's text.
 //!
-//! Computed only for the changes being rendered, never while parsing: the model carries no
-//! positions, so the normal diff path and the stored specs stay as small as they were. A
-//! JSON document is walked by a small tokenizer that descends only into the members a wanted
-//! pointer goes through and skips everything else; YAML goes through serde-saphyr's span
-//! events. A node reached through an object member is placed at its key (`"maximum": 10`,
-//! `maximum: 10`), an array element at its first character. Lines and columns count from 1;
-//! columns count Unicode code points (SARIF's `unicodeCodePoints`).
+//! Computed only for the changes being rendered, never while normalizing: the model carries
+//! no positions, so the normal diff path and the stored specs stay as small as they were.
+//! [`SourceTree`] is the document's structure with where each node starts: one pass of a
+//! small tokenizer over JSON text (keys and strings borrowed from the text, nothing decoded
+//! unless escaped), or serde-saphyr's span events for YAML. A node reached through an object
+//! member is placed at its key (`"maximum": 10`, `maximum: 10`), an array element at its
+//! first character. Lines and columns count from 1; columns count Unicode code points
+//! (SARIF's `unicodeCodePoints`).
 
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -45,41 +47,169 @@ pub fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// The wanted pointers as a tree of tokens, so the walk knows which members to enter.
-#[derive(Default)]
-struct Wanted {
-    here: bool,
-    children: BTreeMap<String, Wanted>,
-}
-
-impl Wanted {
-    fn new(pointers: &[&str]) -> Wanted {
-        let mut root = Wanted::default();
-        for pointer in pointers {
-            let mut node = &mut root;
-            for token in pointer_tokens(pointer) {
-                node = node.children.entry(token).or_default();
-            }
-            node.here = true;
-        }
-        root
-    }
-}
-
 /// The position of every pointer in `pointers` that exists in `text` (JSON when its first
 /// non-blank character is `{` or `[`, else YAML). Pointers the document lacks are left out;
 /// a document that does not parse yields none.
 pub fn positions(text: &str, pointers: &[&str]) -> BTreeMap<String, Position> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let offsets: BTreeMap<String, usize> = match text.trim_start().as_bytes().first() {
-        Some(b'{') | Some(b'[') => json_offsets(text, pointers),
-        _ => yaml_offsets(text, pointers),
+    let Some(tree) = SourceTree::parse(text) else {
+        return BTreeMap::new();
     };
-    let lines = LineIndex::new(text);
-    offsets
-        .into_iter()
-        .map(|(pointer, offset)| (pointer, lines.position(text, offset)))
+    pointers
+        .iter()
+        .filter_map(|p| Some((p.to_string(), tree.position(tree.resolve(p)?))))
         .collect()
+}
+
+/// A node of a [`SourceTree`].
+pub type NodeId = usize;
+const NONE: usize = usize::MAX;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    Object,
+    Array,
+    String,
+    /// A number, boolean or null (its text in `value`).
+    Other,
+}
+
+struct Node<'t> {
+    shape: Shape,
+    /// The member name when the node is an object member.
+    key: Option<Cow<'t, str>>,
+    /// A scalar's text (strings unescaped).
+    value: Option<Cow<'t, str>>,
+    /// Byte offset of the key (members) or of the value (elements, the root).
+    at: usize,
+    first_child: usize,
+    next_sibling: usize,
+}
+
+/// A parsed document's structure and where every node starts, for locating changes.
+pub struct SourceTree<'t> {
+    text: &'t str,
+    nodes: Vec<Node<'t>>,
+    lines: LineIndex,
+}
+
+impl<'t> SourceTree<'t> {
+    /// JSON when the first non-blank character is `{` or `[`, else YAML; `None` when the
+    /// document does not parse.
+    pub fn parse(text: &'t str) -> Option<SourceTree<'t>> {
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let mut tree = SourceTree {
+            text,
+            nodes: Vec::new(),
+            lines: LineIndex::new(text),
+        };
+        match text.trim_start().as_bytes().first() {
+            Some(b'{') | Some(b'[') => {
+                let mut walk = JsonWalk {
+                    bytes: text.as_bytes(),
+                    text,
+                    pos: 0,
+                    nodes: &mut tree.nodes,
+                };
+                walk.skip_ws();
+                walk.value(None, 0)?;
+            }
+            _ => yaml_tree(text, &mut tree.nodes)?,
+        }
+        Some(tree)
+    }
+
+    pub fn root(&self) -> NodeId {
+        0
+    }
+
+    pub fn is_object(&self, id: NodeId) -> bool {
+        self.nodes.get(id).is_some_and(|n| n.shape == Shape::Object)
+    }
+
+    fn children(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
+        let mut next = self.nodes.get(id).map_or(NONE, |n| n.first_child);
+        std::iter::from_fn(move || {
+            let here = next;
+            next = self.nodes.get(here)?.next_sibling;
+            Some(here)
+        })
+    }
+
+    /// An object's members, in document order.
+    pub fn members(&self, id: NodeId) -> impl Iterator<Item = (&str, NodeId)> + '_ {
+        self.children(id)
+            .filter_map(|c| Some((self.nodes[c].key.as_deref()?, c)))
+    }
+
+    /// The number of elements of an array (0 for anything else).
+    pub fn len(&self, id: NodeId) -> usize {
+        match self.nodes.get(id) {
+            Some(n) if n.shape == Shape::Array => self.children(id).count(),
+            _ => 0,
+        }
+    }
+
+    /// A member by name, or an element by index.
+    pub fn child(&self, id: NodeId, key: &str) -> Option<NodeId> {
+        match self.nodes.get(id)?.shape {
+            Shape::Object => self.members(id).find(|(k, _)| *k == key).map(|(_, c)| c),
+            Shape::Array => self.children(id).nth(key.parse().ok()?),
+            _ => None,
+        }
+    }
+
+    /// A string's text.
+    pub fn as_str(&self, id: NodeId) -> Option<&str> {
+        let node = self.nodes.get(id)?;
+        (node.shape == Shape::String).then(|| node.value.as_deref())?
+    }
+
+    /// A scalar's text as written (a string unescaped, a number's digits).
+    pub fn scalar(&self, id: NodeId) -> Option<&str> {
+        self.nodes.get(id)?.value.as_deref()
+    }
+
+    /// The node a JSON pointer names (`""`: the whole document; tokens may be
+    /// percent-encoded, as in a `$ref`).
+    pub fn resolve(&self, pointer: &str) -> Option<NodeId> {
+        let mut id = self.root();
+        self.nodes.first()?;
+        for token in pointer_tokens(pointer) {
+            id = self.child(id, &percent_decode(&token))?;
+        }
+        Some(id)
+    }
+
+    pub fn position(&self, id: NodeId) -> Position {
+        let at = self.nodes.get(id).map_or(0, |n| n.at);
+        self.lines.position(self.text, at)
+    }
+}
+
+fn percent_decode(text: &str) -> Cow<'_, str> {
+    if !text.contains('%') {
+        return Cow::Borrowed(text);
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_or(Cow::Borrowed(text), Cow::Owned)
 }
 
 /// Byte offset → line and column.
@@ -109,33 +239,16 @@ impl LineIndex {
     }
 }
 
-fn json_offsets(text: &str, pointers: &[&str]) -> BTreeMap<String, usize> {
-    let wanted = Wanted::new(pointers);
-    let mut walk = JsonWalk {
-        bytes: text.as_bytes(),
-        pos: 0,
-        path: Vec::new(),
-        out: BTreeMap::new(),
-    };
-    walk.skip_ws();
-    if wanted.here {
-        walk.out.insert(String::new(), walk.pos);
-    }
-    // A malformed document stops the walk; what was found so far stands.
-    let _ = walk.value(&wanted, 0);
-    walk.out
-}
-
-/// A tokenizer over JSON text that records the offsets of wanted nodes. It trusts nothing:
-/// any unexpected byte ends the walk (`None`), never a panic.
-struct JsonWalk<'t> {
+/// One pass over JSON text into the tree. It trusts nothing: any unexpected byte ends the
+/// parse (`None`), never a panic.
+struct JsonWalk<'t, 'n> {
     bytes: &'t [u8],
+    text: &'t str,
     pos: usize,
-    path: Vec<String>,
-    out: BTreeMap<String, usize>,
+    nodes: &'n mut Vec<Node<'t>>,
 }
 
-impl JsonWalk<'_> {
+impl<'t> JsonWalk<'t, '_> {
     fn peek(&self) -> Option<u8> {
         self.bytes.get(self.pos).copied()
     }
@@ -146,165 +259,139 @@ impl JsonWalk<'_> {
         }
     }
 
-    fn record(&mut self, token: &str, at: usize) {
-        let mut pointer = String::new();
-        for t in self.path.iter().map(String::as_str).chain([token]) {
-            pointer.push('/');
-            pointer.push_str(&escape_token(t));
-        }
-        self.out.insert(pointer, at);
+    fn push(&mut self, shape: Shape, key: Option<(Cow<'t, str>, usize)>) -> usize {
+        let at = key.as_ref().map_or(self.pos, |(_, at)| *at);
+        self.nodes.push(Node {
+            shape,
+            key: key.map(|(k, _)| k),
+            value: None,
+            at,
+            first_child: NONE,
+            next_sibling: NONE,
+        });
+        self.nodes.len() - 1
     }
 
-    /// Walks the value at the cursor, entering only members `wanted` names.
-    fn value(&mut self, wanted: &Wanted, depth: usize) -> Option<()> {
-        if wanted.children.is_empty() || depth > crate::core::json::MAX_DEPTH {
-            return self.skip_value();
+    /// The value at the cursor, as a new node (its index).
+    fn value(&mut self, key: Option<(Cow<'t, str>, usize)>, depth: usize) -> Option<usize> {
+        if depth > crate::core::json::MAX_DEPTH {
+            return None;
         }
         match self.peek()? {
             b'{' => {
+                let id = self.push(Shape::Object, key);
                 self.pos += 1;
                 self.skip_ws();
                 if self.peek()? == b'}' {
                     self.pos += 1;
-                    return Some(());
+                    return Some(id);
                 }
+                let mut last = NONE;
                 loop {
                     self.skip_ws();
                     let at = self.pos;
-                    let key = self.string()?;
+                    let name = self.string()?;
                     self.skip_ws();
                     (self.peek()? == b':').then_some(())?;
                     self.pos += 1;
                     self.skip_ws();
-                    match wanted.children.get(&key) {
-                        Some(child) => {
-                            if child.here {
-                                self.record(&key, at);
-                            }
-                            self.path.push(key);
-                            self.value(child, depth + 1)?;
-                            self.path.pop();
-                        }
-                        None => self.skip_value()?,
-                    }
+                    let child = self.value(Some((name, at)), depth + 1)?;
+                    self.link(id, &mut last, child);
                     self.skip_ws();
                     match self.peek()? {
                         b',' => self.pos += 1,
                         b'}' => {
                             self.pos += 1;
-                            return Some(());
+                            return Some(id);
                         }
                         _ => return None,
                     }
                 }
             }
             b'[' => {
+                let id = self.push(Shape::Array, key);
                 self.pos += 1;
                 self.skip_ws();
                 if self.peek()? == b']' {
                     self.pos += 1;
-                    return Some(());
+                    return Some(id);
                 }
-                let mut index = 0usize;
+                let mut last = NONE;
                 loop {
                     self.skip_ws();
-                    let key = index.to_string();
-                    match wanted.children.get(&key) {
-                        Some(child) => {
-                            if child.here {
-                                self.record(&key, self.pos);
-                            }
-                            self.path.push(key);
-                            self.value(child, depth + 1)?;
-                            self.path.pop();
-                        }
-                        None => self.skip_value()?,
-                    }
-                    index += 1;
+                    let child = self.value(None, depth + 1)?;
+                    self.link(id, &mut last, child);
                     self.skip_ws();
                     match self.peek()? {
                         b',' => self.pos += 1,
                         b']' => {
                             self.pos += 1;
-                            return Some(());
+                            return Some(id);
                         }
                         _ => return None,
                     }
                 }
             }
-            _ => self.skip_value(),
-        }
-    }
-
-    /// A string at the cursor, unescaped (escapes are rare in keys: decoded by serde_json).
-    fn string(&mut self) -> Option<String> {
-        let start = self.pos;
-        self.skip_string()?;
-        let raw = self.bytes.get(start..self.pos)?;
-        let inner = raw.get(1..raw.len().checked_sub(1)?)?;
-        if inner.contains(&b'\\') {
-            serde_json::from_slice(raw).ok()
-        } else {
-            std::str::from_utf8(inner).ok().map(str::to_string)
-        }
-    }
-
-    fn skip_string(&mut self) -> Option<()> {
-        (self.peek()? == b'"').then_some(())?;
-        self.pos += 1;
-        loop {
-            match self.peek()? {
-                b'"' => {
-                    self.pos += 1;
-                    return Some(());
-                }
-                b'\\' => self.pos += 2,
-                _ => self.pos += 1,
-            }
-        }
-    }
-
-    /// Skips one value without looking inside it.
-    fn skip_value(&mut self) -> Option<()> {
-        match self.peek()? {
-            b'"' => self.skip_string(),
-            b'{' | b'[' => {
-                let mut depth = 0usize;
-                loop {
-                    match self.peek()? {
-                        b'"' => {
-                            self.skip_string()?;
-                            continue;
-                        }
-                        b'{' | b'[' => depth += 1,
-                        b'}' | b']' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                self.pos += 1;
-                                return Some(());
-                            }
-                        }
-                        _ => {}
-                    }
-                    self.pos += 1;
-                }
+            b'"' => {
+                let id = self.push(Shape::String, key);
+                let text = self.string()?;
+                self.nodes[id].value = Some(text);
+                Some(id)
             }
             _ => {
+                let id = self.push(Shape::Other, key);
+                let start = self.pos;
                 while !matches!(
                     self.peek(),
                     None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
                 ) {
                     self.pos += 1;
                 }
-                Some(())
+                (self.pos > start).then_some(())?;
+                self.nodes[id].value = Some(Cow::Borrowed(self.text.get(start..self.pos)?));
+                Some(id)
             }
+        }
+    }
+
+    fn link(&mut self, parent: usize, last: &mut usize, child: usize) {
+        match *last {
+            NONE => self.nodes[parent].first_child = child,
+            prev => self.nodes[prev].next_sibling = child,
+        }
+        *last = child;
+    }
+
+    /// A string at the cursor: borrowed from the text, decoded only when it has escapes.
+    fn string(&mut self) -> Option<Cow<'t, str>> {
+        (self.peek()? == b'"').then_some(())?;
+        let start = self.pos;
+        self.pos += 1;
+        let mut escaped = false;
+        loop {
+            match self.peek()? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.pos += 2;
+                }
+                _ => self.pos += 1,
+            }
+        }
+        self.pos += 1;
+        if escaped {
+            serde_json::from_str(self.text.get(start..self.pos)?)
+                .ok()
+                .map(Cow::Owned)
+        } else {
+            self.text.get(start + 1..self.pos - 1).map(Cow::Borrowed)
         }
     }
 }
 
-/// A YAML node with where it starts: keys keep their own span.
+/// A YAML node with where it starts: keys keep their own span; scalars their text.
 enum YamlPos {
-    Leaf,
+    Leaf(Shape, Option<String>),
     Seq(Vec<serde_saphyr::Spanned<YamlPos>>),
     Map(
         Vec<(
@@ -323,31 +410,34 @@ impl<'de> Deserialize<'de> for YamlPos {
                 f.write_str("a YAML value")
             }
             fn visit_unit<E>(self) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+                Ok(YamlPos::Leaf(Shape::Other, None))
             }
             fn visit_none<E>(self) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+                Ok(YamlPos::Leaf(Shape::Other, None))
             }
-            fn visit_bool<E>(self, _: bool) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_bool<E>(self, v: bool) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_i64<E>(self, _: i64) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_i64<E>(self, v: i64) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_u64<E>(self, _: u64) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_u64<E>(self, v: u64) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_i128<E>(self, _: i128) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_i128<E>(self, v: i128) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_u128<E>(self, _: u128) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_u128<E>(self, v: u128) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_f64<E>(self, _: f64) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_f64<E>(self, v: f64) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::Other, Some(v.to_string())))
             }
-            fn visit_str<E>(self, _: &str) -> Result<YamlPos, E> {
-                Ok(YamlPos::Leaf)
+            fn visit_str<E>(self, v: &str) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::String, Some(v.to_string())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<YamlPos, E> {
+                Ok(YamlPos::Leaf(Shape::String, Some(v)))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<YamlPos, A::Error> {
                 let mut items = Vec::new();
@@ -368,12 +458,15 @@ impl<'de> Deserialize<'de> for YamlPos {
     }
 }
 
-fn span_start(location: &serde_saphyr::Location) -> Option<usize> {
-    usize::try_from(location.span().byte_offset()?).ok()
+fn span_start(location: &serde_saphyr::Location) -> usize {
+    location
+        .span()
+        .byte_offset()
+        .and_then(|o| usize::try_from(o).ok())
+        .unwrap_or(0)
 }
 
-fn yaml_offsets(text: &str, pointers: &[&str]) -> BTreeMap<String, usize> {
-    let mut out = BTreeMap::new();
+fn yaml_tree<'t>(text: &str, nodes: &mut Vec<Node<'t>>) -> Option<()> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_nodes: 20_000_000,
@@ -383,43 +476,54 @@ fn yaml_offsets(text: &str, pointers: &[&str]) -> BTreeMap<String, usize> {
         },
         alias_limits: serde_saphyr::alias_limits! { max_total_replayed_events: crate::core::json::MAX_YAML_ALIAS_REPLAY },
     };
-    let Ok(root) =
-        serde_saphyr::from_str_with_options::<serde_saphyr::Spanned<YamlPos>>(text, options)
-    else {
-        return out;
-    };
-    for pointer in pointers {
-        let mut node = &root;
-        let mut at = span_start(&root.referenced);
-        for token in pointer_tokens(pointer) {
-            let next = match &node.value {
+    let root: serde_saphyr::Spanned<YamlPos> =
+        serde_saphyr::from_str_with_options(text, options).ok()?;
+    fn add<'t>(
+        node: serde_saphyr::Spanned<YamlPos>,
+        key: Option<String>,
+        at: usize,
+        nodes: &mut Vec<Node<'t>>,
+    ) -> usize {
+        let id = nodes.len();
+        let (shape, value) = match &node.value {
+            YamlPos::Leaf(shape, value) => (*shape, value.clone()),
+            YamlPos::Seq(_) => (Shape::Array, None),
+            YamlPos::Map(_) => (Shape::Object, None),
+        };
+        nodes.push(Node {
+            shape,
+            key: key.map(Cow::Owned),
+            value: value.map(Cow::Owned),
+            at,
+            first_child: NONE,
+            next_sibling: NONE,
+        });
+        let children: Vec<(Option<String>, usize, serde_saphyr::Spanned<YamlPos>)> =
+            match node.value {
+                YamlPos::Leaf(..) => Vec::new(),
+                YamlPos::Seq(items) => items
+                    .into_iter()
+                    .map(|v| (None, span_start(&v.referenced), v))
+                    .collect(),
                 YamlPos::Map(entries) => entries
-                    .iter()
-                    .find(|(k, _)| k.value == token)
-                    .map(|(k, v)| (span_start(&k.referenced), v)),
-                YamlPos::Seq(items) => token
-                    .parse::<usize>()
-                    .ok()
-                    .and_then(|i| items.get(i))
-                    .map(|v| (span_start(&v.referenced), v)),
-                YamlPos::Leaf => None,
+                    .into_iter()
+                    .map(|(k, v)| (Some(k.value), span_start(&k.referenced), v))
+                    .collect(),
             };
-            match next {
-                Some((start, child)) => {
-                    at = start;
-                    node = child;
-                }
-                None => {
-                    at = None;
-                    break;
-                }
+        let mut last = NONE;
+        for (key, at, child) in children {
+            let c = add(child, key, at, nodes);
+            match last {
+                NONE => nodes[id].first_child = c,
+                prev => nodes[prev].next_sibling = c,
             }
+            last = c;
         }
-        if let Some(at) = at {
-            out.insert(pointer.to_string(), at);
-        }
+        id
     }
-    out
+    let at = span_start(&root.referenced);
+    add(root, None, at, nodes);
+    Some(())
 }
 
 #[cfg(test)]
@@ -442,7 +546,7 @@ mod tests {
         assert_eq!(at(text, "/a/d/1/e"), Some((3, 16)));
         assert_eq!(at(text, "/é/f"), Some((4, 9)), "columns count code points");
         assert_eq!(at(text, "/a/zz"), None);
-        assert_eq!(at("{\"a\": ", "/a"), Some((1, 2)), "a truncated text");
+        assert_eq!(at("{\"a\": ", "/a"), None, "a truncated text");
     }
 
     #[test]

@@ -14,11 +14,9 @@
 //! Run only for the changes being rendered ([`locate_changes`]); the normalizers keep no
 //! positions, so the normal diff path pays nothing.
 
-use super::openapi::resolve_pointer;
-use crate::core::locate::{escape_token, pointer_tokens, positions, Location};
+use crate::core::locate::{escape_token, Location, NodeId, SourceTree};
 use crate::core::model::{Change, Kind};
-use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -29,27 +27,38 @@ const MAX_REF_HOPS: usize = 32;
 #[derive(Clone)]
 struct Cursor<'a> {
     pointer: String,
-    node: &'a Value,
+    tree: &'a SourceTree<'a>,
+    node: NodeId,
 }
 
 impl<'a> Cursor<'a> {
-    fn root(node: &'a Value) -> Cursor<'a> {
+    fn root(tree: &'a SourceTree<'a>) -> Cursor<'a> {
         Cursor {
             pointer: String::new(),
-            node,
+            tree,
+            node: tree.root(),
         }
     }
 
     fn child(&self, key: &str) -> Option<Cursor<'a>> {
-        let node = match self.node {
-            Value::Object(map) => map.get(key)?,
-            Value::Array(items) => items.get(key.parse::<usize>().ok()?)?,
-            _ => return None,
-        };
+        let node = self.tree.child(self.node, key)?;
         Some(Cursor {
             pointer: format!("{}/{}", self.pointer, escape_token(key)),
+            tree: self.tree,
             node,
         })
+    }
+
+    /// The member names of an object, in document order.
+    fn keys(&self) -> Vec<&'a str> {
+        self.tree.members(self.node).map(|(k, _)| k).collect()
+    }
+
+    /// The elements of an array.
+    fn elements(&self) -> Vec<Cursor<'a>> {
+        (0..self.tree.len(self.node))
+            .filter_map(|i| self.child(&i.to_string()))
+            .collect()
     }
 
     /// The member whose key equals `key` ignoring ASCII case (media types, statuses and
@@ -58,13 +67,15 @@ impl<'a> Cursor<'a> {
         if let Some(exact) = self.child(key) {
             return Some(exact);
         }
-        let map = self.node.as_object()?;
-        let (k, _) = map.iter().find(|(k, _)| k.eq_ignore_ascii_case(key))?;
+        let k = self
+            .keys()
+            .into_iter()
+            .find(|k| k.eq_ignore_ascii_case(key))?;
         self.child(k)
     }
 
     fn str(&self, key: &str) -> Option<&'a str> {
-        self.node.get(key).and_then(Value::as_str)
+        self.tree.as_str(self.tree.child(self.node, key)?)
     }
 }
 
@@ -87,17 +98,18 @@ fn head(rest: &str) -> (&str, &str) {
 }
 
 /// Follows a local `$ref` to its target (the definition is where the change is made).
-fn deref<'a>(root: &'a Value, cursor: Cursor<'a>) -> Cursor<'a> {
+fn deref(cursor: Cursor<'_>) -> Cursor<'_> {
     let mut current = cursor;
     for _ in 0..MAX_REF_HOPS {
-        let Some(reference) = current.str("$ref").filter(|r| r.starts_with("#")) else {
+        let Some(reference) = current.str("$ref").and_then(|r| r.strip_prefix('#')) else {
             break;
         };
-        let Some(node) = resolve_pointer(root, reference) else {
+        let Some(node) = current.tree.resolve(reference) else {
             break;
         };
         current = Cursor {
-            pointer: reference[1..].to_string(),
+            pointer: reference.to_string(),
+            tree: current.tree,
             node,
         };
     }
@@ -106,7 +118,7 @@ fn deref<'a>(root: &'a Value, cursor: Cursor<'a>) -> Cursor<'a> {
 
 /// Descends by dotted keys as far as the document goes, following `$ref`s where a key is
 /// not found in the referring node.
-fn walk<'a>(root: &'a Value, start: Cursor<'a>, rest: &str) -> Cursor<'a> {
+fn walk<'a>(start: Cursor<'a>, rest: &str) -> Cursor<'a> {
     let (mut cursor, mut rest) = (start, rest);
     let mut hops = 0;
     while !rest.is_empty() {
@@ -115,8 +127,8 @@ fn walk<'a>(root: &'a Value, start: Cursor<'a>, rest: &str) -> Cursor<'a> {
             rest = left;
             continue;
         }
-        let target = deref(root, cursor.clone());
-        if target.pointer == cursor.pointer || hops >= MAX_REF_HOPS {
+        let target = deref(cursor.clone());
+        if target.node == cursor.node || hops >= MAX_REF_HOPS {
             break;
         }
         hops += 1;
@@ -125,32 +137,32 @@ fn walk<'a>(root: &'a Value, start: Cursor<'a>, rest: &str) -> Cursor<'a> {
     cursor
 }
 
-/// The source pointer (in `root`, the parsed new document) of a change at `path`; `None` for
-/// kinds without source pointers.
-pub fn source_pointer(kind: Kind, root: &Value, path: &str) -> Option<String> {
-    Locator::new(kind, root).pointer(path)
+/// The source pointer (in `tree`, the new document) of a change at `path`; `None` for kinds
+/// without source pointers.
+pub fn source_pointer(kind: Kind, tree: &SourceTree, path: &str) -> Option<String> {
+    Locator::new(kind, tree).pointer(path)
 }
 
 /// Source pointers of many changes of one document (its operations indexed once).
 pub struct Locator<'a> {
     kind: Kind,
-    root: &'a Value,
+    tree: &'a SourceTree<'a>,
     operations: std::cell::OnceCell<BTreeMap<String, Operation<'a>>>,
 }
 
 impl<'a> Locator<'a> {
-    pub fn new(kind: Kind, root: &'a Value) -> Locator<'a> {
+    pub fn new(kind: Kind, tree: &'a SourceTree<'a>) -> Locator<'a> {
         Locator {
             kind,
-            root,
+            tree,
             operations: std::cell::OnceCell::new(),
         }
     }
 
     /// See [`source_pointer`].
     pub fn pointer(&self, path: &str) -> Option<String> {
-        pointer_in(self.kind, self.root, path, || {
-            self.operations.get_or_init(|| operations(self.root))
+        pointer_in(self.kind, self.tree, path, || {
+            self.operations.get_or_init(|| operations(self.tree))
         })
     }
 
@@ -166,9 +178,10 @@ impl<'a> Locator<'a> {
         let item = identity
             .and_then(|i| i.split_once(' '))
             .and_then(|(_, path)| {
-                let paths = self.root.get("paths")?.as_object()?;
-                paths
+                Cursor::root(self.tree)
+                    .child("paths")?
                     .keys()
+                    .into_iter()
                     .find(|p| super::openapi::normalize_path(p) == path)
             });
         Some(match item {
@@ -180,27 +193,27 @@ impl<'a> Locator<'a> {
 
 fn pointer_in<'a, 'l>(
     kind: Kind,
-    root: &'a Value,
+    tree: &'a SourceTree<'a>,
     path: &str,
     ops: impl FnOnce() -> &'l BTreeMap<String, Operation<'a>>,
 ) -> Option<String>
 where
     'a: 'l,
 {
-    let cursor = Cursor::root(root);
+    let cursor = Cursor::root(tree);
     let found = match kind {
         Kind::Openapi => match path.strip_prefix("endpoints.") {
-            Some(rest) => openapi_endpoint(root, ops(), rest),
+            Some(rest) => openapi_endpoint(tree, ops(), rest),
             None if path == "remote" => ["servers", "host", "basePath", "schemes"]
                 .iter()
                 .find_map(|k| cursor.child(k))
                 .unwrap_or(cursor),
-            None => walk(root, cursor, path),
+            None => walk(cursor, path),
         },
         Kind::Openrpc => match path.strip_prefix("endpoints.") {
-            Some(rest) => openrpc_method(root, rest),
+            Some(rest) => openrpc_method(tree, rest),
             None if path == "remote" => cursor.child("servers").unwrap_or(cursor),
-            None => walk(root, cursor, path),
+            None => walk(cursor, path),
         },
         Kind::Odata
         | Kind::Graphql
@@ -220,17 +233,16 @@ struct Operation<'a> {
 
 /// Every operation by endpoint name (operationId, else `METHOD path`; webhooks and callbacks
 /// named as the normalizer names them).
-fn operations(root: &Value) -> BTreeMap<String, Operation<'_>> {
+fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
     let mut out = BTreeMap::new();
-    let top = Cursor::root(root);
+    let top = Cursor::root(tree);
     fn add<'a>(
-        root: &'a Value,
         item: Cursor<'a>,
         name_of: &dyn Fn(&str) -> String,
         callbacks: bool,
         out: &mut BTreeMap<String, Operation<'a>>,
     ) {
-        let item = deref(root, item);
+        let item = deref(item);
         for method in METHODS {
             let Some(op) = item.child(method) else {
                 continue;
@@ -240,20 +252,15 @@ fn operations(root: &Value) -> BTreeMap<String, Operation<'_>> {
                 .str("operationId")
                 .map_or_else(|| name_of(&verb), str::to_string);
             if callbacks {
-                if let Some(Value::Object(cbs)) = op.node.get("callbacks") {
+                if let Some(cbs) = op.child("callbacks") {
                     for cb_name in cbs.keys() {
-                        let Some(cb) = op.child("callbacks").and_then(|c| c.child(cb_name)) else {
+                        let Some(cb) = cbs.child(cb_name).map(deref) else {
                             continue;
                         };
-                        let cb = deref(root, cb);
-                        let Some(expressions) = cb.node.as_object() else {
-                            continue;
-                        };
-                        for expression in expressions.keys() {
+                        for expression in cb.keys() {
                             if let Some(cb_item) = cb.child(expression) {
                                 let label = format!("{name}.{cb_name} {expression}");
                                 add(
-                                    root,
                                     cb_item,
                                     &|verb| format!("CALLBACK {label} {verb}"),
                                     false,
@@ -271,26 +278,21 @@ fn operations(root: &Value) -> BTreeMap<String, Operation<'_>> {
         }
     }
     if let Some(paths) = top.child("paths") {
-        if let Some(map) = paths.node.as_object() {
-            for path in map.keys().filter(|p| p.starts_with('/')) {
-                if let Some(item) = paths.child(path) {
-                    add(root, item, &|verb| format!("{verb} {path}"), true, &mut out);
-                }
+        for path in paths.keys().into_iter().filter(|p| p.starts_with('/')) {
+            if let Some(item) = paths.child(path) {
+                add(item, &|verb| format!("{verb} {path}"), true, &mut out);
             }
         }
     }
     if let Some(hooks) = top.child("webhooks") {
-        if let Some(map) = hooks.node.as_object() {
-            for hook in map.keys() {
-                if let Some(item) = hooks.child(hook) {
-                    add(
-                        root,
-                        item,
-                        &|verb| format!("WEBHOOK {hook} {verb}"),
-                        false,
-                        &mut out,
-                    );
-                }
+        for hook in hooks.keys() {
+            if let Some(item) = hooks.child(hook) {
+                add(
+                    item,
+                    &|verb| format!("WEBHOOK {hook} {verb}"),
+                    false,
+                    &mut out,
+                );
             }
         }
     }
@@ -298,11 +300,11 @@ fn operations(root: &Value) -> BTreeMap<String, Operation<'_>> {
 }
 
 fn openapi_endpoint<'a>(
-    root: &'a Value,
+    tree: &'a SourceTree<'a>,
     ops: &BTreeMap<String, Operation<'a>>,
     rest: &str,
 ) -> Cursor<'a> {
-    let top = Cursor::root(root);
+    let top = Cursor::root(tree);
     let Some((operation, rest)) = longest(rest, |name| ops.get(name)) else {
         // Removed: the path item when it survives, else the paths object.
         let item = rest
@@ -319,17 +321,17 @@ fn openapi_endpoint<'a>(
         "" => op.clone(),
         "parameters" => {
             let (location, named) = head(tail);
-            openapi_parameter(root, operation, location, named)
+            openapi_parameter(operation, location, named)
                 .unwrap_or_else(|| op.child("parameters").unwrap_or_else(|| op.clone()))
         }
-        "request_body" => openapi_body(root, operation, tail).unwrap_or_else(|| op.clone()),
+        "request_body" => openapi_body(operation, tail).unwrap_or_else(|| op.clone()),
         "responses" => {
             let Some(responses) = op.child("responses") else {
                 return op.clone();
             };
             let (status, more) = head(tail);
             match responses.child_ci(status) {
-                Some(response) => openapi_response(root, deref(root, response), more),
+                Some(response) => openapi_response(deref(response), more),
                 None => responses,
             }
         }
@@ -348,28 +350,22 @@ fn openapi_endpoint<'a>(
 
 /// The parameters of an operation in the order the normalizer lets them override: operation
 /// level first, then path level; each with its `$ref` followed.
-fn parameters<'a>(root: &'a Value, operation: &Operation<'a>) -> Vec<Cursor<'a>> {
+fn parameters<'a>(operation: &Operation<'a>) -> Vec<Cursor<'a>> {
     let mut out = Vec::new();
     for owner in [&operation.op, &operation.item] {
         if let Some(list) = owner.child("parameters") {
-            let count = list.node.as_array().map_or(0, Vec::len);
-            out.extend(
-                (0..count)
-                    .filter_map(|i| list.child(&i.to_string()))
-                    .map(|p| deref(root, p)),
-            );
+            out.extend(list.elements().into_iter().map(deref));
         }
     }
     out
 }
 
 fn openapi_parameter<'a>(
-    root: &'a Value,
     operation: &Operation<'a>,
     location: &str,
     named: &str,
 ) -> Option<Cursor<'a>> {
-    let params = parameters(root, operation);
+    let params = parameters(operation);
     let (param, more) = longest(named, |name| {
         params
             .iter()
@@ -381,24 +377,24 @@ fn openapi_parameter<'a>(
             })
             .cloned()
     })?;
-    Some(parameter_part(root, param, more))
+    Some(parameter_part(param, more))
 }
 
 /// Below a parameter (or header): `schema...` is its `schema` (3.x), the schema of its first
 /// `content` entry, or the parameter itself (Swagger 2.0 keeps the schema keywords inline).
-fn parameter_part<'a>(root: &'a Value, param: Cursor<'a>, more: &str) -> Cursor<'a> {
+fn parameter_part<'a>(param: Cursor<'a>, more: &str) -> Cursor<'a> {
     let (segment, tail) = head(more);
     match segment {
         "" => param,
         "schema" => {
             let schema = param.child("schema").or_else(|| {
                 let content = param.child("content")?;
-                let media = content.node.as_object()?.keys().next()?.clone();
+                let media = *content.keys().first()?;
                 content.child(&media)?.child("schema")
             });
             match schema {
-                Some(schema) => walk(root, schema, tail),
-                None => walk(root, param, tail),
+                Some(schema) => walk(schema, tail),
+                None => walk(param, tail),
             }
         }
         other => param.child(other).unwrap_or(param),
@@ -406,7 +402,7 @@ fn parameter_part<'a>(root: &'a Value, param: Cursor<'a>, more: &str) -> Cursor<
 }
 
 /// `content.<media>.schema...` below a 3.x request body or response.
-fn content_part<'a>(root: &'a Value, owner: Cursor<'a>, tail: &str) -> Cursor<'a> {
+fn content_part<'a>(owner: Cursor<'a>, tail: &str) -> Cursor<'a> {
     let Some(content) = owner.child("content") else {
         return owner;
     };
@@ -414,7 +410,7 @@ fn content_part<'a>(root: &'a Value, owner: Cursor<'a>, tail: &str) -> Cursor<'a
         Some((media, more)) => {
             let (segment, rest) = head(more);
             match (segment, media.child("schema")) {
-                ("schema", Some(schema)) => walk(root, schema, rest),
+                ("schema", Some(schema)) => walk(schema, rest),
                 _ => media,
             }
         }
@@ -433,22 +429,22 @@ fn after_swagger_media(tail: &str) -> Option<&str> {
     Some(rest.get(at + 8..).unwrap_or(""))
 }
 
-fn openapi_body<'a>(root: &'a Value, operation: &Operation<'a>, tail: &str) -> Option<Cursor<'a>> {
+fn openapi_body<'a>(operation: &Operation<'a>, tail: &str) -> Option<Cursor<'a>> {
     let (segment, _) = head(tail);
     if let Some(body) = operation.op.child("requestBody") {
-        let body = deref(root, body);
+        let body = deref(body);
         return Some(match segment {
-            "content" => content_part(root, body, tail.strip_prefix("content.").unwrap_or("")),
+            "content" => content_part(body, tail.strip_prefix("content.").unwrap_or("")),
             "" => body,
             other => body.child(other).unwrap_or(body),
         });
     }
     // Swagger 2.0: the `body` parameter, or the `formData` fields as object properties.
-    let params = parameters(root, operation);
+    let params = parameters(operation);
     if let Some(body) = params.iter().find(|p| p.str("in") == Some("body")) {
         return Some(match after_swagger_media(tail) {
             Some(sub) => match body.child("schema") {
-                Some(schema) => walk(root, schema, sub),
+                Some(schema) => walk(schema, sub),
                 None => body.clone(),
             },
             None => body.child(segment).unwrap_or_else(|| body.clone()),
@@ -467,19 +463,19 @@ fn openapi_body<'a>(root: &'a Value, operation: &Operation<'a>, tail: &str) -> O
             })
         });
     Some(match field {
-        Some((param, more)) => walk(root, param.clone(), more),
+        Some((param, more)) => walk(param.clone(), more),
         None => (*first).clone(),
     })
 }
 
-fn openapi_response<'a>(root: &'a Value, response: Cursor<'a>, more: &str) -> Cursor<'a> {
+fn openapi_response<'a>(response: Cursor<'a>, more: &str) -> Cursor<'a> {
     let (segment, tail) = head(more);
     match segment {
         "content" => match response.child("content") {
-            Some(_) => content_part(root, response, tail),
+            Some(_) => content_part(response, tail),
             // Swagger 2.0: one schema for every `produces` media type.
             None => match (after_swagger_media(more), response.child("schema")) {
-                (Some(sub), Some(schema)) => walk(root, schema, sub),
+                (Some(sub), Some(schema)) => walk(schema, sub),
                 _ => response,
             },
         },
@@ -488,7 +484,7 @@ fn openapi_response<'a>(root: &'a Value, response: Cursor<'a>, more: &str) -> Cu
                 return response;
             };
             match longest(tail, |name| headers.child_ci(name)) {
-                Some((header, rest)) => parameter_part(root, deref(root, header), rest),
+                Some((header, rest)) => parameter_part(deref(header), rest),
                 None => headers,
             }
         }
@@ -497,29 +493,19 @@ fn openapi_response<'a>(root: &'a Value, response: Cursor<'a>, more: &str) -> Cu
     }
 }
 
-fn openrpc_method<'a>(root: &'a Value, rest: &str) -> Cursor<'a> {
-    let top = Cursor::root(root);
+fn openrpc_method<'a>(tree: &'a SourceTree<'a>, rest: &str) -> Cursor<'a> {
+    let top = Cursor::root(tree);
     let Some(methods) = top.child("methods") else {
         return top;
     };
-    let count = methods.node.as_array().map_or(0, Vec::len);
-    let all: Vec<Cursor> = (0..count)
-        .filter_map(|i| methods.child(&i.to_string()))
-        .map(|m| deref(root, m))
-        .collect();
+    let all: Vec<Cursor> = methods.elements().into_iter().map(deref).collect();
     let Some((method, rest)) = longest(rest, |name| {
         all.iter().find(|m| m.str("name") == Some(name)).cloned()
     }) else {
         return methods;
     };
     let params: Vec<Cursor> = match method.child("params") {
-        Some(list) => {
-            let count = list.node.as_array().map_or(0, Vec::len);
-            (0..count)
-                .filter_map(|i| list.child(&i.to_string()))
-                .map(|p| deref(root, p))
-                .collect()
-        }
+        Some(list) => list.elements().into_iter().map(deref).collect(),
         None => Vec::new(),
     };
     fn by_name<'a, 'r>(params: &[Cursor<'a>], named: &'r str) -> Option<(Cursor<'a>, &'r str)> {
@@ -533,7 +519,7 @@ fn openrpc_method<'a>(root: &'a Value, rest: &str) -> Cursor<'a> {
         "parameters" => {
             let (_, named) = head(tail);
             match by_name(&params, named) {
-                Some((param, more)) => parameter_part(root, param, more),
+                Some((param, more)) => parameter_part(param, more),
                 None => method.child("params").unwrap_or(method),
             }
         }
@@ -543,15 +529,15 @@ fn openrpc_method<'a>(root: &'a Value, rest: &str) -> Cursor<'a> {
                 .and_then(|named| by_name(&params, named));
             match param {
                 Some((param, more)) => match param.child("schema") {
-                    Some(schema) => walk(root, schema, more),
+                    Some(schema) => walk(schema, more),
                     None => param,
                 },
                 None => method.child("params").unwrap_or(method),
             }
         }
-        "output_schema" => match method.child("result").map(|r| deref(root, r)) {
+        "output_schema" => match method.child("result").map(|r| deref(r)) {
             Some(result) => match result.child("schema") {
-                Some(schema) => walk(root, schema, tail),
+                Some(schema) => walk(schema, tail),
                 None => result,
             },
             None => method,
@@ -562,11 +548,11 @@ fn openrpc_method<'a>(root: &'a Value, rest: &str) -> Cursor<'a> {
             };
             let (status, _) = head(tail);
             let code = status.strip_prefix("error ").unwrap_or(status);
-            let count = errors.node.as_array().map_or(0, Vec::len);
-            (0..count)
-                .filter_map(|i| errors.child(&i.to_string()))
-                .map(|e| deref(root, e))
-                .find(|e| e.node.get("code").map(Value::to_string).as_deref() == Some(code))
+            errors
+                .elements()
+                .into_iter()
+                .map(deref)
+                .find(|e| e.tree.child(e.node, "code").and_then(|c| e.tree.scalar(c)) == Some(code))
                 .unwrap_or(errors)
         }
         "description" => method
@@ -590,53 +576,25 @@ pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Optio
     let Ok(text) = std::str::from_utf8(bytes) else {
         return none();
     };
-    // Only the structure matters here, so JSON takes serde_json's fast path.
-    let parsed = match text
-        .trim_start_matches('\u{feff}')
-        .trim_start()
-        .as_bytes()
-        .first()
-    {
-        Some(b'{') | Some(b'[') => {
-            serde_json::from_str::<Value>(text.trim_start_matches('\u{feff}')).ok()
-        }
-        _ => None,
+    let Some(tree) = SourceTree::parse(text) else {
+        return none();
     };
-    let root = match parsed {
-        Some(root) => root,
-        None => match crate::core::json::parse_document(bytes) {
-            Ok(root) => root,
-            Err(_) => return none(),
-        },
-    };
-    let locator = Locator::new(kind, &root);
+    let locator = Locator::new(kind, &tree);
     let pointers: Vec<String> = changes
         .iter()
         .map(|c| locator.change_pointer(c).unwrap_or_default())
         .collect();
-    // Every ancestor too, for the nearest one the text has.
-    let mut wanted: BTreeSet<String> = BTreeSet::new();
-    for pointer in &pointers {
-        let tokens = pointer_tokens(pointer);
-        let mut prefix = String::new();
-        wanted.insert(String::new());
-        for t in tokens {
-            prefix.push('/');
-            prefix.push_str(&escape_token(&t));
-            wanted.insert(prefix.clone());
-        }
-    }
-    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
-    let found = positions(text, &wanted);
     pointers
         .into_iter()
         .map(|pointer| {
+            // The pointer names a node of the tree; should it not (a `$ref` spelled oddly),
+            // its nearest ancestor that does.
             let mut at = pointer.as_str();
             loop {
-                if let Some(position) = found.get(at) {
+                if let Some(node) = tree.resolve(at) {
                     return Some(Location {
                         pointer: at.to_string(),
-                        position: *position,
+                        position: tree.position(node),
                     });
                 }
                 at = at.rsplit_once('/')?.0;
