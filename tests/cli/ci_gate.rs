@@ -632,6 +632,18 @@ fn every_change_has_the_line_of_its_changed_node_in_json_and_yaml() {
                 "{file} {rule}: {c:#}"
             );
         }
+        // Messages name the endpoint as the document writes it; `path` and `before` keep the
+        // matching identity.
+        let removed = changes
+            .iter()
+            .find(|c| c["rule"] == "endpoint-removed")
+            .unwrap();
+        assert_eq!(
+            removed["message"],
+            "Endpoint deletePet (DELETE /pets/{petId}) was removed."
+        );
+        assert_eq!(removed["path"], "endpoints.deletePet");
+        assert_eq!(removed["before"], "DELETE /pets/{}");
         let run = sb.run(&[
             "diff",
             "old.json",
