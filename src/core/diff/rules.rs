@@ -160,6 +160,7 @@ pub static ALL: &[&Rule] = &[
     &database::DATABASE_TRIGGER_REMOVED,
     &database::DATABASE_UNIQUE_CHANGED,
     &database::DATABASE_VIEW_DEFINITION_CHANGED,
+    &schema::DEFINITION_RENAMED,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
     &schema::DOCUMENTATION_CHANGED,

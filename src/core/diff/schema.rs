@@ -89,6 +89,13 @@ const DOC_KEYWORDS: &[&str] = &[
 /// Keywords the walker descends through without a rule of their own.
 const STRUCTURAL: &[&str] = &["$ref", "arguments"];
 
+pub static DEFINITION_RENAMED: Rule = Rule::new(
+    "definition-renamed",
+    Info,
+    Side::Schema,
+    "A schema moved to a definition of another name, was inlined, or was extracted into a definition, and its resolved schema is identical (the fingerprint still moves: definition names are part of it).",
+);
+
 pub static DOCUMENTATION_CHANGED: Rule = Rule::new(
     "documentation-changed",
     Info,
@@ -455,6 +462,26 @@ impl<'d> SchemaDiffer<'d> {
         }
         let old_ref = ref_of(old);
         let new_ref = ref_of(new);
+        if old_ref != new_ref
+            && (old_ref.is_some() || new_ref.is_some())
+            && self.resolved_equal(old, new)
+        {
+            let name = |r: Option<&str>, other: Option<&str>| match (r, other) {
+                (Some(r), _) => pointer_path(r),
+                (None, _) => "an inline schema".to_string(),
+            };
+            let (from, to) = (name(old_ref, new_ref), name(new_ref, old_ref));
+            self.emit(
+                out,
+                &DEFINITION_RENAMED,
+                path,
+                "definition_renamed",
+                Some(json!(from)),
+                Some(json!(to)),
+                format!("The schema at {path} moved from {from} to {to}; its resolved schema is identical."),
+            );
+            return;
+        }
         match (old_ref, new_ref) {
             (Some(o), Some(n)) => {
                 if o == n && self.closure_unchanged(o) {
@@ -512,6 +539,66 @@ impl<'d> SchemaDiffer<'d> {
                 self.compare_keywords(old, new, dir, path, out, depth);
             }
         }
+    }
+
+    /// Whether two schemas are the same once every `$ref` is followed on its own side (a
+    /// pair of references already being compared counts as equal, which ends cycles).
+    fn resolved_equal(&self, old: &Value, new: &Value) -> bool {
+        fn eq(
+            o: &Value,
+            n: &Value,
+            defs: (&BTreeMap<String, Value>, &BTreeMap<String, Value>),
+            seen: &mut BTreeSet<(String, String)>,
+            depth: usize,
+        ) -> bool {
+            if depth > MAX_SCHEMA_DEPTH {
+                return false;
+            }
+            let (or, nr) = (bare_ref(o), bare_ref(n));
+            if or.is_some() || nr.is_some() {
+                if let (Some(a), Some(b)) = (or, nr) {
+                    if !seen.insert((a.to_string(), b.to_string())) {
+                        return true;
+                    }
+                }
+                let o = match or {
+                    Some(r) => match defs.0.get(r) {
+                        Some(t) => t,
+                        None => return false,
+                    },
+                    None => o,
+                };
+                let n = match nr {
+                    Some(r) => match defs.1.get(r) {
+                        Some(t) => t,
+                        None => return false,
+                    },
+                    None => n,
+                };
+                return eq(o, n, defs, seen, depth + 1);
+            }
+            match (o, n) {
+                (Value::Object(a), Value::Object(b)) => {
+                    a.len() == b.len()
+                        && a.iter()
+                            .all(|(k, x)| b.get(k).is_some_and(|y| eq(x, y, defs, seen, depth + 1)))
+                }
+                (Value::Array(a), Value::Array(b)) => {
+                    a.len() == b.len()
+                        && a.iter()
+                            .zip(b)
+                            .all(|(x, y)| eq(x, y, defs, seen, depth + 1))
+                }
+                _ => o == n,
+            }
+        }
+        eq(
+            old,
+            new,
+            (self.old_defs, self.new_defs),
+            &mut BTreeSet::new(),
+            0,
+        )
     }
 
     fn closure_unchanged(&mut self, reference: &str) -> bool {
@@ -1338,11 +1425,12 @@ impl SchemaDiffer<'_> {
         let mut old_left: Vec<usize> = (0..a.len()).collect();
         let mut new_left: Vec<usize> = (0..b.len()).collect();
         let mut pairs: Vec<(usize, usize)> = Vec::new();
-        let mut take = |old_left: &mut Vec<usize>, new_left: &mut Vec<usize>, i: usize, j: usize| {
-            old_left.retain(|x| *x != i);
-            new_left.retain(|x| *x != j);
-            pairs.push((i, j));
-        };
+        let mut take =
+            |old_left: &mut Vec<usize>, new_left: &mut Vec<usize>, i: usize, j: usize| {
+                old_left.retain(|x| *x != i);
+                new_left.retain(|x| *x != j);
+                pairs.push((i, j));
+            };
         for i in old_left.clone() {
             if let Some(&j) = new_left.iter().find(|j| b[**j] == a[i]) {
                 take(&mut old_left, &mut new_left, i, j);
@@ -1426,9 +1514,9 @@ impl SchemaDiffer<'_> {
                     .map(|x| resolve(x, defs).as_object())
                     .collect();
                 maps.is_some_and(|maps| {
-                    maps.iter().enumerate().all(|(i, x)| {
-                        maps.iter().skip(i + 1).all(|y| disjoint(x, y))
-                    })
+                    maps.iter()
+                        .enumerate()
+                        .all(|(i, x)| maps.iter().skip(i + 1).all(|y| disjoint(x, y)))
                 })
             })
     }
@@ -1479,6 +1567,14 @@ impl SchemaDiffer<'_> {
             Some(json!(added)),
             text,
         );
+    }
+}
+
+/// The target of a schema that is exactly `{"$ref": ...}`.
+fn bare_ref(v: &Value) -> Option<&str> {
+    match v.as_object() {
+        Some(m) if m.len() == 1 => m.get("$ref").and_then(Value::as_str),
+        _ => None,
     }
 }
 
@@ -1726,6 +1822,30 @@ pub(super) mod cases {
     /// One case per rule of this family (more where kinds differ).
     pub(in crate::core::diff) fn cases() -> Vec<Case> {
         vec![
+            // Pet renamed Animal, same schema.
+            Case::new(
+                &DEFINITION_RENAMED,
+                openapi(|d| {
+                    let pet = at(d, "/components/schemas")
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("Pet");
+                    at(d, "/components/schemas")["Animal"] = pet.unwrap();
+                    at(d, LIST)["responses"]["200"]["content"]["application/json"]["schema"]
+                        ["items"] = json!({"$ref": "#/components/schemas/Animal"});
+                }),
+            ),
+            // NewPet inlined in createPet's request body.
+            Case::new(
+                &DEFINITION_RENAMED,
+                openapi(|d| {
+                    let new_pet = at(d, NEW_PET).clone();
+                    at(
+                        d,
+                        "/paths/~1pets/post/requestBody/content/application~1json",
+                    )["schema"] = new_pet;
+                }),
+            ),
             Case::new(
                 &REQUEST_BRANCH_ADDED,
                 both(one_branch(NEW_PET), two_branches(NEW_PET)),
