@@ -602,3 +602,131 @@ pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Optio
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::diff::classify;
+    use crate::core::normalize::normalize;
+
+    /// The source pointer and line of every change from `old` to `new` (documents of `kind`),
+    /// by rule id.
+    fn located(kind: Kind, old: &str, new: &str) -> BTreeMap<String, (String, usize)> {
+        let o = normalize(kind, "a.b", old.as_bytes()).unwrap();
+        let n = normalize(kind, "a.b", new.as_bytes()).unwrap();
+        let report = classify(&o, &n, &Default::default());
+        let locations = locate_changes(kind, new.as_bytes(), &report.changes);
+        report
+            .changes
+            .iter()
+            .zip(locations)
+            .map(|(c, l)| {
+                let l = l.expect("located");
+                (c.rule.clone(), (l.pointer, l.position.line))
+            })
+            .collect()
+    }
+
+    const SWAGGER: &str = r#"swagger: "2.0"
+info: {title: t, version: "1"}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      parameters:
+        - name: limit
+          in: query
+          type: integer
+          maximum: 100
+      responses:
+        "200":
+          description: ok
+          schema:
+            type: object
+            properties:
+              name: {type: string, maxLength: 10}
+    post:
+      operationId: createPet
+      parameters:
+        - name: body
+          in: body
+          schema:
+            type: object
+            properties:
+              age: {type: integer, minimum: 0}
+      responses:
+        "201": {description: created}
+"#;
+
+    #[test]
+    fn swagger_parameters_bodies_and_responses_are_located() {
+        let new = SWAGGER
+            .replace("maximum: 100", "maximum: 50")
+            .replace("maxLength: 10}", "maxLength: 5}");
+        let at = located(Kind::Openapi, SWAGGER, &new);
+        assert_eq!(
+            at["request-constraint-tightened"],
+            ("/paths/~1pets/get/parameters/0/maximum".to_string(), 11)
+        );
+        assert_eq!(
+            at["response-constraint-tightened"],
+            (
+                "/paths/~1pets/get/responses/200/schema/properties/name/maxLength".to_string(),
+                18
+            )
+        );
+        assert_eq!(at.len(), 2, "{at:?}");
+        let raised = SWAGGER.replace("minimum: 0}", "minimum: 1}");
+        let at = located(Kind::Openapi, SWAGGER, &raised);
+        assert_eq!(
+            at["request-constraint-tightened"],
+            (
+                "/paths/~1pets/post/parameters/0/schema/properties/age/minimum".to_string(),
+                27
+            )
+        );
+    }
+
+    const RPC: &str = r##"{
+  "openrpc": "1.2.6",
+  "info": {"title": "t", "version": "1"},
+  "methods": [
+    {"name": "sum",
+     "params": [{"$ref": "#/components/contentDescriptors/A"},
+                {"name": "b", "schema": {"type": "integer", "maximum": 9}}],
+     "result": {"name": "r", "schema": {"type": "integer"}}}
+  ],
+  "components": {"contentDescriptors": {"A": {"name": "a", "required": true,
+    "schema": {"type": "integer",
+               "maximum": 9}}}}
+}"##;
+
+    #[test]
+    fn openrpc_params_and_results_are_located_through_their_refs() {
+        let new = RPC
+            .replace("\"maximum\": 9}}],", "\"maximum\": 5}}],")
+            .replace(
+                "               \"maximum\": 9}",
+                "               \"maximum\": 3}",
+            )
+            .replace("{\"type\": \"integer\"}}}", "{\"type\": \"number\"}}}");
+        let at = located(Kind::Openrpc, RPC, &new);
+        assert_eq!(
+            at["response-type-changed"],
+            ("/methods/0/result/schema/type".to_string(), 8)
+        );
+        let tightened: Vec<&(String, usize)> = at
+            .iter()
+            .filter(|(rule, _)| rule.starts_with("request-constraint-tightened"))
+            .map(|(_, l)| l)
+            .collect();
+        assert!(!tightened.is_empty(), "{at:?}");
+        // Every change found a node below the method or the definition it reaches.
+        for (pointer, _) in at.values() {
+            assert!(
+                pointer.starts_with("/methods/0") || pointer.starts_with("/components"),
+                "{at:?}"
+            );
+        }
+    }
+}
