@@ -920,8 +920,8 @@ const CONSERVATIVE: &[(&str, &str)] = &[
     ("servers/baseswagger.json", "execution-target-changed (security): host/basePath/schemes changed"),
     ("nullable_wrap_base", "schema-composition-changed: `$ref` wrapped in `oneOf [null, $ref]` is not proven wider"),
     ("all_of_", "schema-composition-changed: allOf branches added/removed are not proven safe"),
-    ("any_of_", "schema-composition-changed: anyOf branches added/removed are not proven safe"),
-    ("one_of_", "schema-composition-changed: oneOf branches added/removed are not proven safe"),
+    ("any_of_", "response-branch-added: a new anyOf branch is a shape callers may receive (breaking on the response side)"),
+    ("one_of_", "schema-composition-changed: oneOf branches that are not provably disjoint, added/removed, are not proven safe"),
     ("discriminator", "schema-keyword-changed: discriminator is not modelled"),
     ("pattern", "request/response-constraint-changed|relaxed: a changed pattern cannot be proven wider; a response pattern removed is relaxed (breaking on the response side)"),
     ("xml_type_compatible", "request/response-type-changed: a type change is judged by JSON type, not by XML media type"),
@@ -1035,8 +1035,9 @@ fn oasdiff_fixture_conformance() {
         unsafe_pairs.join("\n")
     );
     // Measured 2026-11-29 at 7642a1d: 171/223 (all 18 `maybe` pairs breaking; 153/205 without
-    // them). Floor with a small margin.
-    assert!(agree >= 165, "agreement fell to {agree}/{}", pairs.len());
+    // them); 2026-12-01 with direction-aware anyOf: 178/223 (160/205). Floor with a small
+    // margin.
+    assert!(agree >= 172, "agreement fell to {agree}/{}", pairs.len());
     // The malformed fixtures (`responses:`/`content:` left null by YAML indentation) are the
     // only ones we refuse.
     assert!(errors.len() <= 9, "{errors:#?}");

@@ -1436,6 +1436,16 @@ impl SchemaDiffer<'_> {
                 take(&mut old_left, &mut new_left, i, j);
             }
         }
+        // A named branch (`{"$ref": ...}`) pairs only with the same name: the name is what
+        // tells alternatives apart (a discriminator without mapping uses it, GraphQL unions
+        // are named types), so another name is a branch removed and one added even when the
+        // two definitions read alike.
+        let (old_named, rest): (Vec<usize>, Vec<usize>) =
+            old_left.iter().partition(|i| bare_ref(&a[**i]).is_some());
+        old_left = rest;
+        let (new_named, rest): (Vec<usize>, Vec<usize>) =
+            new_left.iter().partition(|j| bare_ref(&b[**j]).is_some());
+        new_left = rest;
         let (old_defs, new_defs) = (self.old_defs, self.new_defs);
         let old_sigs: Vec<Option<String>> =
             a.iter().map(|x| signature(resolve(x, old_defs))).collect();
@@ -1466,6 +1476,10 @@ impl SchemaDiffer<'_> {
                 take(&mut old_left, &mut new_left, i, j);
             }
         }
+        old_left.extend(old_named);
+        new_left.extend(new_named);
+        old_left.sort_unstable();
+        new_left.sort_unstable();
         pairs.sort_unstable();
         for (i, j) in pairs {
             self.compare_at(&a[i], &b[j], dir, &format!("{at}.{j}"), out, depth + 1);
