@@ -7,8 +7,9 @@
 use schemawatch::core::diff::classify;
 use schemawatch::core::fingerprint::tool_fingerprint;
 use schemawatch::core::json::{parse_document, to_canonical_string};
-use schemawatch::core::model::{Compatibility, DriftReport, EndpointSpec, ToolSpec};
+use schemawatch::core::model::{Compatibility, DriftReport, EndpointSpec, Kind, ToolSpec};
 use schemawatch::core::normalize::openapi::{self, normalize_path};
+use schemawatch::core::normalize::source::locate_changes;
 use schemawatch::core::report::report_json;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -553,6 +554,20 @@ fn github_rest_2020_07_to_2021_03() {
     assert!(at_alert_id("path-parameter-renamed"));
     assert!(!at_alert_id("request-parameter-removed"));
     assert!(report.compatibility >= Compatibility::Breaking);
+    // Every change has a line in the new document (what `diff --format sarif|github` show),
+    // on a node below the document root.
+    let new_text = read("openapi/github-rest/v2021-03-08.json");
+    let locations = locate_changes(Kind::Openapi, &new_text, &report.changes);
+    for (change, location) in report.changes.iter().zip(&locations) {
+        let location = location
+            .as_ref()
+            .unwrap_or_else(|| panic!("{} has no location", change.path));
+        assert!(
+            !location.pointer.is_empty() && location.position.line > 1,
+            "{} at {location:?}",
+            change.path
+        );
+    }
 }
 
 #[test]
