@@ -161,7 +161,11 @@ impl<'t> SourceTree<'t> {
     /// A string's text.
     pub fn as_str(&self, id: NodeId) -> Option<&str> {
         let node = self.nodes.get(id)?;
-        (node.shape == Shape::String).then(|| node.value.as_deref())?
+        if node.shape == Shape::String {
+            node.value.as_deref()
+        } else {
+            None
+        }
     }
 
     /// A scalar's text as written (a string unescaped, a number's digits).

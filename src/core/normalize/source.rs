@@ -81,7 +81,7 @@ impl<'a> Cursor<'a> {
 
 /// The longest `key` with `rest == key` or `rest` starting with `key.` for which `find` gives a
 /// node (names may contain dots), and what is left of `rest` after it.
-fn longest<'r, T>(rest: &'r str, mut find: impl FnMut(&str) -> Option<T>) -> Option<(T, &'r str)> {
+fn longest<T>(rest: &str, mut find: impl FnMut(&str) -> Option<T>) -> Option<(T, &str)> {
     let mut ends: Vec<usize> = rest.match_indices('.').map(|(i, _)| i).collect();
     ends.push(rest.len());
     for end in ends.into_iter().rev() {
@@ -390,7 +390,7 @@ fn parameter_part<'a>(param: Cursor<'a>, more: &str) -> Cursor<'a> {
             let schema = param.child("schema").or_else(|| {
                 let content = param.child("content")?;
                 let media = *content.keys().first()?;
-                content.child(&media)?.child("schema")
+                content.child(media)?.child("schema")
             });
             match schema {
                 Some(schema) => walk(schema, tail),
