@@ -7,9 +7,11 @@
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
 pub mod failpoint;
+mod listing;
 mod migrate;
 mod state;
 
+pub use listing::ReviewHead;
 pub use state::{ReviewState, WatchStatus};
 
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
@@ -828,16 +830,11 @@ impl Registry {
         Ok(n > 0)
     }
 
+    /// Every stored watch state, by name (one query).
     pub fn watch_states(&self) -> Result<Vec<WatchState>> {
-        let names: Vec<String> = self
-            .conn
-            .prepare("SELECT watch FROM watch_state ORDER BY watch")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        names
-            .iter()
-            .filter_map(|n| self.watch_state(n).transpose())
-            .collect()
+        let mut states: Vec<WatchState> = self.watch_state_map()?.into_values().collect();
+        states.sort_by(|a, b| a.watch.cmp(&b.watch));
+        Ok(states)
     }
 
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {

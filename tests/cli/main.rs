@@ -18,3 +18,4 @@ mod hardening;
 mod hidden_text;
 mod sources;
 mod upgrade;
+mod watch_files;
