@@ -17,4 +17,5 @@ mod fetch;
 mod hardening;
 mod hidden_text;
 mod sources;
+mod storage;
 mod upgrade;
