@@ -519,6 +519,13 @@ async fn refresh_inner(
         let rejected_before = match &current {
             Some(c) if c.fingerprint != fingerprint => {
                 registry.is_rejected(&watch.name, &fingerprint)?
+                    // The same document rejected under an older projection is still rejected.
+                    || match &source.digest {
+                        Some(digest) => {
+                            registry.rejected_document(&watch.name, digest, &fingerprint)?
+                        }
+                        None => false,
+                    }
             }
             _ => false,
         };

@@ -10,6 +10,7 @@ mod codec;
 pub mod failpoint;
 mod migrate;
 mod state;
+mod upgrade;
 
 pub use codec::source_digest;
 pub use state::{ReviewState, WatchStatus};
@@ -593,6 +594,41 @@ impl Registry {
             .is_some())
     }
 
+    /// Whether a reviewer rejected this very document (same source digest) while the
+    /// projection was older: then the candidate, fingerprinted anew, is still rejected, and its
+    /// new fingerprint is recorded with the rejection (`projection-upgrade`).
+    pub fn rejected_document(
+        &mut self,
+        watch: &str,
+        digest: &str,
+        fingerprint: &str,
+    ) -> Result<bool> {
+        // Read first: the usual answer is "no", and it takes no write lock.
+        let review: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT review_id FROM rejected_candidates
+                 WHERE watch = ?1 AND source_digest = ?2 AND fingerprint_version < ?3
+                 ORDER BY rejected_at DESC LIMIT 1",
+                params![watch, digest, FINGERPRINT_VERSION],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(review_id) = review else {
+            return Ok(false);
+        };
+        let tx = self.write_tx()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
+                source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![watch, fingerprint, review_id, now_rfc3339(), digest, FINGERPRINT_VERSION],
+        )?;
+        tx.commit()?;
+        tracing::warn!(event = "projection_upgrade", watch = %watch, review_id,
+            "a document rejected under the previous projection is still rejected");
+        Ok(true)
+    }
+
     /// Queues a candidate for review, in one transaction with the watch state. The base is
     /// checked first (CAS): if the tool moved since it was compared, `Conflict`.
     pub fn queue_review(
@@ -932,6 +968,16 @@ impl Registry {
             return Ok(());
         }
         let tx = self.write_tx()?;
+        // A 304-only watch must fetch once to gain what the new projection models.
+        tx.execute(
+            "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
+            [FINGERPRINT_VERSION],
+        )?;
+        upgrade::accepted_from_sources(&tx)?;
+        upgrade::open_reviews_from_sources(&tx)?;
+        // Whatever has no source (older releases, external `$ref`s), or whose source the new
+        // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
+        // contract as before; the first full fetch then classifies it.
         for (table, key_col, spec_col, gz_col, fp_col) in [
             ("tools", "name", "spec_json", "NULL", "fingerprint"),
             (
