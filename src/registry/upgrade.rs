@@ -22,7 +22,11 @@ fn renormalize(
     before: &ToolSpec,
     gz: &[u8],
 ) -> Result<Option<(ToolSpec, DriftReport)>> {
-    let what = if table == "tools" { "accepted" } else { "open review" };
+    let what = if table == "tools" {
+        "accepted"
+    } else {
+        "open review"
+    };
     let watch = before_key(before);
     let bytes = codec::gunzip(table, key, gz)?;
     let spec = match crate::core::normalize::normalize(before.kind, &watch, &bytes) {
@@ -85,7 +89,13 @@ pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
             "UPDATE tool_versions SET spec_json = '', spec_gz = ?3, fingerprint = ?4,
                 fingerprint_version = ?5, note = 'projection-upgrade'
              WHERE tool = ?1 AND version = ?2",
-            params![name, current.version, codec::gz_json(&spec), fingerprint, FINGERPRINT_VERSION],
+            params![
+                name,
+                current.version,
+                codec::gz_json(&spec),
+                fingerprint,
+                FINGERPRINT_VERSION
+            ],
         )?;
         tx.execute(
             "UPDATE tools SET spec_json = '', spec_gz = NULL, fingerprint = ?2, fingerprint_version = ?3
@@ -124,10 +134,11 @@ pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
             continue;
         };
         let fingerprint = tool_fingerprint(&spec);
-        let base: Option<String> =
-            tx.query_row("SELECT base_fingerprint FROM reviews WHERE id = ?1", [id], |r| {
-                r.get(0)
-            })?;
+        let base: Option<String> = tx.query_row(
+            "SELECT base_fingerprint FROM reviews WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
         report.new_fingerprint = fingerprint.clone();
         if let Some(base) = base {
             report.old_fingerprint = base;
