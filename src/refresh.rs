@@ -399,9 +399,11 @@ async fn refresh_inner(
     let mut state = registry
         .watch_state(&watch.name)?
         .unwrap_or_else(|| idle_state(watch));
-    let existing = registry.tool(&watch.name)?;
+    // Only whether one exists: the accepted contract is read again after the candidate is
+    // normalized, so the two never share the peak of parsing a large document.
+    let existing = registry.tool(&watch.name)?.is_some();
 
-    if existing.is_some() {
+    if existing {
         if let Some(previous) = &state.source_identity {
             if !same_source(previous, &identity) {
                 state.status = WatchStatus::Stale;
@@ -433,7 +435,7 @@ async fn refresh_inner(
     state.kind = watch.kind.as_str().into();
     state.last_checked_at = Some(now_rfc3339());
 
-    let stored_validators = if existing.is_some() {
+    let stored_validators = if existing {
         registry
             .validators(&watch.name, &source_digest)?
             .map(|(etag, last_modified)| Validators {

@@ -7,7 +7,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
-use std::io::{Read, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 
 /// What one stored value may inflate to: far above any document under the fetch cap, far
 /// below what a tampered row (a gzip bomb) could make the process allocate.
@@ -19,13 +19,39 @@ pub const SOURCE_DOMAIN: &str = "schemawatch.source-document.v1";
 /// `value` as JSON, gzip-compressed, serialized straight into the encoder. serde_json's maps
 /// are sorted (no `preserve_order`), so the same value always gives the same bytes.
 pub fn gz_json<T: Serialize>(value: &T) -> Vec<u8> {
-    let mut encoder = GzEncoder::new(Vec::new(), Compression::default());
+    // Buffered: the serializer writes token by token, the encoder wants large blocks.
+    let mut writer = BufWriter::with_capacity(
+        64 * 1024,
+        GzEncoder::new(Vec::new(), Compression::default()),
+    );
     // Writing into a Vec cannot fail, and serializing a model type has no failing case; an
     // empty blob would read back as a bad row (fail closed), never as a wrong contract.
-    if serde_json::to_writer(&mut encoder, value).is_err() {
+    if serde_json::to_writer(&mut writer, value).is_err() {
         return Vec::new();
     }
-    encoder.finish().unwrap_or_default()
+    match writer.into_inner() {
+        Ok(encoder) => encoder.finish().unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A compressed JSON value deserialized straight from the decoder (no inflated copy of the
+/// document in memory), bounded like [`gunzip`].
+pub fn gunzip_json<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    key: &str,
+    blob: &[u8],
+    what: &str,
+) -> Result<T> {
+    let reader = BufReader::with_capacity(
+        64 * 1024,
+        flate2::read::GzDecoder::new(blob).take(MAX_INFLATED),
+    );
+    serde_json::from_reader(reader).map_err(|e| RegistryError::BadRow {
+        table,
+        key: key.to_string(),
+        problem: format!("not a valid {what}: {e}"),
+    })
 }
 
 /// `bytes` gzip-compressed.

@@ -642,9 +642,17 @@ impl Registry {
     ) -> Result<Queued> {
         failpoint::hit("review.begin")?;
         let tx = self.write_tx()?;
-        let current = read_tool(&tx, &candidate_key(candidate))?;
-        let matches = current.as_ref().is_some_and(|t| {
-            t.registry_version == base.registry_version && t.fingerprint == base.fingerprint
+        // The CAS check needs the two columns only: the contract itself was read (and checked
+        // against its fingerprint) by the caller, and is not loaded a second time.
+        let current: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT registry_version, fingerprint FROM tools WHERE name = ?1",
+                [candidate_key(candidate)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let matches = current.as_ref().is_some_and(|(rv, fp)| {
+            *rv == base.registry_version && *fp == base.fingerprint
         });
         if !matches {
             return Err(RegistryError::Conflict {
@@ -1069,12 +1077,7 @@ fn stored_json<T: serde::de::DeserializeOwned>(
     blob: &[u8],
     what: &str,
 ) -> Result<T> {
-    let bytes = codec::gunzip(table, key, blob)?;
-    serde_json::from_slice(&bytes).map_err(|e| RegistryError::BadRow {
-        table,
-        key: key.to_string(),
-        problem: format!("not a valid {what}: {e}"),
-    })
+    codec::gunzip_json(table, key, blob, what)
 }
 
 /// Drops the candidate and report of a watch's closed reviews beyond the newest
