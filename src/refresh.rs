@@ -702,6 +702,7 @@ async fn refresh_inner(
 /// `projection-upgrade`, reviewer `schemawatch`) and logged at WARN with what was baselined —
 /// unless its newly modelled text holds hidden characters, which is classified as drift.
 /// Answers `None` when this is not such an upgrade.
+#[allow(clippy::too_many_arguments)]
 fn rebaseline_mcp(
     registry: &mut Registry,
     watch: &WatchConfig,

@@ -385,7 +385,8 @@ impl Registry {
         let mut stmt = self.conn.prepare(
             "SELECT version, compatibility, spec_json, spec_gz FROM tool_versions WHERE tool = ?1 ORDER BY version",
         )?;
-        let rows: Vec<(i64, Option<String>, String, Option<Vec<u8>>)> = stmt
+        type Row = (i64, Option<String>, String, Option<Vec<u8>>);
+        let rows: Vec<Row> = stmt
             .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<_>>()?;
         rows.into_iter()
@@ -651,9 +652,9 @@ impl Registry {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        let matches = current.as_ref().is_some_and(|(rv, fp)| {
-            *rv == base.registry_version && *fp == base.fingerprint
-        });
+        let matches = current
+            .as_ref()
+            .is_some_and(|(rv, fp)| *rv == base.registry_version && *fp == base.fingerprint);
         if !matches {
             return Err(RegistryError::Conflict {
                 tool: candidate_key(candidate),

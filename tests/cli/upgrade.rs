@@ -114,7 +114,10 @@ fn age_projection(registry: &std::path::Path) {
             .read_to_end(&mut text)
             .expect("inflate");
         let mut spec: Value = serde_json::from_slice(&text).expect("stored contract");
-        spec["endpoints"].as_array_mut().expect("endpoints").remove(0);
+        spec["endpoints"]
+            .as_array_mut()
+            .expect("endpoints")
+            .remove(0);
         let mut out = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         out.write_all(spec.to_string().as_bytes()).expect("deflate");
         out.finish().expect("deflate")
