@@ -442,3 +442,82 @@ fn closed_reviews_beyond_keep_reviews_keep_their_metadata_only() {
     assert_eq!(open.state, ReviewState::Open);
     assert!(r.accept(ids[4], "alice", "ok", 100).is_ok());
 }
+
+/// Registers `doc` (an MCP tools list) with its source and HTTP validators, then makes the
+/// stored rows look written under an older projection whose contract `aged` edits.
+fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::TempDir, PathBuf) {
+    let (dir, mut r) = open();
+    let spec = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+    let state = WatchState {
+        watch: "acme.tools".into(),
+        kind: "mcp".into(),
+        status: WatchStatus::Registered,
+        ..WatchState::default()
+    };
+    r.apply_with_state(
+        &spec,
+        None,
+        &Provenance::default(),
+        100,
+        &state,
+        Some(("digest", Some("\"v1\""), None)),
+        &StoredSource::of(doc.as_bytes()),
+    )
+    .unwrap();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    let mut old = spec.clone();
+    aged(&mut old);
+    conn.execute(
+        "UPDATE tool_versions SET spec_gz = ?1, fingerprint = 'sha256:old', fingerprint_version = 0",
+        [codec::gz_json(&old)],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE tools SET fingerprint = 'sha256:old', fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_projection_bump_re_reads_the_source_and_clears_validators() {
+    let doc = r#"{"tools":[{"name":"read","description":"Reads a file.","inputSchema":{"type":"object"}}]}"#;
+    let (_dir, path) = registered_then_aged(doc, |s| s.endpoints[0].description = None);
+    let r = Registry::open(&path).unwrap();
+    let fresh = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+    let t = r.tool("acme.tools").unwrap().unwrap();
+    assert_eq!(
+        t.fingerprint,
+        tool_fingerprint(&fresh),
+        "re-read from the source"
+    );
+    assert_eq!(
+        t.spec.endpoints[0].description.as_deref(),
+        Some("Reads a file.")
+    );
+    let history = r.history("acme.tools").unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].note.as_deref(), Some("projection-upgrade"));
+    assert_eq!(r.registry_version().unwrap(), 1, "not a contract change");
+    assert_eq!(r.validators("acme.tools", "digest").unwrap(), None);
+}
+
+#[test]
+fn newly_read_text_with_hidden_characters_is_not_baselined() {
+    let doc = r#"{"tools":[{"name":"read","description":"Reads a file.\udb40\udc41","inputSchema":{"type":"object"}}]}"#;
+    let (_dir, path) = registered_then_aged(doc, |s| {
+        s.endpoints[0].description = Some("Reads a file.".into())
+    });
+    let r = Registry::open(&path).unwrap();
+    let t = r.tool("acme.tools").unwrap().unwrap();
+    // Re-fingerprinted from the stored contract, not from the source: the next fetch
+    // classifies the hidden characters (`hidden-text-added`).
+    assert_eq!(
+        t.spec.endpoints[0].description.as_deref(),
+        Some("Reads a file.")
+    );
+    assert_eq!(r.history("acme.tools").unwrap()[0].note, None);
+}
