@@ -850,7 +850,7 @@ fn c4_disk_full_is_an_error_then_recovers() {
     // Incompressible text (the registry stores rows gzip-compressed): a pseudo-random hex
     // description per parameter, so the write below cannot fit in what is left.
     let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    for k in 0..2000 {
+    for k in 0..800 {
         let description: String = (0..25)
             .map(|_| {
                 state = state
