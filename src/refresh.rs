@@ -370,7 +370,8 @@ async fn refresh_recorded(
             if let Err(e) = registry.record_watch(&state) {
                 tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
             }
-            tracing::error!(event = "refresh_failed", watch = %watch.name, error = %message);
+            // Not logged here: the daemon logs it by streak (`error_log_every`, src/state.rs),
+            // `check` prints it in its output.
             let mut outcome = Outcome::new(&watch.name, Action::Error);
             outcome.error = Some(message);
             outcome.error_class = Some(error.class());
@@ -454,7 +455,7 @@ async fn refresh_inner(
             stats.not_modified = true;
             mark_ok(&mut state, WatchStatus::Unchanged, None);
             registry.record_unchanged(&state, None)?;
-            tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
+            tracing::debug!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
             return Ok(Outcome::new(&watch.name, Action::Unchanged));
         }
         FetchOutcome::Body {
@@ -590,7 +591,7 @@ async fn refresh_inner(
                 registry.record_unchanged(&state, Some(new_validators))?;
                 // A fingerprint match is logged; a classified "identical" never was.
                 if classified.is_none() {
-                    tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged");
+                    tracing::debug!(event = "refresh", watch = %watch.name, action = "unchanged");
                 }
                 return Ok(Outcome::new(&watch.name, Action::Unchanged));
             }

@@ -58,7 +58,7 @@ pub fn run(action: PendingCommand) -> Outcome {
         PendingCommand::List { config, json } => {
             let config = load_config(&config)?;
             let registry = open_registry(&config)?;
-            let reviews = registry.reviews(true).map_err(anyhow::Error::from)?;
+            let reviews = registry.review_heads(true).map_err(anyhow::Error::from)?;
             if json {
                 print_json(&views::pending_list_json(&reviews));
             } else if reviews.is_empty() {

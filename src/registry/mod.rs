@@ -8,11 +8,13 @@
 
 mod codec;
 pub mod failpoint;
+mod listing;
 mod migrate;
 mod state;
 mod upgrade;
 
 pub use codec::source_digest;
+pub use listing::ReviewHead;
 pub use state::{ReviewState, WatchStatus};
 
 /// `[storage] keep_reviews` when not configured: closed reviews per watch that keep their
@@ -940,16 +942,11 @@ impl Registry {
         Ok(n > 0)
     }
 
+    /// Every stored watch state, by name (one query).
     pub fn watch_states(&self) -> Result<Vec<WatchState>> {
-        let names: Vec<String> = self
-            .conn
-            .prepare("SELECT watch FROM watch_state ORDER BY watch")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        names
-            .iter()
-            .filter_map(|n| self.watch_state(n).transpose())
-            .collect()
+        let mut states: Vec<WatchState> = self.watch_state_map()?.into_values().collect();
+        states.sort_by(|a, b| a.watch.cmp(&b.watch));
+        Ok(states)
     }
 
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {

@@ -19,3 +19,4 @@ mod hidden_text;
 mod sources;
 mod storage;
 mod upgrade;
+mod watch_files;
