@@ -5,15 +5,18 @@
 //! - Under `/v1` the Host header must be the listen address (or `localhost:PORT` on
 //!   loopback): a DNS-rebinding page in a browser cannot read or drive the API.
 //! - `GET /v1/status`, `/v1/watches`, `/v1/watches/{name}`, `/v1/pending`,
-//!   `/v1/pending/{id}`: the same JSON as the CLI's `--json` (see [`crate::views`]).
+//!   `/v1/pending/{id}`: the same JSON as the CLI's `--json` (see [`crate::views`]). The
+//!   listings take `status=`, `q=`, `limit=` and `cursor=`; a paged answer names the next
+//!   page in `Link: <…>; rel="next"`.
+//! - `GET /v1/summary`: counts from the daemon's memory (no registry query).
 //! - `POST /v1/pending/{id}/accept|reject` (`{"reviewer", "reason"}`) and `POST /v1/check`
 //!   (optional `?watch=NAME`) need `Authorization: Bearer TOKEN`, the token being the value of
 //!   the environment variable named by `server.admin_token_env`. No token configured: 403.
 //!   Wrong or missing token: 401. Tokens are compared in constant time.
 
-use crate::daemon::Shared;
-use crate::registry::{Registry, RegistryError};
-use crate::views;
+use crate::registry::{Registry, RegistryError, WatchStatus};
+use crate::state::Shared;
+use crate::views::{self, Filter, Listing, Page};
 use axum::extract::{Path, Query, Request, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::middleware::{self, Next};
@@ -74,6 +77,7 @@ type ApiResult = Result<Json<Value>, ApiError>;
 pub fn router(shared: Arc<Shared>) -> Router {
     let v1 = Router::new()
         .route("/status", get(status))
+        .route("/summary", get(summary))
         .route("/watches", get(watches))
         .route("/watches/{name}", get(watch))
         .route("/pending", get(pending))
@@ -116,6 +120,7 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
 }
 
 async fn metrics(State(shared): State<Arc<Shared>>) -> Response {
+    shared.metrics.overdue.set(shared.overdue());
     (
         [(
             header::CONTENT_TYPE,
@@ -143,15 +148,154 @@ where
     .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
 }
 
-async fn status(State(shared): State<Arc<Shared>>) -> ApiResult {
-    with_registry(shared, |r, c| Ok(Json(views::status_json(c, r)?))).await
+/// Most rows one page holds (`limit=`).
+pub const MAX_PAGE: usize = 1000;
+/// Rows of a page when only `cursor=` is given.
+pub const DEFAULT_PAGE: usize = 100;
+
+/// The query of a listing: `status=`, `q=`, `limit=`, `cursor=`.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ListQuery {
+    status: Option<String>,
+    q: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
 }
 
-async fn watches(State(shared): State<Arc<Shared>>) -> ApiResult {
-    with_registry(shared, |r, c| {
-        Ok(Json(Value::Array(views::watch_rows(c, r)?)))
+/// An opaque cursor: the last name of the previous page, hex-encoded behind a version tag.
+/// Names are compared, not looked up, so the cursor survives watches added or removed.
+fn encode_cursor(after: &str) -> String {
+    let mut out = String::from("n1");
+    for b in after.bytes() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+fn decode_cursor(cursor: &str) -> Option<String> {
+    let hex = cursor.strip_prefix("n1")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect();
+    String::from_utf8(bytes?).ok()
+}
+
+impl ListQuery {
+    fn parse(&self) -> Result<(Filter, Page), ApiError> {
+        let bad = |m: String| ApiError::new(StatusCode::BAD_REQUEST, m);
+        let status = match &self.status {
+            None => None,
+            Some(s) => Some(WatchStatus::parse(s).ok_or_else(|| {
+                bad(format!(
+                    "status: unknown status {s:?} (expected one of {})",
+                    WatchStatus::ALL
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?),
+        };
+        let limit = match &self.limit {
+            None => None,
+            Some(l) => match l.parse::<usize>() {
+                Ok(n) if (1..=MAX_PAGE).contains(&n) => Some(n),
+                _ => {
+                    return Err(bad(format!(
+                        "limit: expected a number from 1 to {MAX_PAGE}"
+                    )))
+                }
+            },
+        };
+        let after = match &self.cursor {
+            None => None,
+            Some(c) => Some(
+                decode_cursor(c)
+                    .ok_or_else(|| bad("cursor: not a cursor this API gave out".to_string()))?,
+            ),
+        };
+        let limit = limit.or(after.as_ref().map(|_| DEFAULT_PAGE));
+        Ok((
+            Filter {
+                status,
+                q: self.q.clone(),
+            },
+            Page { after, limit },
+        ))
+    }
+
+    /// `path?query` of the page after `after`, keeping the filters.
+    fn next_link(&self, path: &str, limit: Option<usize>, after: &str) -> String {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        if let Some(s) = &self.status {
+            query.append_pair("status", s);
+        }
+        if let Some(q) = &self.q {
+            query.append_pair("q", q);
+        }
+        query.append_pair("limit", &limit.unwrap_or(DEFAULT_PAGE).to_string());
+        query.append_pair("cursor", &encode_cursor(after));
+        format!("<{path}?{}>; rel=\"next\"", query.finish())
+    }
+}
+
+fn list_query(
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<ListQuery, ApiError> {
+    query
+        .map(|Query(q)| q)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))
+}
+
+/// A JSON answer, with `Link: <next>; rel="next"` when another page follows.
+fn paged(value: Value, link: Option<String>) -> Response {
+    let mut response = Json(value).into_response();
+    if let Some(link) = link.and_then(|l| header::HeaderValue::from_str(&l).ok()) {
+        response.headers_mut().insert(header::LINK, link);
+    }
+    response
+}
+
+async fn status(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let query = list_query(query)?;
+    let (filter, page) = query.parse()?;
+    let limit = page.limit;
+    let (value, next) = with_registry(shared, move |r, c| {
+        Ok(views::status_listing(c, r, &filter, &page)?)
     })
-    .await
+    .await?;
+    let link = next.map(|after| query.next_link("/v1/status", limit, &after));
+    Ok(paged(value, link))
+}
+
+async fn summary(State(shared): State<Arc<Shared>>) -> Json<Value> {
+    Json(shared.summary())
+}
+
+async fn watches(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let query = list_query(query)?;
+    let (filter, page) = query.parse()?;
+    let limit = page.limit;
+    let Listing { rows, next_after } = with_registry(shared, move |r, c| {
+        Ok(views::watch_listing(c, r, &filter, &page)?)
+    })
+    .await?;
+    let link = next_after.map(|after| query.next_link("/v1/watches", limit, &after));
+    Ok(paged(Value::Array(rows), link))
 }
 
 async fn watch(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> ApiResult {
@@ -165,11 +309,19 @@ async fn watch(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> A
     .await
 }
 
-async fn pending(State(shared): State<Arc<Shared>>) -> ApiResult {
-    with_registry(shared, |r, _| {
-        Ok(Json(views::pending_list_json(&r.reviews(true)?)))
+async fn pending(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let query = list_query(query)?;
+    let (filter, page) = query.parse()?;
+    let limit = page.limit;
+    let Listing { rows, next_after } = with_registry(shared, move |r, _| {
+        Ok(views::pending_listing(r, &filter, &page)?)
     })
-    .await
+    .await?;
+    let link = next_after.map(|after| query.next_link("/v1/pending", limit, &after));
+    Ok(paged(Value::Array(rows), link))
 }
 
 async fn pending_one(State(shared): State<Arc<Shared>>, Path(id): Path<i64>) -> ApiResult {
@@ -283,8 +435,7 @@ async fn reject(
 async fn refresh_gauges(shared: &Arc<Shared>) {
     let s = shared.clone();
     let _ = with_registry(shared.clone(), move |r, _| {
-        s.metrics.registry_version.set(r.registry_version()?);
-        s.metrics.pending_reviews.set(r.reviews(true)?.len() as i64);
+        s.update_registry_gauges(r);
         Ok(())
     })
     .await;
@@ -383,4 +534,19 @@ pub async fn probe_ready(listen: &str) -> Result<(), String> {
     tokio::time::timeout(Duration::from_secs(5), work)
         .await
         .map_err(|_| format!("{addr} did not answer within 5 s"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_round_trip_and_reject_garbage() {
+        for name in ["a.b", "ns.w-10_x", ""] {
+            assert_eq!(decode_cursor(&encode_cursor(name)).as_deref(), Some(name));
+        }
+        for bad in ["", "n1a", "zz", "n1zz", "n1ff"] {
+            assert_eq!(decode_cursor(bad), None, "{bad}");
+        }
+    }
 }

@@ -8,7 +8,7 @@ use crate::core::model::{Kind, Severity};
 use crate::fetch::Validators;
 use crate::sources::{Request, Source};
 use serde::Deserialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -31,6 +31,10 @@ pub struct Config {
     pub server: Server,
     pub severity: SeverityOverrides,
     pub watches: Vec<WatchConfig>,
+    /// Position of each watch in `watches`, by name: lookups are O(1), not a scan per watch.
+    index: HashMap<String, usize>,
+    /// The files `include` matched, in the order their watches were read.
+    pub included: Vec<PathBuf>,
     /// `${VAR}`s of header and query templates that are unset now, each as a message with its
     /// line. Not an error for every command (an operator's shell rarely holds the service's
     /// secrets); `config check` and `run` refuse them ([`Config::require_env`]).
@@ -41,6 +45,9 @@ pub struct Config {
 pub struct Storage {
     pub path: PathBuf,
     pub keep_versions: u32,
+    /// Closed reviews per watch that keep their candidate and report (default 100); older
+    /// ones keep their metadata only. Open reviews are never pruned.
+    pub keep_reviews: u32,
     /// Create the registry when no file exists at `path` at startup (default true; false for
     /// production, where a missing registry is an error, never a fresh trust baseline).
     pub create: bool,
@@ -51,6 +58,10 @@ pub struct Daemon {
     pub max_concurrency: usize,
     pub drain_timeout: Duration,
     pub log_format: LogFormat,
+    /// A failing watch logs its first error at WARN, then every this many (`error_log_every`).
+    pub error_log_every: u32,
+    /// How often the daemon logs the INFO `summary` event (`summary_interval`).
+    pub summary_interval: Duration,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
@@ -64,6 +75,30 @@ pub enum LogFormat {
 pub struct Server {
     pub listen: String,
     pub admin_token_env: Option<String>,
+    pub per_watch_metrics: PerWatchMetrics,
+}
+
+/// `[server] per_watch_metrics`: whether `/metrics` carries series labelled by watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PerWatchMetrics {
+    /// On for at most [`PER_WATCH_METRICS_AUTO_MAX`] watches, decided once at start.
+    Auto,
+    On,
+    Off,
+}
+
+/// `per_watch_metrics = "auto"` turns per-watch series on up to this many watches.
+pub const PER_WATCH_METRICS_AUTO_MAX: usize = 1000;
+
+impl PerWatchMetrics {
+    /// Whether per-watch series are on for a daemon starting with `watches` watches.
+    pub fn enabled(self, watches: usize) -> bool {
+        match self {
+            PerWatchMetrics::Auto => watches <= PER_WATCH_METRICS_AUTO_MAX,
+            PerWatchMetrics::On => true,
+            PerWatchMetrics::Off => false,
+        }
+    }
 }
 
 /// Where a watch's document comes from.
@@ -94,7 +129,7 @@ pub use crate::fetch::openapi_refs::ExternalRefs;
 
 pub use crate::mcp::McpResources;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct WatchConfig {
     pub name: String,
     pub kind: Kind,
@@ -121,7 +156,16 @@ pub struct WatchConfig {
     pub classification: Option<PathBuf>,
     /// Kind `postgres`: `password` (a template), `password_file`, `schemas`.
     pub database: crate::sources::postgres::DatabaseOptions,
+    /// The most endpoints a contract of this watch may have (`max_endpoints`, default
+    /// [`DEFAULT_MAX_ENDPOINTS`]); a larger one is an `error`, the registry untouched.
+    pub max_endpoints: usize,
+    /// `[storage] keep_reviews`, for the refresh that queues this watch's reviews.
+    pub keep_reviews: u32,
 }
+
+/// A watch's default `max_endpoints`: far above any real API (the largest in the corpus has a
+/// few thousand), low enough that a runaway document is refused before it fills the registry.
+pub const DEFAULT_MAX_ENDPOINTS: usize = 250_000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -133,6 +177,25 @@ struct RawConfig {
     severity: BTreeMap<String, String>,
     #[serde(default)]
     watch: Vec<RawWatch>,
+    /// Globs of files holding more `[[watch]]` tables (relative to this file's folder).
+    include: Option<Vec<toml::Spanned<String>>>,
+}
+
+/// An included file: `[[watch]]` tables only (no `include`: includes do not nest).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawInclude {
+    #[serde(default)]
+    watch: Vec<RawWatch>,
+}
+
+/// Watches read so far, across the config file and its included files.
+#[derive(Default)]
+struct WatchesSoFar {
+    /// Watch name → (file, line) where it was defined.
+    names: HashMap<String, (PathBuf, usize)>,
+    watches: Vec<WatchConfig>,
+    unset_vars: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -140,6 +203,7 @@ struct RawConfig {
 struct RawStorage {
     path: Option<String>,
     keep_versions: Option<u32>,
+    keep_reviews: Option<u32>,
     create: Option<bool>,
 }
 
@@ -149,6 +213,8 @@ struct RawDaemon {
     max_concurrency: Option<usize>,
     drain_timeout: Option<toml::Spanned<String>>,
     log_format: Option<LogFormat>,
+    error_log_every: Option<u32>,
+    summary_interval: Option<toml::Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -156,6 +222,7 @@ struct RawDaemon {
 struct RawServer {
     listen: Option<toml::Spanned<String>>,
     admin_token_env: Option<String>,
+    per_watch_metrics: Option<toml::Spanned<toml::Value>>,
 }
 
 #[derive(Deserialize)]
@@ -171,6 +238,7 @@ struct RawWatch {
     apply_compatible: Option<bool>,
     timeout: Option<toml::Spanned<String>>,
     max_bytes: Option<toml::Value>,
+    max_endpoints: Option<usize>,
     ca_file: Option<String>,
     proxy: Option<String>,
     external_refs: Option<String>,
@@ -230,17 +298,23 @@ impl Config {
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
             keep_versions: None,
+            keep_reviews: None,
             create: None,
         });
         let storage = Storage {
             path: resolve(storage.path.as_deref().unwrap_or("registry.sqlite3"))?,
             keep_versions: storage.keep_versions.unwrap_or(100).max(1),
+            keep_reviews: storage
+                .keep_reviews
+                .unwrap_or(crate::registry::DEFAULT_KEEP_REVIEWS),
             create: storage.create.unwrap_or(true),
         };
         let daemon = raw.daemon.unwrap_or(RawDaemon {
             max_concurrency: None,
             drain_timeout: None,
             log_format: None,
+            error_log_every: None,
+            summary_interval: None,
         });
         let daemon = Daemon {
             max_concurrency: daemon.max_concurrency.unwrap_or(4).max(1),
@@ -255,10 +329,29 @@ impl Config {
                 None => Duration::from_secs(20),
             },
             log_format: daemon.log_format.unwrap_or(LogFormat::Text),
+            error_log_every: match daemon.error_log_every {
+                Some(0) => {
+                    return Err(invalid(
+                        "daemon.error_log_every must be at least 1".to_string(),
+                    ))
+                }
+                Some(n) => n,
+                None => 10,
+            },
+            summary_interval: match &daemon.summary_interval {
+                Some(t) => bounded_duration(t, MIN_INTERVAL, MAX_INTERVAL).map_err(|e| {
+                    invalid(format!(
+                        "line {}: daemon.summary_interval: {e}",
+                        line_of(text, t.span())
+                    ))
+                })?,
+                None => Duration::from_secs(600),
+            },
         };
         let server = raw.server.unwrap_or(RawServer {
             listen: None,
             admin_token_env: None,
+            per_watch_metrics: None,
         });
         let server = Server {
             listen: match server.listen {
@@ -275,14 +368,104 @@ impl Config {
                 }
             },
             admin_token_env: server.admin_token_env,
+            per_watch_metrics: match &server.per_watch_metrics {
+                None => PerWatchMetrics::Auto,
+                Some(v) => match v.get_ref() {
+                    toml::Value::Boolean(true) => PerWatchMetrics::On,
+                    toml::Value::Boolean(false) => PerWatchMetrics::Off,
+                    toml::Value::String(s) if s == "auto" => PerWatchMetrics::Auto,
+                    _ => {
+                        return Err(invalid(format!(
+                            "line {}: server.per_watch_metrics: expected \"auto\", true or false",
+                            line_of(text, v.span())
+                        )))
+                    }
+                },
+            },
         };
         let global_severity =
             parse_overrides(&raw.severity).map_err(|m| invalid(format!("[severity]: {m}")))?;
 
-        let mut names = BTreeSet::new();
-        let mut watches = Vec::new();
-        let mut unset_vars = Vec::new();
-        for (i, w) in raw.watch.into_iter().enumerate() {
+        let mut so_far = WatchesSoFar::default();
+        Config::add_watches(path, text, raw.watch, &global_severity, &mut so_far, false)?;
+        let included = included_files(path, text, &base, raw.include.as_deref().unwrap_or(&[]))?;
+        for file in &included {
+            let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
+                path: file.clone(),
+                source,
+            })?;
+            let raw: RawInclude = toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                path: file.clone(),
+                message: format!(
+                    "{} (an included file holds only [[watch]] tables)",
+                    describe_toml_error(&text, &e)
+                ),
+            })?;
+            Config::add_watches(file, &text, raw.watch, &global_severity, &mut so_far, true)?;
+        }
+        let WatchesSoFar {
+            watches,
+            unset_vars,
+            ..
+        } = so_far;
+        let mut watches = watches;
+        for watch in &mut watches {
+            watch.keep_reviews = storage.keep_reviews;
+        }
+        let index = watches
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.name.clone(), i))
+            .collect();
+        Ok(Config {
+            path: path.to_path_buf(),
+            storage,
+            daemon,
+            server,
+            severity: global_severity,
+            watches,
+            index,
+            included,
+            unset_vars,
+        })
+    }
+
+    /// Reads the `[[watch]]` tables of one file (the config, or a file it includes): relative
+    /// paths resolve against that file's folder, and errors name that file and the line.
+    fn add_watches(
+        path: &Path,
+        text: &str,
+        raw_watches: Vec<RawWatch>,
+        global_severity: &SeverityOverrides,
+        so_far: &mut WatchesSoFar,
+        included: bool,
+    ) -> Result<(), ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        };
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let resolve = |p: &str| -> Result<PathBuf, ConfigError> {
+            let expanded = expand_env(p).map_err(|var| {
+                invalid(format!(
+                    "environment variable {var} is not set (used in a path)"
+                ))
+            })?;
+            let p = PathBuf::from(expanded);
+            Ok(if p.is_absolute() { p } else { base.join(p) })
+        };
+        let WatchesSoFar {
+            names,
+            watches,
+            unset_vars,
+        } = so_far;
+        // Unset-variable messages are reported against the main config: name the included file.
+        let in_file = if included {
+            format!("{}: ", path.display())
+        } else {
+            String::new()
+        };
+        for (i, w) in raw_watches.into_iter().enumerate() {
             let name_line = line_of(text, w.name.span());
             let watch_name = w.name.get_ref().clone();
             let at = format!("watch #{} ({:?})", i + 1, watch_name);
@@ -291,9 +474,13 @@ impl Config {
                     "line {name_line}: {at}: name must be `namespace.name` (with a dot) of letters, digits, '-', '_' and '.', starting with a letter or digit"
                 )));
             }
-            if !names.insert(watch_name.clone()) {
-                return Err(invalid(format!("{at}: duplicate watch name")));
+            if let Some((file, line)) = names.get(&watch_name) {
+                return Err(invalid(format!(
+                    "line {name_line}: {at}: duplicate watch name (first defined in {}, line {line})",
+                    file.display()
+                )));
             }
+            names.insert(watch_name.clone(), (path.to_path_buf(), name_line));
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
                     "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres)",
@@ -397,7 +584,7 @@ impl Config {
                 for (key, template) in templates {
                     if let Some(var) = unset_variable(template) {
                         unset_vars.push(format!(
-                            "line {name_line}: {at}: {what}.{key}: environment variable {var} is not set"
+                            "{in_file}line {name_line}: {at}: {what}.{key}: environment variable {var} is not set"
                         ));
                     }
                 }
@@ -456,6 +643,15 @@ impl Config {
                     password_file: w.password_file.as_deref().map(resolve).transpose()?,
                     schemas: w.schemas.unwrap_or_default(),
                 },
+                max_endpoints: match w.max_endpoints {
+                    None => DEFAULT_MAX_ENDPOINTS,
+                    Some(0) => {
+                        return Err(invalid(format!("{at}: max_endpoints must be at least 1")))
+                    }
+                    Some(n) => n,
+                },
+                // `[storage] keep_reviews`, set once every watch is read (Config::parse).
+                keep_reviews: crate::registry::DEFAULT_KEEP_REVIEWS,
                 kind,
                 source,
                 interval: duration(
@@ -493,15 +689,7 @@ impl Config {
                 name: watch_name,
             });
         }
-        Ok(Config {
-            path: path.to_path_buf(),
-            storage,
-            daemon,
-            server,
-            severity: global_severity,
-            watches,
-            unset_vars,
-        })
+        Ok(())
     }
 
     /// Refuses a config whose header or query templates name an unset `${VAR}` (`config check`,
@@ -517,8 +705,54 @@ impl Config {
     }
 
     pub fn watch(&self, name: &str) -> Option<&WatchConfig> {
-        self.watches.iter().find(|w| w.name == name)
+        match self.index.get(name).and_then(|i| self.watches.get(*i)) {
+            Some(w) if w.name == name => Some(w),
+            // `watches` was edited after parsing (tests do): fall back to a scan.
+            _ => self.watches.iter().find(|w| w.name == name),
+        }
     }
+}
+
+/// The files an `include` list names: each glob relative to the config file's folder (unless
+/// absolute), every match sorted by path, each file once. A glob that matches nothing is not
+/// an error (an empty `watches.d`).
+fn included_files(
+    path: &Path,
+    text: &str,
+    base: &Path,
+    patterns: &[toml::Spanned<String>],
+) -> Result<Vec<PathBuf>, ConfigError> {
+    let mut files = BTreeSet::new();
+    for pattern in patterns {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message: format!(
+                "line {}: include {:?}: {message}",
+                line_of(text, pattern.span()),
+                pattern.get_ref()
+            ),
+        };
+        let raw = pattern.get_ref();
+        let full = if Path::new(raw).is_absolute() {
+            raw.clone()
+        } else {
+            // The folder is literal text, not a pattern: escape its metacharacters.
+            let folder = glob::Pattern::escape(&base.to_string_lossy());
+            if folder.is_empty() {
+                raw.clone()
+            } else {
+                format!("{folder}/{raw}")
+            }
+        };
+        let matches = glob::glob(&full).map_err(|e| invalid(e.to_string()))?;
+        for entry in matches {
+            let file = entry.map_err(|e| invalid(e.to_string()))?;
+            if file.is_file() && file != path {
+                files.insert(file);
+            }
+        }
+    }
+    Ok(files.into_iter().collect())
 }
 
 /// The first `${NAME}` of a value template whose variable is not set (`${file:…}` is read at
@@ -856,5 +1090,136 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("soap"), "{err}");
+    }
+
+    fn watch_table(name: &str, path: &str) -> String {
+        format!("[[watch]]\nname = \"{name}\"\nkind = \"openapi\"\npath = \"{path}\"\n")
+    }
+
+    #[test]
+    fn includes_read_sorted_globs_relative_to_each_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("watches.d/sub")).unwrap();
+        std::fs::write(d.join("watches.d/b.toml"), watch_table("ns.b", "b.json")).unwrap();
+        std::fs::write(d.join("watches.d/a.toml"), watch_table("ns.a", "../a.json")).unwrap();
+        std::fs::write(d.join("watches.d/notes.txt"), "not toml").unwrap();
+        std::fs::write(
+            d.join("watches.d/sub/c.toml"),
+            watch_table("ns.c", "c.json"),
+        )
+        .unwrap();
+        let main = d.join("config.toml");
+        let text = format!(
+            "include = [\"watches.d/*.toml\", \"watches.d/sub/*.toml\", \"none.d/*.toml\"]\n{}",
+            watch_table("ns.main", "m.json")
+        );
+        let c = Config::parse(&main, &text).unwrap();
+        let names: Vec<&str> = c.watches.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["ns.main", "ns.a", "ns.b", "ns.c"]);
+        assert_eq!(c.included.len(), 3);
+        // Paths in an included file resolve against that file's folder.
+        assert_eq!(
+            c.watch("ns.a").unwrap().source,
+            SourceConfig::Path(d.join("watches.d/../a.json"))
+        );
+        assert_eq!(
+            c.watch("ns.c").unwrap().source,
+            SourceConfig::Path(d.join("watches.d/sub/c.json"))
+        );
+        assert_eq!(
+            c.watch("ns.main").unwrap().source,
+            SourceConfig::Path(d.join("m.json"))
+        );
+        assert!(c.watch("ns.none").is_none());
+    }
+
+    #[test]
+    fn included_files_hold_only_watches_and_names_stay_unique() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir_all(d.join("w")).unwrap();
+        let main = d.join("config.toml");
+        let config = format!(
+            "include = [\"w/*.toml\"]\n\n{}",
+            watch_table("ns.a", "a.json")
+        );
+        // Anything but [[watch]] tables: an error naming the file and the line.
+        std::fs::write(
+            d.join("w/1.toml"),
+            format!("{}\n[storage]\npath = \"x\"\n", watch_table("ns.b", "b")),
+        )
+        .unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(
+            err.contains("1.toml") && err.contains("line 6") && err.contains("storage"),
+            "{err}"
+        );
+        // No nested includes.
+        std::fs::write(d.join("w/1.toml"), "include = [\"more/*.toml\"]\n").unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(
+            err.contains("1.toml") && err.contains("line 1") && err.contains("include"),
+            "{err}"
+        );
+        // A watch error in an included file names that file and line.
+        std::fs::write(
+            d.join("w/1.toml"),
+            "\n[[watch]]\nname = \"nodot\"\nkind = \"openapi\"\npath = \"x\"\n",
+        )
+        .unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(err.contains("1.toml") && err.contains("line 3"), "{err}");
+        // A duplicate across files names both places.
+        std::fs::write(
+            d.join("w/1.toml"),
+            format!("\n\n{}", watch_table("ns.a", "other")),
+        )
+        .unwrap();
+        let err = Config::parse(&main, &config).unwrap_err().to_string();
+        assert!(
+            err.contains("1.toml: line 4")
+                && err.contains("config.toml, line 4")
+                && err.contains("duplicate"),
+            "{err}"
+        );
+        // A bad glob names the line of the config.
+        let err = Config::parse(&main, "\ninclude = [\"w/[.toml\"]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2") && err.contains("include"), "{err}");
+    }
+
+    #[test]
+    fn per_watch_metrics_and_log_keys() {
+        let c = parse("").unwrap();
+        assert_eq!(c.server.per_watch_metrics, PerWatchMetrics::Auto);
+        assert!(c.server.per_watch_metrics.enabled(1000));
+        assert!(!c.server.per_watch_metrics.enabled(1001));
+        assert_eq!(c.daemon.error_log_every, 10);
+        assert_eq!(c.daemon.summary_interval, Duration::from_secs(600));
+        for (text, want) in [
+            ("true", PerWatchMetrics::On),
+            ("false", PerWatchMetrics::Off),
+            ("\"auto\"", PerWatchMetrics::Auto),
+        ] {
+            let c = parse(&format!("[server]\nper_watch_metrics = {text}\n")).unwrap();
+            assert_eq!(c.server.per_watch_metrics, want);
+        }
+        assert!(PerWatchMetrics::On.enabled(100_000) && !PerWatchMetrics::Off.enabled(1));
+        let err = parse("[server]\nper_watch_metrics = \"some\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("line 2") && err.contains("per_watch_metrics"),
+            "{err}"
+        );
+        let c = parse("[daemon]\nerror_log_every = 3\nsummary_interval = \"30s\"\n").unwrap();
+        assert_eq!(
+            (c.daemon.error_log_every, c.daemon.summary_interval),
+            (3, Duration::from_secs(30))
+        );
+        assert!(parse("[daemon]\nerror_log_every = 0\n").is_err());
+        assert!(parse("[daemon]\nsummary_interval = \"0s\"\n").is_err());
     }
 }

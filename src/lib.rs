@@ -29,4 +29,5 @@ pub mod process;
 pub mod refresh;
 pub mod registry;
 pub mod sources;
+pub mod state;
 pub mod views;

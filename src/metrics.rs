@@ -1,8 +1,10 @@
 //! Prometheus metrics of the daemon (OpenMetrics text on `GET /metrics`).
 //!
-//! Per-watch series carry a `watch` label (removed when a watch leaves the config); the
-//! refresh duration histogram is labelled by outcome only, so 2,000 watches do not make
-//! 2,000 histograms.
+//! Bounded by default: aggregates are labelled by kind, action, status or error class, never
+//! by watch. Series labelled by watch (`watch_status{watch,status}`, the last-check and
+//! last-success timestamps, consecutive failures) exist only when per-watch metrics are on
+//! (`[server] per_watch_metrics`, decided once at start), and then one `watch_status` series
+//! per watch (its current status, value 1), not one per status.
 
 use crate::refresh::{Action, Outcome};
 use crate::registry::WatchStatus;
@@ -12,22 +14,31 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::Mutex;
 
 type Labels = Vec<(String, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;
 
 pub struct Metrics {
     registry: Registry,
+    per_watch: bool,
     last_check: Family<Labels, FloatGauge>,
     last_success: Family<Labels, FloatGauge>,
     status: Family<Labels, Gauge>,
     consecutive_failures: Family<Labels, Gauge>,
+    by_status: Family<Labels, Gauge>,
+    pub overdue: Gauge,
     fetch_bytes: Family<Labels, Counter>,
     not_modified: Family<Labels, Counter>,
     refreshes: Family<Labels, Counter>,
     errors: Family<Labels, Counter>,
     duration: Family<Labels, Histogram, fn() -> Histogram>,
+    schedule_lag: Histogram,
+    /// Failed refreshes since start by class (the `/v1/summary` and `summary` log view of
+    /// `refresh_errors_total`, summed over kinds).
+    errors_by_class: Mutex<BTreeMap<&'static str, u64>>,
     pub pending_reviews: Gauge,
     pub registry_version: Gauge,
     pub watches: Gauge,
@@ -42,8 +53,22 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.01, 2.0, 14))
 }
 
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// `{kind, action, outcome}`: `outcome` is the label earlier releases documented and `action`
+/// the name the aggregate was specified with; both carry the check action, so the second label
+/// adds no series.
+fn action_labels(kind: &str, action: &str) -> Labels {
+    labels(&[("kind", kind), ("action", action), ("outcome", action)])
+}
+
 fn watch_label(watch: &str) -> Labels {
-    vec![("watch".to_string(), watch.to_string())]
+    labels(&[("watch", watch)])
 }
 
 /// Seconds since the Unix epoch, as a float.
@@ -56,24 +81,31 @@ pub fn unix_now() -> f64 {
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics::new()
+        Metrics::new(true)
     }
 }
 
 impl Metrics {
-    pub fn new() -> Metrics {
+    /// `per_watch`: whether series labelled by watch are kept (fixed for the process).
+    pub fn new(per_watch: bool) -> Metrics {
         let mut registry = Registry::with_prefix("schemawatch");
         let m = Metrics {
             registry: Registry::default(),
+            per_watch,
             last_check: Family::default(),
             last_success: Family::default(),
             status: Family::default(),
             consecutive_failures: Family::default(),
+            by_status: Family::default(),
+            overdue: Gauge::default(),
             fetch_bytes: Family::default(),
             not_modified: Family::default(),
             refreshes: Family::default(),
             errors: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
+            // 5 ms .. about 164 s.
+            schedule_lag: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
+            errors_by_class: Mutex::new(BTreeMap::new()),
             pending_reviews: Gauge::default(),
             registry_version: Gauge::default(),
             watches: Gauge::default(),
@@ -82,50 +114,67 @@ impl Metrics {
             reload_success_timestamp: FloatGauge::default(),
             reloads: Family::default(),
         };
+        if per_watch {
+            registry.register(
+                "watch_last_check_timestamp_seconds",
+                "Unix time of the watch's last completed refresh",
+                m.last_check.clone(),
+            );
+            registry.register(
+                "watch_last_success_timestamp_seconds",
+                "Unix time of the watch's last refresh that did not fail",
+                m.last_success.clone(),
+            );
+            registry.register(
+                "watch_status",
+                "The watch's current status (one series per watch, value 1)",
+                m.status.clone(),
+            );
+            registry.register(
+                "watch_consecutive_failures",
+                "Failed refreshes in a row (drives the backoff)",
+                m.consecutive_failures.clone(),
+            );
+        }
         registry.register(
-            "watch_last_check_timestamp_seconds",
-            "Unix time of the watch's last completed refresh",
-            m.last_check.clone(),
+            "watches_by_status",
+            "Configured watches by current status",
+            m.by_status.clone(),
         );
         registry.register(
-            "watch_last_success_timestamp_seconds",
-            "Unix time of the watch's last refresh that did not fail",
-            m.last_success.clone(),
-        );
-        registry.register(
-            "watch_status",
-            "1 for the watch's current status, 0 for the others",
-            m.status.clone(),
-        );
-        registry.register(
-            "watch_consecutive_failures",
-            "Failed refreshes in a row (drives the backoff)",
-            m.consecutive_failures.clone(),
+            "watches_overdue",
+            "Watches past their due time by more than their interval",
+            m.overdue.clone(),
         );
         registry.register(
             "fetch_bytes",
-            "Document bytes fetched (after decompression)",
+            "Document bytes fetched (after decompression), by kind",
             m.fetch_bytes.clone(),
         );
         registry.register(
             "fetch_not_modified",
-            "Conditional fetches answered 304 Not Modified",
+            "Conditional fetches answered 304 Not Modified, by kind",
             m.not_modified.clone(),
         );
         registry.register(
             "refreshes",
-            "Completed refresh cycles by outcome",
+            "Completed refresh cycles by kind and check action (labels action and outcome: the same value)",
             m.refreshes.clone(),
         );
         registry.register(
             "refresh_errors",
-            "Failed refresh cycles by error class",
+            "Failed refresh cycles by kind and error class",
             m.errors.clone(),
         );
         registry.register(
             "refresh_duration_seconds",
-            "Wall time of one refresh cycle, by outcome",
+            "Wall time of one refresh cycle, by kind and check action (action = outcome)",
             m.duration.clone(),
+        );
+        registry.register(
+            "schedule_lag_seconds",
+            "How late refreshes start after their due time (waiting for a max_concurrency slot)",
+            m.schedule_lag.clone(),
         );
         registry.register(
             "pending_reviews",
@@ -158,79 +207,121 @@ impl Metrics {
             "Config reload attempts by result",
             m.reloads.clone(),
         );
+        // Every status has its series from the start (0 until a watch has it).
+        for s in WatchStatus::ALL {
+            m.by_status
+                .get_or_create(&labels(&[("status", s.as_str())]))
+                .set(0);
+        }
         Metrics { registry, ..m }
     }
 
-    /// Records one completed refresh of `watch`.
-    pub fn record(&self, outcome: &Outcome, seconds: f64, consecutive_failures: i64) {
-        let labels = watch_label(&outcome.watch);
-        let now = unix_now();
-        self.last_check.get_or_create(&labels).set(now);
-        if outcome.action != Action::Error {
-            self.last_success.get_or_create(&labels).set(now);
+    /// Whether series labelled by watch are kept.
+    pub fn per_watch(&self) -> bool {
+        self.per_watch
+    }
+
+    /// Records one completed refresh of a watch of `kind` (its status is moved by the caller,
+    /// which keeps the per-status counts).
+    pub fn record(&self, kind: &str, outcome: &Outcome, seconds: f64, consecutive_failures: i64) {
+        if self.per_watch {
+            let labels = watch_label(&outcome.watch);
+            let now = unix_now();
+            self.last_check.get_or_create(&labels).set(now);
+            if outcome.action != Action::Error {
+                self.last_success.get_or_create(&labels).set(now);
+            }
+            self.consecutive_failures
+                .get_or_create(&labels)
+                .set(consecutive_failures);
         }
-        self.set_status(&outcome.watch, outcome.action.status());
-        self.consecutive_failures
-            .get_or_create(&labels)
-            .set(consecutive_failures);
+        let by_kind = labels(&[("kind", kind)]);
         self.fetch_bytes
-            .get_or_create(&labels)
+            .get_or_create(&by_kind)
             .inc_by(outcome.fetched_bytes);
-        let not_modified = self.not_modified.get_or_create(&labels);
+        let not_modified = self.not_modified.get_or_create(&by_kind);
         if outcome.not_modified {
             not_modified.inc();
         }
-        let action = vec![("outcome".to_string(), outcome.action.as_str().to_string())];
+        let action = action_labels(kind, outcome.action.as_str());
         self.refreshes.get_or_create(&action).inc();
         self.duration.get_or_create(&action).observe(seconds);
         if let Some(class) = outcome.error_class {
-            self.errors
-                .get_or_create(&vec![("class".to_string(), class.to_string())])
-                .inc();
+            self.record_error(kind, class);
         }
+    }
+
+    fn record_error(&self, kind: &str, class: &'static str) {
+        self.errors
+            .get_or_create(&labels(&[("kind", kind), ("class", class)]))
+            .inc();
+        let mut by_class = match self.errors_by_class.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *by_class.entry(class).or_default() += 1;
     }
 
     /// A refresh abandoned at its deadline (no outcome).
-    pub fn record_deadline(&self, watch: &str, seconds: f64) {
-        self.last_check
-            .get_or_create(&watch_label(watch))
-            .set(unix_now());
-        self.set_status(watch, WatchStatus::Error);
-        let action = vec![("outcome".to_string(), "error".to_string())];
+    pub fn record_deadline(&self, kind: &str, watch: &str, seconds: f64) {
+        if self.per_watch {
+            self.last_check
+                .get_or_create(&watch_label(watch))
+                .set(unix_now());
+        }
+        let action = action_labels(kind, "error");
         self.refreshes.get_or_create(&action).inc();
         self.duration.get_or_create(&action).observe(seconds);
-        self.errors
-            .get_or_create(&vec![("class".to_string(), "deadline".to_string())])
-            .inc();
+        self.record_error(kind, "deadline");
     }
 
-    /// Sets the one-hot `schemawatch_watch_status` series of a watch (one per status).
-    pub fn set_status(&self, watch: &str, status: WatchStatus) {
-        for s in WatchStatus::ALL {
-            let labels = vec![
-                ("watch".to_string(), watch.to_string()),
-                ("status".to_string(), s.to_string()),
-            ];
-            self.status
-                .get_or_create(&labels)
-                .set(i64::from(*s == status));
+    /// How late a refresh started after it was due.
+    pub fn record_lag(&self, seconds: f64) {
+        self.schedule_lag.observe(seconds);
+    }
+
+    /// Failed refreshes since start, by class.
+    pub fn errors_by_class(&self) -> BTreeMap<&'static str, u64> {
+        match self.errors_by_class.lock() {
+            Ok(m) => m.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 
-    /// Drops the per-watch series of a watch that left the config.
+    /// A watch moved from `old` to `new` (`None`: not configured). The caller serializes
+    /// calls, so the counts and the per-watch series always match the watches' statuses.
+    pub fn move_status(&self, watch: &str, old: Option<WatchStatus>, new: Option<WatchStatus>) {
+        if old == new {
+            return;
+        }
+        if let Some(old) = old {
+            self.by_status
+                .get_or_create(&labels(&[("status", old.as_str())]))
+                .dec();
+            if self.per_watch {
+                self.status
+                    .remove(&labels(&[("watch", watch), ("status", old.as_str())]));
+            }
+        }
+        if let Some(new) = new {
+            self.by_status
+                .get_or_create(&labels(&[("status", new.as_str())]))
+                .inc();
+            if self.per_watch {
+                self.status
+                    .get_or_create(&labels(&[("watch", watch), ("status", new.as_str())]))
+                    .set(1);
+            }
+        }
+    }
+
+    /// Drops the per-watch series of a watch that left the config (its status series goes
+    /// with `move_status(.., None)`).
     pub fn forget_watch(&self, watch: &str) {
         let labels = watch_label(watch);
         self.last_check.remove(&labels);
         self.last_success.remove(&labels);
         self.consecutive_failures.remove(&labels);
-        self.fetch_bytes.remove(&labels);
-        self.not_modified.remove(&labels);
-        for s in WatchStatus::ALL {
-            self.status.remove(&vec![
-                ("watch".to_string(), watch.to_string()),
-                ("status".to_string(), s.to_string()),
-            ]);
-        }
     }
 
     pub fn record_reload(&self, ok: bool) {
@@ -240,7 +331,7 @@ impl Metrics {
         }
         let result = if ok { "success" } else { "failure" };
         self.reloads
-            .get_or_create(&vec![("result".to_string(), result.to_string())])
+            .get_or_create(&labels(&[("result", result)]))
             .inc();
     }
 

@@ -9,7 +9,8 @@ use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::fetch::openapi_refs::BundleError;
 use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
-    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState, WatchStatus,
+    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, StoredSource, WatchState,
+    WatchStatus,
 };
 use crate::sources::{self, fetch_error_class};
 use serde::Serialize;
@@ -140,6 +141,9 @@ pub enum RefreshError {
     Internal(String),
     #[error("the registry kept changing under this refresh ({attempts} compare-and-swap attempts lost); it will be retried")]
     Conflict { attempts: usize },
+    /// More endpoints than the watch's `max_endpoints`: refused before anything is stored.
+    #[error("the contract has {count} endpoints, more than this watch's max_endpoints ({max}); nothing was stored (raise max_endpoints to accept it)")]
+    TooManyEndpoints { count: usize, max: usize },
 }
 
 impl RefreshError {
@@ -154,6 +158,7 @@ impl RefreshError {
             | RefreshError::Classification(_)
             | RefreshError::Internal(_) => "registry",
             RefreshError::Conflict { .. } => "conflict",
+            RefreshError::TooManyEndpoints { .. } => "too_large",
         }
     }
 }
@@ -365,7 +370,8 @@ async fn refresh_recorded(
             if let Err(e) = registry.record_watch(&state) {
                 tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
             }
-            tracing::error!(event = "refresh_failed", watch = %watch.name, error = %message);
+            // Not logged here: the daemon logs it by streak (`error_log_every`, src/state.rs),
+            // `check` prints it in its output.
             let mut outcome = Outcome::new(&watch.name, Action::Error);
             outcome.error = Some(message);
             outcome.error_class = Some(error.class());
@@ -394,9 +400,11 @@ async fn refresh_inner(
     let mut state = registry
         .watch_state(&watch.name)?
         .unwrap_or_else(|| idle_state(watch));
-    let existing = registry.tool(&watch.name)?;
+    // Only whether one exists: the accepted contract is read again after the candidate is
+    // normalized, so the two never share the peak of parsing a large document.
+    let existing = registry.tool(&watch.name)?.is_some();
 
-    if existing.is_some() {
+    if existing {
         if let Some(previous) = &state.source_identity {
             if !same_source(previous, &identity) {
                 state.status = WatchStatus::Stale;
@@ -428,7 +436,7 @@ async fn refresh_inner(
     state.kind = watch.kind.as_str().into();
     state.last_checked_at = Some(now_rfc3339());
 
-    let stored_validators = if existing.is_some() {
+    let stored_validators = if existing {
         registry
             .validators(&watch.name, &source_digest)?
             .map(|(etag, last_modified)| Validators {
@@ -447,7 +455,7 @@ async fn refresh_inner(
             stats.not_modified = true;
             mark_ok(&mut state, WatchStatus::Unchanged, None);
             registry.record_unchanged(&state, None)?;
-            tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
+            tracing::debug!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
             return Ok(Outcome::new(&watch.name, Action::Unchanged));
         }
         FetchOutcome::Body {
@@ -482,6 +490,19 @@ async fn refresh_inner(
         validators = Validators::default();
     }
     let spec = contract.spec;
+    if spec.endpoints.len() > watch.max_endpoints {
+        return Err(RefreshError::TooManyEndpoints {
+            count: spec.endpoints.len(),
+            max: watch.max_endpoints,
+        });
+    }
+    // The document itself, compressed, so a projection change can re-normalize it
+    // (`projection-upgrade`); one with external `$ref`s is not one document: none is kept.
+    let source = if contract.has_external_refs {
+        StoredSource::none()
+    } else {
+        StoredSource::of(&bytes)
+    };
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
     let new_validators = (
@@ -501,6 +522,13 @@ async fn refresh_inner(
         let rejected_before = match &current {
             Some(c) if c.fingerprint != fingerprint => {
                 registry.is_rejected(&watch.name, &fingerprint)?
+                    // The same document rejected under an older projection is still rejected.
+                    || match &source.digest {
+                        Some(digest) => {
+                            registry.rejected_document(&watch.name, digest, &fingerprint)?
+                        }
+                        None => false,
+                    }
             }
             _ => false,
         };
@@ -515,6 +543,7 @@ async fn refresh_inner(
                 keep_versions,
                 &mut state,
                 new_validators,
+                &source,
             )? {
                 return Ok(outcome);
             }
@@ -547,6 +576,7 @@ async fn refresh_inner(
                     keep_versions,
                     &state,
                     Some(new_validators),
+                    &source,
                 ) {
                     Ok(version) => {
                         tracing::info!(event = "refresh", watch = %watch.name, action = "registered", registry_version = version);
@@ -561,7 +591,7 @@ async fn refresh_inner(
                 registry.record_unchanged(&state, Some(new_validators))?;
                 // A fingerprint match is logged; a classified "identical" never was.
                 if classified.is_none() {
-                    tracing::info!(event = "refresh", watch = %watch.name, action = "unchanged");
+                    tracing::debug!(event = "refresh", watch = %watch.name, action = "unchanged");
                 }
                 return Ok(Outcome::new(&watch.name, Action::Unchanged));
             }
@@ -587,6 +617,7 @@ async fn refresh_inner(
                     keep_versions,
                     &state,
                     Some(new_validators),
+                    &source,
                 ) {
                     Ok(version) => {
                         tracing::info!(event = "refresh", watch = %watch.name, action = "applied",
@@ -614,7 +645,14 @@ async fn refresh_inner(
             (Decision::QueueReview, Some(base), Some(report)) => {
                 let compatibility = report.compatibility;
                 mark_ok(&mut state, WatchStatus::PendingReview, Some(compatibility));
-                match registry.queue_review(&base, &spec, &report, &state) {
+                match registry.queue_review(
+                    &base,
+                    &spec,
+                    &report,
+                    &state,
+                    &source,
+                    watch.keep_reviews,
+                ) {
                     Ok(queued) => {
                         let id = match queued {
                             Queued::New { id, superseded } => {
@@ -665,6 +703,7 @@ async fn refresh_inner(
 /// `projection-upgrade`, reviewer `schemawatch`) and logged at WARN with what was baselined —
 /// unless its newly modelled text holds hidden characters, which is classified as drift.
 /// Answers `None` when this is not such an upgrade.
+#[allow(clippy::too_many_arguments)]
 fn rebaseline_mcp(
     registry: &mut Registry,
     watch: &WatchConfig,
@@ -673,6 +712,7 @@ fn rebaseline_mcp(
     keep_versions: u32,
     state: &mut WatchState,
     validators: (&str, Option<&str>, Option<&str>),
+    source: &StoredSource,
 ) -> Result<Option<Outcome>, RefreshError> {
     use crate::core::normalize::mcp::tools_only_projection;
     if current.spec.kind != Kind::Mcp
@@ -716,6 +756,7 @@ fn rebaseline_mcp(
         keep_versions,
         state,
         Some(validators),
+        source,
     ) {
         Ok(version) => {
             tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,

@@ -17,8 +17,14 @@ pub fn run(action: ConfigCommand) -> Outcome {
             config
                 .require_env()
                 .map_err(|e| super::Failure::Usage(e.into()))?;
+            // Included files were read and validated by `load_config`; name how many.
+            let included = match config.included.len() {
+                0 => String::new(),
+                1 => ", 1 included file".to_string(),
+                n => format!(", {n} included files"),
+            };
             say!(
-                "{}: ok ({} watch{}, registry {})",
+                "{}: ok ({} watch{}{included}, registry {})",
                 config.path.display(),
                 config.watches.len(),
                 if config.watches.len() == 1 { "" } else { "es" },

@@ -58,7 +58,7 @@ pub fn run(action: PendingCommand) -> Outcome {
         PendingCommand::List { config, json } => {
             let config = load_config(&config)?;
             let registry = open_registry(&config)?;
-            let reviews = registry.reviews(true).map_err(anyhow::Error::from)?;
+            let reviews = registry.review_heads(true).map_err(anyhow::Error::from)?;
             if json {
                 print_json(&views::pending_list_json(&reviews));
             } else if reviews.is_empty() {
@@ -92,7 +92,15 @@ pub fn run(action: PendingCommand) -> Outcome {
                     review.compatibility,
                     review.created_at
                 );
-                say_raw!("{}", report_text(&review.report));
+                match &review.report {
+                    Some(report) => say_raw!("{}", report_text(report)),
+                    None => say!(
+                        "pruned at {}: candidate and report dropped ([storage] keep_reviews); {} change(s), candidate {}",
+                        review.pruned_at.as_deref().unwrap_or("?"),
+                        review.change_count,
+                        review.candidate_fingerprint
+                    ),
+                }
             }
             Ok(())
         }

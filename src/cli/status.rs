@@ -1,8 +1,9 @@
-//! `schemawatch status`: every watch's state.
+//! `schemawatch status`: every watch's state (`--status S`: only the watches in status S).
 
-use super::{load_config, open_registry, print_json, ConfigArg, Outcome};
+use super::{load_config, open_registry, print_json, ConfigArg, Failure, Outcome};
 use schemawatch::config::Config;
-use schemawatch::views;
+use schemawatch::registry::WatchStatus;
+use schemawatch::views::{self, Filter, Page};
 
 #[derive(clap::Args)]
 pub struct StatusArgs {
@@ -10,17 +11,38 @@ pub struct StatusArgs {
     config: ConfigArg,
     #[arg(long)]
     json: bool,
+    /// Only the watches whose status is this (idle, registered, unchanged, applied,
+    /// report_only, pending_review, rejected, error, stale).
+    #[arg(long, value_name = "STATUS")]
+    status: Option<String>,
 }
 
 pub fn run(args: StatusArgs) -> Outcome {
     let config = load_config(&args.config)?;
     super::init_logging(config.daemon.log_format, "warn");
-    status(&config, args.json)
+    let filter = Filter {
+        status: match &args.status {
+            None => None,
+            Some(s) => Some(WatchStatus::parse(s).ok_or_else(|| {
+                Failure::Usage(anyhow::anyhow!(
+                    "--status: unknown status {s:?} (expected one of {})",
+                    WatchStatus::ALL
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })?),
+        },
+        q: None,
+    };
+    status(&config, args.json, &filter)
 }
 
-fn status(config: &Config, json: bool) -> Outcome {
+fn status(config: &Config, json: bool, filter: &Filter) -> Outcome {
     let registry = open_registry(config)?;
-    let status = views::status_json(config, &registry).map_err(anyhow::Error::from)?;
+    let (status, _) = views::status_listing(config, &registry, filter, &Page::default())
+        .map_err(anyhow::Error::from)?;
     let registry_version = &status["registry_version"];
     let empty = Vec::new();
     let rows = status["watches"].as_array().unwrap_or(&empty);

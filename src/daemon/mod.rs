@@ -21,16 +21,15 @@ mod notify;
 pub mod serve;
 
 use crate::config::{Config, ConfigError, WatchConfig};
-use crate::metrics::Metrics;
-use crate::refresh::{refresh, Action, Outcome};
-use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
-use std::collections::{BTreeMap, HashMap};
+use crate::refresh::Action;
+use crate::registry::{Registry, RegistryError};
+use crate::state::read_token;
+pub use crate::state::{Shared, REGISTRY_MARGIN};
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
@@ -54,8 +53,6 @@ pub enum DaemonError {
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// The first retry after an error comes after about this long (jittered down to half).
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-/// Time a refresh gets beyond its fetch timeout for normalizing, diffing and the registry.
-pub const REGISTRY_MARGIN: Duration = Duration::from_secs(30);
 /// The first refresh of a watch comes within `min(interval, FIRST_SPREAD)`.
 pub const FIRST_SPREAD: Duration = Duration::from_secs(30);
 
@@ -120,43 +117,8 @@ pub fn next_interval(interval: Duration, jitter: f64) -> Duration {
 /// Deadline arithmetic lives with the fetch layer, below every user of it (mcp included).
 pub use crate::fetch::later;
 
-/// State shared by the scheduler, the signal loop and the HTTP API.
-pub struct Shared {
-    config: RwLock<Arc<Config>>,
-    pub metrics: Metrics,
-    ready: AtomicBool,
-    admin_token: RwLock<Option<String>>,
-    /// Idle registry connections (a rusqlite connection is Send but not Sync: each refresh
-    /// or API request takes one for itself).
-    pool: Mutex<Vec<Registry>>,
-    registry_path: PathBuf,
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    semaphore: Arc<Semaphore>,
-    permits: Mutex<usize>,
-    /// Host header values accepted under `/v1` (DNS-rebinding protection).
-    allowed_hosts: Vec<String>,
-    /// (device, inode) of the registry file opened at startup: a file replaced or deleted under
-    /// the daemon is never written to or re-created (docs/reliability.md H6).
-    registry_identity: Option<(u64, u64)>,
-    /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
-    registry_lost: AtomicBool,
-}
-
-fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)?;
-    Ok((m.dev(), m.ino()))
-}
-
-/// The admin token: the variable's value with surrounding whitespace (a trailing newline from
-/// a secret file or `echo`) trimmed, so it can match a header.
-fn read_token(config: &Config) -> Option<String> {
-    let var = config.server.admin_token_env.as_deref()?;
-    std::env::var(var)
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-}
+/// How often the daemon looks at the registry's `data_version` to recount its gauges.
+pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
 
 /// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable
 /// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
@@ -186,273 +148,6 @@ pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// Host header values `/v1` accepts: the configured listen address, the bound address, and
-/// when the API listens on loopback or on every interface, the loopback names with the port
-/// (a DNS-rebinding page sends its own host name, never these).
-fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
-    let mut hosts = vec![listen.to_string(), bound.to_string()];
-    if bound.ip().is_loopback() || bound.ip().is_unspecified() {
-        let port = bound.port();
-        hosts.push(format!("localhost:{port}"));
-        hosts.push(format!("127.0.0.1:{port}"));
-        hosts.push(format!("[::1]:{port}"));
-    }
-    hosts.sort();
-    hosts.dedup();
-    hosts
-}
-
-impl Shared {
-    pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
-        let permits = config.daemon.max_concurrency;
-        let config_registry_path = config.storage.path.clone();
-        Arc::new(Shared {
-            admin_token: RwLock::new(read_token(&config)),
-            allowed_hosts: allowed_hosts(&config.server.listen, bound),
-            registry_path: config.storage.path.clone(),
-            config: RwLock::new(Arc::new(config)),
-            metrics: Metrics::new(),
-            ready: AtomicBool::new(false),
-            pool: Mutex::new(vec![registry]),
-            locks: Mutex::new(HashMap::new()),
-            semaphore: Arc::new(Semaphore::new(permits)),
-            permits: Mutex::new(permits),
-            registry_identity: file_identity(&config_registry_path).ok(),
-            registry_lost: AtomicBool::new(false),
-        })
-    }
-
-    /// Whether the registry file is still the one opened at startup. The first time it is not,
-    /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
-    pub fn registry_intact(&self) -> Result<(), RegistryError> {
-        let what = match (file_identity(&self.registry_path), self.registry_identity) {
-            (Ok(now), Some(then)) if now == then => None,
-            (Ok(_), Some(_)) => Some("replaced"),
-            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted"),
-            // Unknown either way (a stat error): not evidence of a replacement.
-            _ => None,
-        };
-        match what {
-            None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
-            found => {
-                let what = found.unwrap_or("replaced");
-                let error = RegistryError::Replaced {
-                    path: self.registry_path.display().to_string(),
-                    what,
-                };
-                if !self.registry_lost.swap(true, Ordering::SeqCst) {
-                    tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
-                }
-                Err(error)
-            }
-        }
-    }
-
-    /// The config in force now.
-    pub fn config(&self) -> Arc<Config> {
-        match self.config.read() {
-            Ok(c) => c.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    fn set_config(&self, config: Config) {
-        let token = read_token(&config);
-        match self.config.write() {
-            Ok(mut c) => *c = Arc::new(config),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
-        }
-        match self.admin_token.write() {
-            Ok(mut t) => *t = token,
-            Err(poisoned) => *poisoned.into_inner() = token,
-        }
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst) && self.registry_intact().is_ok()
-    }
-
-    /// The admin token, when one is configured and set in the environment.
-    pub fn admin_token(&self) -> Option<String> {
-        match self.admin_token.read() {
-            Ok(t) => t.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
-    }
-
-    pub fn host_allowed(&self, host: &str) -> bool {
-        self.allowed_hosts
-            .iter()
-            .any(|h| h.eq_ignore_ascii_case(host))
-    }
-
-    /// Takes an idle registry connection, or opens a new one (never creating the file), once
-    /// the file is checked to be the one opened at startup.
-    pub fn take_registry(&self) -> Result<Registry, RegistryError> {
-        self.registry_intact()?;
-        let idle = match self.pool.lock() {
-            Ok(mut p) => p.pop(),
-            Err(poisoned) => poisoned.into_inner().pop(),
-        };
-        match idle {
-            Some(r) => Ok(r),
-            None => Registry::open_existing(&self.registry_path),
-        }
-    }
-
-    /// Returns a connection to the pool (at most `max_concurrency + 2` are kept).
-    pub fn give_back(&self, registry: Registry) {
-        let cap = self.config().daemon.max_concurrency + 2;
-        let mut pool = match self.pool.lock() {
-            Ok(p) => p,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if pool.len() < cap {
-            pool.push(registry);
-        }
-    }
-
-    fn watch_lock(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = match self.locks.lock() {
-            Ok(l) => l,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        locks.entry(name.to_string()).or_default().clone()
-    }
-
-    /// Waits for one of the `max_concurrency` refresh slots.
-    pub async fn permit(&self) -> Option<OwnedSemaphorePermit> {
-        self.semaphore.clone().acquire_owned().await.ok()
-    }
-
-    fn set_max_concurrency(&self, wanted: usize) {
-        let mut permits = match self.permits.lock() {
-            Ok(p) => p,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if wanted > *permits {
-            self.semaphore.add_permits(wanted - *permits);
-            *permits = wanted;
-        } else if wanted < *permits {
-            // Idle permits are forgotten now; the rest as in-flight refreshes return them.
-            let excess = *permits - wanted;
-            let forgotten = self.semaphore.forget_permits(excess);
-            let semaphore = self.semaphore.clone();
-            tokio::spawn(async move {
-                for _ in forgotten..excess {
-                    match semaphore.acquire().await {
-                        Ok(permit) => permit.forget(),
-                        Err(_) => return,
-                    }
-                }
-            });
-            *permits = wanted;
-        }
-    }
-
-    /// Refreshes the registry-derived gauges (version, pending reviews).
-    fn update_registry_gauges(&self, registry: &Registry) {
-        if let Ok(v) = registry.registry_version() {
-            self.metrics.registry_version.set(v);
-        }
-        if let Ok(open) = registry.reviews(true) {
-            self.metrics.pending_reviews.set(open.len() as i64);
-        }
-    }
-
-    /// One refresh of `watch`, holding `permit`, serialized with any other refresh of the
-    /// same watch, within its deadline. `None` when the registry cannot be opened.
-    pub async fn run_refresh(
-        &self,
-        watch: &WatchConfig,
-        permit: OwnedSemaphorePermit,
-    ) -> Option<Outcome> {
-        let lock = self.watch_lock(&watch.name);
-        let _serialized = lock.lock().await;
-        let keep_versions = self.config().storage.keep_versions;
-        let mut registry = match self.take_registry() {
-            Ok(r) => r,
-            Err(RegistryError::Replaced { .. }) => return None,
-            Err(e) => {
-                tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
-                return None;
-            }
-        };
-        let started = Instant::now();
-        self.metrics.in_flight.inc();
-        let deadline = watch.timeout.saturating_add(REGISTRY_MARGIN);
-        let result =
-            tokio::time::timeout(deadline, refresh(&mut registry, watch, keep_versions)).await;
-        self.metrics.in_flight.dec();
-        drop(permit);
-        let seconds = started.elapsed().as_secs_f64();
-        let outcome = match result {
-            Ok(outcome) => {
-                let failures = registry
-                    .watch_state(&watch.name)
-                    .ok()
-                    .flatten()
-                    .map_or(0, |s| s.consecutive_failures);
-                self.metrics.record(&outcome, seconds, failures);
-                outcome
-            }
-            Err(_elapsed) => {
-                let message = format!(
-                    "the refresh did not finish within its deadline of {}",
-                    humantime::format_duration(deadline)
-                );
-                tracing::error!(event = "refresh_failed", watch = %watch.name, error = %message, class = "deadline");
-                record_deadline(&mut registry, watch, &message);
-                self.metrics.record_deadline(&watch.name, seconds);
-                Outcome {
-                    watch: watch.name.clone(),
-                    action: Action::Error,
-                    compatibility: None,
-                    review_id: None,
-                    error: Some(message),
-                    report: None,
-                    fetched_bytes: 0,
-                    not_modified: false,
-                    error_class: Some("deadline"),
-                }
-            }
-        };
-        self.update_registry_gauges(&registry);
-        self.give_back(registry);
-        Some(outcome)
-    }
-
-    /// The systemd STATUS= line: "12 watches, 1 pending review".
-    pub fn status_line(&self) -> String {
-        let watches = self.metrics.watches.get();
-        let pending = self.metrics.pending_reviews.get();
-        format!(
-            "{watches} watch{}, {pending} pending review{}",
-            if watches == 1 { "" } else { "es" },
-            if pending == 1 { "" } else { "s" }
-        )
-    }
-}
-
-fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) {
-    let mut state = registry
-        .watch_state(&watch.name)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| WatchState {
-            watch: watch.name.clone(),
-            kind: watch.kind.as_str().into(),
-            ..WatchState::default()
-        });
-    state.status = WatchStatus::Error;
-    state.last_checked_at = Some(now_rfc3339());
-    state.last_error = Some(message.to_string());
-    state.consecutive_failures += 1;
-    if let Err(e) = registry.record_watch(&state) {
-        tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
-    }
-}
-
 /// The scheduling loop of one watch. Stops when `stop` turns true (before starting a new
 /// refresh; an in-flight one finishes) or when its config sender is dropped.
 async fn watch_task(
@@ -464,6 +159,7 @@ async fn watch_task(
     let mut jitter = Jitter::seeded(name_hash(&current.name));
     let mut next = later(Instant::now(), first_delay(&current));
     loop {
+        shared.schedule(&current.name, next);
         tokio::select! {
             _ = tokio::time::sleep_until(next) => {}
             changed = config.changed() => {
@@ -474,6 +170,7 @@ async fn watch_task(
                 if new.interval < current.interval {
                     next = next.min(later(Instant::now(), next_interval(new.interval, jitter.fraction())));
                 }
+                shared.schedule(&new.name, next);
                 current = new;
                 continue;
             }
@@ -486,6 +183,7 @@ async fn watch_task(
             },
             _ = stop.wait_for(|s| *s) => return,
         };
+        shared.starting(&current.name, next);
         let wait = match shared.run_refresh(&current, permit).await {
             Some(o) if o.action != Action::Error => {
                 next_interval(current.interval, jitter.fraction())
@@ -558,41 +256,94 @@ fn reload(
         );
     }
     shared.set_max_concurrency(new.daemon.max_concurrency);
-    let (mut added, mut changed, mut removed) = (0, 0, 0);
+    let (mut added, mut changed, mut unchanged, mut removed) = (0, 0, 0, 0);
     tasks.retain(|name, task| {
         if new.watch(name).is_some() {
             true
         } else {
             task.handle.abort();
-            shared.metrics.forget_watch(name);
             removed += 1;
             false
         }
     });
+    shared.set_watches(&new.watches, &Default::default());
     for w in &new.watches {
         match tasks.get(&w.name) {
+            // Unchanged: its task keeps its schedule, and is not even woken.
+            Some(_) if old.watch(&w.name) == Some(w) => unchanged += 1,
             Some(task) => {
                 task.config.send_replace(Arc::new(w.clone()));
                 changed += 1;
             }
             None => {
-                shared.metrics.set_status(&w.name, WatchStatus::Idle);
                 tasks.insert(w.name.clone(), spawn_watch(shared, w, stop));
                 added += 1;
             }
         }
     }
-    shared.metrics.watches.set(new.watches.len() as i64);
+    // A re-added watch starts idle above: its stored status comes with the next recount.
+    shared.invalidate_counts();
     shared.set_config(new);
     tracing::info!(
         event = "config_reloaded",
         watches = tasks.len(),
         added,
         removed,
-        kept = changed,
+        kept = changed + unchanged,
+        changed,
+        unchanged,
         millis = started.elapsed().as_millis() as u64
     );
     Ok(())
+}
+
+/// Serves the API on a thread and runtime of its own: refreshes run synchronous registry
+/// writes (an fsync each) on the scheduler's workers, and `/healthz`, `/v1/summary` or a
+/// scrape must not wait behind them. The receiver resolves when the server has stopped.
+fn spawn_api(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    slots: usize,
+    stop: tokio::sync::oneshot::Receiver<()>,
+) -> Result<tokio::sync::oneshot::Receiver<()>, DaemonError> {
+    let bind_error = |source| DaemonError::Bind {
+        listen: "the API listener".into(),
+        source,
+    };
+    // A tokio listener belongs to the runtime that made it: hand it over as a std one.
+    let listener = listener.into_std().map_err(bind_error)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(bind_error)?;
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("api".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                match tokio::net::TcpListener::from_std(listener) {
+                    Ok(listener) => serve::serve(listener, app, slots, stop).await,
+                    Err(e) => tracing::error!(event = "api_failed", error = %e),
+                }
+            });
+            let _ = done_tx.send(());
+        })
+        .map_err(bind_error)?;
+    Ok(done_rx)
+}
+
+/// The periodic INFO `summary` event: the `/v1/summary` fields (the two maps as JSON text).
+fn log_summary(shared: &Shared) {
+    let s = shared.summary();
+    tracing::info!(
+        event = "summary",
+        registry_version = s["registry_version"].as_i64().unwrap_or(0),
+        watches = s["watches"].as_i64().unwrap_or(0),
+        open_reviews = s["open_reviews"].as_i64().unwrap_or(0),
+        overdue = s["overdue"].as_i64().unwrap_or(0),
+        by_status = %s["by_status"],
+        errors_by_class = %s["errors_by_class"],
+    );
 }
 
 /// Runs until SIGTERM/SIGINT: binds the API, starts the scheduler, handles SIGHUP.
@@ -626,30 +377,37 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let path = config.path.clone();
     let drain_timeout = config.daemon.drain_timeout;
     let watches = config.watches.clone();
+    let per_watch = config.server.per_watch_metrics;
+    let summary_every = config.daemon.summary_interval;
     let shared = Shared::new(config, registry, bound);
+    if !shared.metrics.per_watch() && per_watch == crate::config::PerWatchMetrics::Auto {
+        tracing::warn!(
+            event = "per_watch_metrics_off",
+            watches = watches.len(),
+            threshold = crate::config::PER_WATCH_METRICS_AUTO_MAX,
+            "per-watch metrics are off: more watches than the threshold (set [server] per_watch_metrics = true to keep them; decided at start)"
+        );
+    }
+    // Every watch state in one query, matched by name.
     let states = match shared.take_registry() {
         Ok(r) => {
-            let states = r.watch_states().unwrap_or_default();
+            let states = r.watch_state_map().unwrap_or_default();
             shared.update_registry_gauges(&r);
             shared.give_back(r);
             states
         }
-        Err(_) => Vec::new(),
+        Err(_) => Default::default(),
     };
-    for w in &watches {
-        let status = states
-            .iter()
-            .find(|s| s.watch == w.name)
-            .map_or(WatchStatus::Idle, |s| s.status);
-        shared.metrics.set_status(&w.name, status);
-    }
-    shared.metrics.watches.set(watches.len() as i64);
+    shared.set_watches(&watches, &states);
+    drop(states);
+    // The registry as read now is what the counts reflect.
+    let _ = shared.recount_if_changed();
     shared.metrics.record_reload(true);
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
     let slots = shared.config().daemon.max_concurrency;
-    let server = tokio::spawn(serve::serve(listener, app, slots, api_stop_rx));
+    let server = spawn_api(listener, app, slots, api_stop_rx)?;
     tracing::info!(event = "api_listening", addr = %bound);
 
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -657,13 +415,18 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .iter()
         .map(|w| (w.name.clone(), spawn_watch(&shared, w, &stop_rx)))
         .collect();
-    shared.ready.store(true, Ordering::SeqCst);
-    tracing::info!(event = "daemon_started", watches = watches.len(), registry = %shared.registry_path.display(), api = %bound);
+    shared.set_ready(true);
+    tracing::info!(event = "daemon_started", watches = watches.len(), registry = %shared.registry_path().display(), api = %bound);
+    drop(watches);
     notify::ready(&shared.status_line());
 
     let watchdog = notify::watchdog_interval();
     let mut tick = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut recount = tokio::time::interval(RECOUNT_EVERY);
+    recount.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut summary = tokio::time::interval_at(later(Instant::now(), summary_every), summary_every);
+    summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let which = loop {
         tokio::select! {
             _ = term.recv() => break "SIGTERM",
@@ -679,6 +442,12 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
                 }
                 notify::ready(&shared.status_line());
             }
+            _ = recount.tick() => {
+                // A registry changed by another process (a CLI accept, a reset, a cron check).
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || s.recount_if_changed()).await;
+            }
+            _ = summary.tick() => log_summary(&shared),
             _ = tick.tick() => {
                 // From this loop, not a separate timer: a wedged loop stops the watchdog.
                 if watchdog.is_some() {
@@ -690,7 +459,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
 
     // Drain: no new refreshes; in-flight ones get until the deadline.
-    shared.ready.store(false, Ordering::SeqCst);
+    shared.set_ready(false);
     notify::stopping();
     let _ = stop_tx.send(true);
     let in_flight = shared.metrics.in_flight.get();
@@ -725,10 +494,8 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
             .saturating_duration_since(Instant::now())
             .max(Duration::from_millis(500))
     };
-    let server_abort = server.abort_handle();
-    if tokio::time::timeout(api_grace, server).await.is_err() {
-        server_abort.abort();
-    }
+    // Past the grace the API thread is left to the process exit.
+    let _ = tokio::time::timeout(api_grace, server).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
     Ok(())
 }
@@ -797,49 +564,5 @@ mod tests {
         let mut short = config.watches[0].clone();
         short.interval = Duration::from_secs(1);
         assert!(first_delay(&short) < Duration::from_secs(1));
-    }
-
-    #[test]
-    fn allowed_hosts_cover_the_listen_address_and_localhost() {
-        let bound: SocketAddr = "127.0.0.1:9477".parse().unwrap();
-        let hosts = allowed_hosts("127.0.0.1:9477", bound);
-        assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
-        assert!(hosts.contains(&"localhost:9477".to_string()));
-        assert!(!hosts.iter().any(|h| h.contains("evil")));
-        let pod: SocketAddr = "10.1.2.3:9477".parse().unwrap();
-        assert_eq!(allowed_hosts("10.1.2.3:9477", pod), vec!["10.1.2.3:9477"]);
-        let any: SocketAddr = "0.0.0.0:9477".parse().unwrap();
-        let hosts = allowed_hosts("0.0.0.0:9477", any);
-        assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
-        assert!(!hosts.contains(&"10.1.2.3:9477".to_string()));
-    }
-
-    #[tokio::test]
-    async fn max_concurrency_shrinks_and_grows_on_reload() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.toml");
-        let config = Config::parse(&path, "[daemon]\nmax_concurrency = 4\n").unwrap();
-        let registry = Registry::open(&config.storage.path).unwrap();
-        let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
-        let held: Vec<_> = futures_take(&shared, 3).await;
-        assert_eq!(shared.semaphore.available_permits(), 1);
-        shared.set_max_concurrency(2);
-        // One idle permit was forgotten at once; one more as the held ones come back.
-        assert_eq!(shared.semaphore.available_permits(), 0);
-        drop(held);
-        for _ in 0..100 {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(shared.semaphore.available_permits(), 2);
-        shared.set_max_concurrency(5);
-        assert_eq!(shared.semaphore.available_permits(), 5);
-    }
-
-    async fn futures_take(shared: &Shared, n: usize) -> Vec<OwnedSemaphorePermit> {
-        let mut permits = Vec::new();
-        for _ in 0..n {
-            permits.push(shared.permit().await.unwrap());
-        }
-        permits
     }
 }

@@ -53,7 +53,7 @@ fn run_in_sandbox(bwrap: &std::path::Path, state: &std::path::Path) -> std::proc
             "65532",
         ])
         .args(["--as-pid-1", "--die-with-parent", "--clearenv"])
-        .args(["--setenv", "RUST_LOG", "info"])
+        .args(["--setenv", "RUST_LOG", "info,schemawatch=debug"])
         .arg("/mnt/schemawatch")
         .args(["run", "--config", "/mnt/schemawatch.toml"])
         .stdin(Stdio::null())

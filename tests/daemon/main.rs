@@ -6,6 +6,7 @@ mod common;
 
 mod container;
 mod hardening;
+mod operations;
 mod scale;
 mod service;
 mod systemd;

@@ -55,8 +55,18 @@ impl Daemon {
         Daemon::start_command(sh, token)
     }
 
-    pub(crate) fn start_command(mut cmd: std::process::Command, token: Option<&str>) -> Daemon {
-        cmd.env("RUST_LOG", "info")
+    pub(crate) fn start_command(cmd: std::process::Command, token: Option<&str>) -> Daemon {
+        // DEBUG for our own events: the tests count every refresh (`unchanged` is DEBUG).
+        Daemon::start_logging(cmd, token, "info,schemawatch=debug")
+    }
+
+    /// `start_command` with `RUST_LOG` set to `filter`.
+    pub(crate) fn start_logging(
+        mut cmd: std::process::Command,
+        token: Option<&str>,
+        filter: &str,
+    ) -> Daemon {
+        cmd.env("RUST_LOG", filter)
             .stderr(Stdio::piped())
             .stdout(Stdio::null());
         match token {
@@ -219,6 +229,19 @@ pub(crate) fn http(
     headers: &[(&str, &str)],
     body: Option<&str>,
 ) -> (u16, String) {
+    let (status, _, body) = http_with_head(addr, method, path, host, headers, body);
+    (status, body)
+}
+
+/// [`http`], also answering the response head (status line and headers).
+pub(crate) fn http_with_head(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    host: Option<&str>,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).expect("connect to the API");
     stream.set_read_timeout(Some(PATIENCE)).unwrap();
     let host = host.map_or_else(|| addr.to_string(), str::to_string);
@@ -245,7 +268,7 @@ pub(crate) fn http(
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("bad answer: {text}"));
-    (status, body.to_string())
+    (status, head.to_string(), body.to_string())
 }
 
 pub(crate) fn config_text(watches: &str, extra: &str) -> String {
@@ -304,7 +327,7 @@ fn daemon_picks_up_drift_and_serves_reviews_behind_a_token() {
     // First refresh registers; later ones are 304s, and the metrics show it.
     d.wait_json("/v1/status", |v| v["watches"][0]["status"] == "unchanged");
     let not_modified = d.wait_metric(
-        "schemawatch_fetch_not_modified_total{watch=\"acme.pets\"}",
+        "schemawatch_fetch_not_modified_total{kind=\"openapi\"}",
         |v| v >= 1.0,
     );
     assert!(server.counters().not_modified >= 1);
@@ -339,7 +362,7 @@ fn daemon_picks_up_drift_and_serves_reviews_behind_a_token() {
         |v| v > last_check,
     );
     assert!(
-        d.metric("schemawatch_fetch_bytes_total{watch=\"acme.pets\"}")
+        d.metric("schemawatch_fetch_bytes_total{kind=\"openapi\"}")
             .unwrap_or(0.0)
             > 0.0
     );

@@ -1,0 +1,149 @@
+//! Whole-registry reads for listings (status, the API, the daemon's gauges): each is one
+//! query, so answering for 10,000 watches costs one pass, not three queries per watch.
+
+use super::{Registry, Result, ReviewState, WatchState};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// The listed fields of a review (`pending list`), without its candidate and report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewHead {
+    pub id: i64,
+    pub watch: String,
+    pub state: ReviewState,
+    pub compatibility: String,
+    pub change_count: i64,
+    pub created_at: String,
+    pub base_registry_version: i64,
+    pub candidate_fingerprint: String,
+}
+
+impl Registry {
+    /// Another connection to a registry this process already opened with [`Registry::open`]
+    /// (or `open_existing`), which ran `quick_check` and the migrations: the daemon's pooled
+    /// connections skip both (a `quick_check` reads the whole file).
+    pub fn open_pooled(path: &Path) -> Result<Registry> {
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        // Per connection, as `open_existing` sets them (journal_mode is already WAL in the file).
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(Registry { conn })
+    }
+
+    /// `PRAGMA data_version`: changes when another connection (of this process or another)
+    /// committed since this connection last looked.
+    pub fn data_version(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    }
+
+    /// Every stored watch state, by watch name, in one query.
+    pub fn watch_state_map(&self) -> Result<HashMap<String, WatchState>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
+                    consecutive_failures, source_identity
+             FROM watch_state",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(WatchState {
+                watch: r.get(0)?,
+                kind: r.get(1)?,
+                status: r.get(2)?,
+                last_compatibility: r.get(3)?,
+                last_checked_at: r.get(4)?,
+                last_error: r.get(5)?,
+                consecutive_failures: r.get(6)?,
+                source_identity: r.get(7)?,
+            })
+        })?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let state = row?;
+            out.insert(state.watch.clone(), state);
+        }
+        Ok(out)
+    }
+
+    /// The accepted fingerprint of every tool, by name (without parsing the contracts).
+    pub fn fingerprints(&self) -> Result<HashMap<String, String>> {
+        let mut stmt = self.conn.prepare("SELECT name, fingerprint FROM tools")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// A tool's accepted fingerprint (without parsing its contract).
+    pub fn fingerprint(&self, name: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT fingerprint FROM tools WHERE name = ?1",
+                [name],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
+    /// The change count of every watch's open review, by watch (absent: none open).
+    pub fn open_change_counts(&self) -> Result<HashMap<String, i64>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT watch, SUM(change_count) FROM reviews WHERE state = ?1 GROUP BY watch",
+        )?;
+        let rows = stmt.query_map(params![ReviewState::Open], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// How many reviews are open.
+    pub fn open_review_count(&self) -> Result<i64> {
+        Ok(self.conn.query_row(
+            "SELECT count(*) FROM reviews WHERE state = ?1",
+            params![ReviewState::Open],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Reviews' listed fields, newest first; `open_only` limits to open ones.
+    pub fn review_heads(&self, open_only: bool) -> Result<Vec<ReviewHead>> {
+        let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
+        let mut stmt = self.conn.prepare(
+            "SELECT id, watch, state, compatibility, change_count, created_at,
+                    base_registry_version, candidate_fingerprint
+             FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC",
+        )?;
+        let rows = stmt.query_map([only], |r| {
+            Ok(ReviewHead {
+                id: r.get(0)?,
+                watch: r.get(1)?,
+                state: r.get(2)?,
+                compatibility: r.get(3)?,
+                change_count: r.get(4)?,
+                created_at: r.get(5)?,
+                base_registry_version: r.get(6)?,
+                candidate_fingerprint: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+}
+
+impl super::Review {
+    /// The listed fields of this review.
+    pub fn head(&self) -> ReviewHead {
+        ReviewHead {
+            id: self.id,
+            watch: self.watch.clone(),
+            state: self.state,
+            compatibility: self.compatibility.clone(),
+            change_count: self.change_count,
+            created_at: self.created_at.clone(),
+            base_registry_version: self.base_registry_version,
+            candidate_fingerprint: self.candidate_fingerprint.clone(),
+        }
+    }
+}

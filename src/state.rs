@@ -1,0 +1,772 @@
+//! The daemon's state, shared by the scheduler, the signal loop and the HTTP API: the config
+//! in force, pooled registry connections, refresh slots, and what the daemon knows of every
+//! configured watch without asking the registry (status, when it is due, its error streak).
+//!
+//! The per-status counts (`watches_by_status`, `/v1/summary`) move on each refresh's outcome
+//! and are recounted from the registry when it changed under the daemon (`PRAGMA
+//! data_version`: a CLI `pending accept`, `watch reset`, a cron `check`), never recomputed
+//! per refresh.
+
+use crate::config::{Config, WatchConfig};
+use crate::metrics::Metrics;
+use crate::refresh::{refresh, Action, Outcome};
+use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+/// Time a refresh gets beyond its fetch timeout for normalizing, diffing and the registry.
+pub const REGISTRY_MARGIN: Duration = Duration::from_secs(30);
+
+/// `due_ms` of a watch being refreshed now (or not yet scheduled): never overdue.
+const NOT_DUE: u64 = u64::MAX;
+
+/// What the daemon knows of one configured watch.
+struct WatchCell {
+    /// Index into `WatchStatus::ALL`.
+    status: AtomicU8,
+    /// When the next refresh is due, in milliseconds since `Shared::epoch`.
+    due_ms: AtomicU64,
+    interval_ms: AtomicU64,
+    /// Failed refreshes in a row (the log streak; the backoff reads the registry's).
+    failures: AtomicI64,
+}
+
+fn status_index(status: WatchStatus) -> u8 {
+    WatchStatus::ALL
+        .iter()
+        .position(|s| *s == status)
+        .unwrap_or(0) as u8
+}
+
+fn status_at(index: u8) -> WatchStatus {
+    WatchStatus::ALL
+        .get(usize::from(index))
+        .copied()
+        .unwrap_or_default()
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Whether the `failures`-th error in a row is logged at WARN: the first of a streak, then
+/// every `every` (1, 1 + every, 1 + 2 × every, …); the others go to DEBUG.
+pub fn warn_this_failure(failures: i64, every: u32) -> bool {
+    let every = i64::from(every.max(1));
+    failures <= 1 || (failures - 1) % every == 0
+}
+
+/// State shared by the scheduler, the signal loop and the HTTP API.
+pub struct Shared {
+    config: RwLock<Arc<Config>>,
+    pub metrics: Metrics,
+    ready: AtomicBool,
+    admin_token: RwLock<Option<String>>,
+    /// Idle registry connections (a rusqlite connection is Send but not Sync: each refresh
+    /// or API request takes one for itself).
+    pool: Mutex<Vec<Registry>>,
+    registry_path: PathBuf,
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    semaphore: Arc<Semaphore>,
+    permits: Mutex<usize>,
+    /// Host header values accepted under `/v1` (DNS-rebinding protection).
+    allowed_hosts: Vec<String>,
+    /// (device, inode) of the registry file opened at startup: a file replaced or deleted under
+    /// the daemon is never written to or re-created (docs/reliability.md H6).
+    registry_identity: Option<(u64, u64)>,
+    /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
+    registry_lost: AtomicBool,
+    /// The configured watches, by name.
+    cells: RwLock<HashMap<String, Arc<WatchCell>>>,
+    /// Serializes status moves, so counts and per-watch series match the cells.
+    moving: Mutex<()>,
+    /// The origin of `WatchCell::due_ms`.
+    epoch: Instant,
+    /// A connection that watches `PRAGMA data_version`, and the value last recounted at
+    /// (`None`: recount at the next look).
+    observer: Mutex<(Option<Registry>, Option<i64>)>,
+}
+
+fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
+}
+
+/// The admin token: the variable's value with surrounding whitespace (a trailing newline from
+/// a secret file or `echo`) trimmed, so it can match a header.
+pub(crate) fn read_token(config: &Config) -> Option<String> {
+    let var = config.server.admin_token_env.as_deref()?;
+    std::env::var(var)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+}
+
+/// Host header values `/v1` accepts: the configured listen address, the bound address, and
+/// when the API listens on loopback or on every interface, the loopback names with the port
+/// (a DNS-rebinding page sends its own host name, never these).
+fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
+    let mut hosts = vec![listen.to_string(), bound.to_string()];
+    if bound.ip().is_loopback() || bound.ip().is_unspecified() {
+        let port = bound.port();
+        hosts.push(format!("localhost:{port}"));
+        hosts.push(format!("127.0.0.1:{port}"));
+        hosts.push(format!("[::1]:{port}"));
+    }
+    hosts.sort();
+    hosts.dedup();
+    hosts
+}
+
+impl Shared {
+    pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
+        let permits = config.daemon.max_concurrency;
+        let config_registry_path = config.storage.path.clone();
+        let per_watch = config
+            .server
+            .per_watch_metrics
+            .enabled(config.watches.len());
+        let observer = Registry::open_pooled(&config.storage.path).ok();
+        Arc::new(Shared {
+            metrics: Metrics::new(per_watch),
+            cells: RwLock::new(HashMap::new()),
+            moving: Mutex::new(()),
+            epoch: Instant::now(),
+            observer: Mutex::new((observer, None)),
+            admin_token: RwLock::new(read_token(&config)),
+            allowed_hosts: allowed_hosts(&config.server.listen, bound),
+            registry_path: config.storage.path.clone(),
+            config: RwLock::new(Arc::new(config)),
+            ready: AtomicBool::new(false),
+            pool: Mutex::new(vec![registry]),
+            locks: Mutex::new(HashMap::new()),
+            semaphore: Arc::new(Semaphore::new(permits)),
+            permits: Mutex::new(permits),
+            registry_identity: file_identity(&config_registry_path).ok(),
+            registry_lost: AtomicBool::new(false),
+        })
+    }
+
+    /// Whether the registry file is still the one opened at startup. The first time it is not,
+    /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
+    pub fn registry_intact(&self) -> Result<(), RegistryError> {
+        let what = match (file_identity(&self.registry_path), self.registry_identity) {
+            (Ok(now), Some(then)) if now == then => None,
+            (Ok(_), Some(_)) => Some("replaced"),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted"),
+            // Unknown either way (a stat error): not evidence of a replacement.
+            _ => None,
+        };
+        match what {
+            None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
+            found => {
+                let what = found.unwrap_or("replaced");
+                let error = RegistryError::Replaced {
+                    path: self.registry_path.display().to_string(),
+                    what,
+                };
+                if !self.registry_lost.swap(true, Ordering::SeqCst) {
+                    tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
+                }
+                Err(error)
+            }
+        }
+    }
+
+    /// The config in force now.
+    pub fn config(&self) -> Arc<Config> {
+        match self.config.read() {
+            Ok(c) => c.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub(crate) fn set_config(&self, config: Config) {
+        let token = read_token(&config);
+        match self.config.write() {
+            Ok(mut c) => *c = Arc::new(config),
+            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+        }
+        match self.admin_token.write() {
+            Ok(mut t) => *t = token,
+            Err(poisoned) => *poisoned.into_inner() = token,
+        }
+    }
+
+    pub(crate) fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// The registry file the daemon opened.
+    pub fn registry_path(&self) -> &std::path::Path {
+        &self.registry_path
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::SeqCst) && self.registry_intact().is_ok()
+    }
+
+    /// The admin token, when one is configured and set in the environment.
+    pub fn admin_token(&self) -> Option<String> {
+        match self.admin_token.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    pub fn host_allowed(&self, host: &str) -> bool {
+        self.allowed_hosts
+            .iter()
+            .any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    /// Takes an idle registry connection, or opens a new one (never creating the file), once
+    /// the file is checked to be the one opened at startup.
+    pub fn take_registry(&self) -> Result<Registry, RegistryError> {
+        self.registry_intact()?;
+        let idle = match self.pool.lock() {
+            Ok(mut p) => p.pop(),
+            Err(poisoned) => poisoned.into_inner().pop(),
+        };
+        match idle {
+            Some(r) => Ok(r),
+            // The first connection ran `quick_check` and the migrations (once per process).
+            None => Registry::open_pooled(&self.registry_path),
+        }
+    }
+
+    /// Returns a connection to the pool (at most `max_concurrency + 2` are kept).
+    pub fn give_back(&self, registry: Registry) {
+        let cap = self.config().daemon.max_concurrency + 2;
+        let mut pool = match self.pool.lock() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if pool.len() < cap {
+            pool.push(registry);
+        }
+    }
+
+    fn watch_lock(&self, name: &str) -> Arc<tokio::sync::Mutex<()>> {
+        let mut locks = match self.locks.lock() {
+            Ok(l) => l,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        locks.entry(name.to_string()).or_default().clone()
+    }
+
+    /// Waits for one of the `max_concurrency` refresh slots.
+    pub async fn permit(&self) -> Option<OwnedSemaphorePermit> {
+        self.semaphore.clone().acquire_owned().await.ok()
+    }
+
+    pub(crate) fn set_max_concurrency(&self, wanted: usize) {
+        let mut permits = match self.permits.lock() {
+            Ok(p) => p,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if wanted > *permits {
+            self.semaphore.add_permits(wanted - *permits);
+            *permits = wanted;
+        } else if wanted < *permits {
+            // Idle permits are forgotten now; the rest as in-flight refreshes return them.
+            let excess = *permits - wanted;
+            let forgotten = self.semaphore.forget_permits(excess);
+            let semaphore = self.semaphore.clone();
+            tokio::spawn(async move {
+                for _ in forgotten..excess {
+                    match semaphore.acquire().await {
+                        Ok(permit) => permit.forget(),
+                        Err(_) => return,
+                    }
+                }
+            });
+            *permits = wanted;
+        }
+    }
+
+    /// Sets the registry-derived gauges (version, open reviews): two small queries.
+    pub fn update_registry_gauges(&self, registry: &Registry) {
+        if let Ok(v) = registry.registry_version() {
+            self.metrics.registry_version.set(v);
+        }
+        if let Ok(open) = registry.open_review_count() {
+            self.metrics.pending_reviews.set(open);
+        }
+    }
+
+    /// One refresh of `watch`, holding `permit`, serialized with any other refresh of the
+    /// same watch, within its deadline. `None` when the registry cannot be opened.
+    pub async fn run_refresh(
+        &self,
+        watch: &WatchConfig,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<Outcome> {
+        let lock = self.watch_lock(&watch.name);
+        let _serialized = lock.lock().await;
+        let keep_versions = self.config().storage.keep_versions;
+        let mut registry = match self.take_registry() {
+            Ok(r) => r,
+            Err(RegistryError::Replaced { .. }) => return None,
+            Err(e) => {
+                tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
+                return None;
+            }
+        };
+        let started = Instant::now();
+        self.metrics.in_flight.inc();
+        let deadline = watch.timeout.saturating_add(REGISTRY_MARGIN);
+        let result =
+            tokio::time::timeout(deadline, refresh(&mut registry, watch, keep_versions)).await;
+        self.metrics.in_flight.dec();
+        drop(permit);
+        let seconds = started.elapsed().as_secs_f64();
+        let kind = watch.kind.as_str();
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(_elapsed) => {
+                let message = format!(
+                    "the refresh did not finish within its deadline of {}",
+                    humantime::format_duration(deadline)
+                );
+                record_deadline(&mut registry, watch, &message);
+                self.metrics.record_deadline(kind, &watch.name, seconds);
+                Outcome {
+                    watch: watch.name.clone(),
+                    action: Action::Error,
+                    compatibility: None,
+                    review_id: None,
+                    error: Some(message),
+                    report: None,
+                    fetched_bytes: 0,
+                    not_modified: false,
+                    error_class: Some("deadline"),
+                }
+            }
+        };
+        let failures = registry
+            .watch_state(&watch.name)
+            .ok()
+            .flatten()
+            .map_or(0, |s| s.consecutive_failures);
+        if outcome.error_class != Some("deadline") {
+            self.metrics.record(kind, &outcome, seconds, failures);
+        }
+        self.log_streak(&outcome, failures);
+        self.set_status(&watch.name, outcome.action.status());
+        // Unchanged and failed cycles leave contract state and reviews alone (a review that
+        // an unchanged cycle supersedes is caught by the data_version recount).
+        if !matches!(outcome.action, Action::Unchanged | Action::Error) {
+            self.update_registry_gauges(&registry);
+        }
+        self.give_back(registry);
+        Some(outcome)
+    }
+
+    /// Logs a failure at WARN for the first of a streak and every `error_log_every` after
+    /// (else DEBUG), and the end of a streak at INFO (`watch_recovered`).
+    fn log_streak(&self, outcome: &Outcome, failures: i64) {
+        let before = self
+            .cell(&outcome.watch)
+            .map(|c| c.failures.swap(failures, Ordering::SeqCst));
+        if outcome.action == Action::Error {
+            let error = outcome.error.as_deref().unwrap_or("");
+            let class = outcome.error_class.unwrap_or("fetch");
+            if warn_this_failure(failures, self.config().daemon.error_log_every) {
+                tracing::warn!(event = "refresh_failed", watch = %outcome.watch, error = %error, class, consecutive_failures = failures);
+            } else {
+                tracing::debug!(event = "refresh_failed", watch = %outcome.watch, error = %error, class, consecutive_failures = failures);
+            }
+        } else if let Some(before) = before.filter(|b| *b > 0) {
+            tracing::info!(event = "watch_recovered", watch = %outcome.watch, failures = before, action = outcome.action.as_str());
+        }
+    }
+
+    fn cell(&self, name: &str) -> Option<Arc<WatchCell>> {
+        let cells = match self.cells.read() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        cells.get(name).cloned()
+    }
+
+    /// Moves a configured watch to `status` (counts and per-watch series follow).
+    pub fn set_status(&self, name: &str, status: WatchStatus) {
+        let Some(cell) = self.cell(name) else { return };
+        let _moving = match self.moving.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let old = status_at(cell.status.swap(status_index(status), Ordering::SeqCst));
+        self.metrics.move_status(name, Some(old), Some(status));
+    }
+
+    /// Makes the configured watches `watches`: new ones start with their stored status (or
+    /// idle), removed ones leave the counts and the metrics; the `watches` gauge follows.
+    pub fn set_watches(&self, watches: &[WatchConfig], states: &HashMap<String, WatchState>) {
+        let _moving = match self.moving.lock() {
+            Ok(m) => m,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut cells = match self.cells.write() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let wanted: HashMap<&str, &WatchConfig> =
+            watches.iter().map(|w| (w.name.as_str(), w)).collect();
+        cells.retain(|name, cell| {
+            if wanted.contains_key(name.as_str()) {
+                return true;
+            }
+            let old = status_at(cell.status.load(Ordering::SeqCst));
+            self.metrics.move_status(name, Some(old), None);
+            self.metrics.forget_watch(name);
+            false
+        });
+        for w in watches {
+            match cells.get(&w.name) {
+                Some(cell) => cell.interval_ms.store(millis(w.interval), Ordering::SeqCst),
+                None => {
+                    let state = states.get(&w.name);
+                    let status = state.map_or(WatchStatus::Idle, |s| s.status);
+                    cells.insert(
+                        w.name.clone(),
+                        Arc::new(WatchCell {
+                            status: AtomicU8::new(status_index(status)),
+                            due_ms: AtomicU64::new(NOT_DUE),
+                            interval_ms: AtomicU64::new(millis(w.interval)),
+                            failures: AtomicI64::new(state.map_or(0, |s| s.consecutive_failures)),
+                        }),
+                    );
+                    self.metrics.move_status(&w.name, None, Some(status));
+                }
+            }
+        }
+        self.metrics.watches.set(cells.len() as i64);
+    }
+
+    /// The next refresh of `name` is due at `due`.
+    pub fn schedule(&self, name: &str, due: Instant) {
+        if let Some(cell) = self.cell(name) {
+            let ms = millis(due.saturating_duration_since(self.epoch));
+            cell.due_ms.store(ms, Ordering::SeqCst);
+        }
+    }
+
+    /// A refresh of `name` starts now (it was due at `due`): records the lag, and the watch is
+    /// not overdue while it runs.
+    pub fn starting(&self, name: &str, due: Instant) {
+        self.metrics
+            .record_lag(Instant::now().saturating_duration_since(due).as_secs_f64());
+        if let Some(cell) = self.cell(name) {
+            cell.due_ms.store(NOT_DUE, Ordering::SeqCst);
+        }
+    }
+
+    /// Watches past their due time by more than their interval (one pass over memory).
+    pub fn overdue(&self) -> i64 {
+        let now = millis(Instant::now().saturating_duration_since(self.epoch));
+        let cells = match self.cells.read() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        cells
+            .values()
+            .filter(|c| {
+                let due = c.due_ms.load(Ordering::Relaxed);
+                due != NOT_DUE && now.saturating_sub(due) > c.interval_ms.load(Ordering::Relaxed)
+            })
+            .count() as i64
+    }
+
+    /// Counts of watches by status (every status present).
+    fn by_status(&self) -> serde_json::Map<String, Value> {
+        let mut counts = [0i64; 16];
+        let cells = match self.cells.read() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        for c in cells.values() {
+            if let Some(n) = counts.get_mut(usize::from(c.status.load(Ordering::Relaxed))) {
+                *n += 1;
+            }
+        }
+        WatchStatus::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                (
+                    s.as_str().to_string(),
+                    json!(counts.get(i).copied().unwrap_or(0)),
+                )
+            })
+            .collect()
+    }
+
+    /// `GET /v1/summary` (and the `summary` log event): from memory, no registry query.
+    pub fn summary(&self) -> Value {
+        let overdue = self.overdue();
+        self.metrics.overdue.set(overdue);
+        let errors: serde_json::Map<String, Value> = self
+            .metrics
+            .errors_by_class()
+            .into_iter()
+            .map(|(class, n)| (class.to_string(), json!(n)))
+            .collect();
+        json!({
+            "registry_version": self.metrics.registry_version.get(),
+            "watches": self.metrics.watches.get(),
+            "by_status": self.by_status(),
+            "open_reviews": self.metrics.pending_reviews.get(),
+            "errors_by_class": errors,
+            "overdue": overdue,
+        })
+    }
+
+    /// The next look at `data_version` recounts whatever it says (after a reload).
+    pub fn invalidate_counts(&self) {
+        let mut observer = match self.observer.lock() {
+            Ok(o) => o,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        observer.1 = None;
+    }
+
+    /// Recounts statuses and the registry gauges from the registry when it changed since the
+    /// last recount (blocking: call off the async threads). True when it recounted.
+    pub fn recount_if_changed(&self) -> bool {
+        if self.registry_intact().is_err() {
+            return false;
+        }
+        let mut observer = match self.observer.lock() {
+            Ok(o) => o,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if observer.0.is_none() {
+            observer.0 = Registry::open_pooled(&self.registry_path).ok();
+        }
+        let last = observer.1;
+        let Some(registry) = observer.0.as_ref() else {
+            return false;
+        };
+        let Ok(version) = registry.data_version() else {
+            return false;
+        };
+        if last == Some(version) {
+            return false;
+        }
+        let Ok(states) = registry.watch_state_map() else {
+            return false;
+        };
+        self.update_registry_gauges(registry);
+        observer.1 = Some(version);
+        drop(observer);
+        let cells: Vec<(String, Arc<WatchCell>)> = match self.cells.read() {
+            Ok(c) => c.iter().map(|(n, c)| (n.clone(), c.clone())).collect(),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .iter()
+                .map(|(n, c)| (n.clone(), c.clone()))
+                .collect(),
+        };
+        for (name, cell) in cells {
+            let stored = states.get(&name);
+            let status = stored.map_or(WatchStatus::Idle, |s| s.status);
+            if status_at(cell.status.load(Ordering::SeqCst)) != status {
+                self.set_status(&name, status);
+            }
+        }
+        true
+    }
+
+    /// The systemd STATUS= line: "12 watches, 1 pending review".
+    pub fn status_line(&self) -> String {
+        let watches = self.metrics.watches.get();
+        let pending = self.metrics.pending_reviews.get();
+        format!(
+            "{watches} watch{}, {pending} pending review{}",
+            if watches == 1 { "" } else { "es" },
+            if pending == 1 { "" } else { "s" }
+        )
+    }
+}
+
+fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) {
+    let mut state = registry
+        .watch_state(&watch.name)
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| WatchState {
+            watch: watch.name.clone(),
+            kind: watch.kind.as_str().into(),
+            ..WatchState::default()
+        });
+    state.status = WatchStatus::Error;
+    state.last_checked_at = Some(now_rfc3339());
+    state.last_error = Some(message.to_string());
+    state.consecutive_failures += 1;
+    if let Err(e) = registry.record_watch(&state) {
+        tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allowed_hosts_cover_the_listen_address_and_localhost() {
+        let bound: SocketAddr = "127.0.0.1:9477".parse().unwrap();
+        let hosts = allowed_hosts("127.0.0.1:9477", bound);
+        assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
+        assert!(hosts.contains(&"localhost:9477".to_string()));
+        assert!(!hosts.iter().any(|h| h.contains("evil")));
+        let pod: SocketAddr = "10.1.2.3:9477".parse().unwrap();
+        assert_eq!(allowed_hosts("10.1.2.3:9477", pod), vec!["10.1.2.3:9477"]);
+        let any: SocketAddr = "0.0.0.0:9477".parse().unwrap();
+        let hosts = allowed_hosts("0.0.0.0:9477", any);
+        assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
+        assert!(!hosts.contains(&"10.1.2.3:9477".to_string()));
+    }
+
+    #[tokio::test]
+    async fn max_concurrency_shrinks_and_grows_on_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.toml");
+        let config = Config::parse(&path, "[daemon]\nmax_concurrency = 4\n").unwrap();
+        let registry = Registry::open(&config.storage.path).unwrap();
+        let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
+        let held: Vec<_> = futures_take(&shared, 3).await;
+        assert_eq!(shared.semaphore.available_permits(), 1);
+        shared.set_max_concurrency(2);
+        // One idle permit was forgotten at once; one more as the held ones come back.
+        assert_eq!(shared.semaphore.available_permits(), 0);
+        drop(held);
+        for _ in 0..100 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(shared.semaphore.available_permits(), 2);
+        shared.set_max_concurrency(5);
+        assert_eq!(shared.semaphore.available_permits(), 5);
+    }
+
+    async fn futures_take(shared: &Shared, n: usize) -> Vec<OwnedSemaphorePermit> {
+        let mut permits = Vec::new();
+        for _ in 0..n {
+            permits.push(shared.permit().await.unwrap());
+        }
+        permits
+    }
+
+    fn shared_with(text: &str) -> (tempfile::TempDir, Arc<Shared>) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(&dir.path().join("c.toml"), text).unwrap();
+        let registry = Registry::open(&config.storage.path).unwrap();
+        let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
+        (dir, shared)
+    }
+
+    fn watches(n: usize) -> String {
+        (0..n)
+            .map(|i| format!("[[watch]]\nname = \"ns.w{i}\"\nkind = \"openapi\"\npath = \"x\"\n"))
+            .collect()
+    }
+
+    fn series(text: &str, prefix: &str) -> usize {
+        text.lines().filter(|l| l.starts_with(prefix)).count()
+    }
+
+    #[test]
+    fn status_counts_follow_moves_and_per_watch_series_are_one_per_watch() {
+        let (_dir, shared) = shared_with(&watches(3));
+        let config = shared.config();
+        shared.set_watches(&config.watches, &HashMap::new());
+        shared.set_status("ns.w0", WatchStatus::Error);
+        shared.set_status("ns.w1", WatchStatus::Unchanged);
+        shared.set_status("ns.w1", WatchStatus::PendingReview);
+        let summary = shared.summary();
+        assert_eq!(summary["watches"], 3);
+        assert_eq!(summary["by_status"]["idle"], 1);
+        assert_eq!(summary["by_status"]["error"], 1);
+        assert_eq!(summary["by_status"]["pending_review"], 1);
+        assert_eq!(summary["by_status"]["unchanged"], 0);
+        let text = shared.metrics.encode();
+        assert_eq!(series(&text, "schemawatch_watch_status{"), 3, "{text}");
+        assert!(
+            text.contains("schemawatch_watch_status{watch=\"ns.w1\",status=\"pending_review\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("schemawatch_watches_by_status{status=\"error\"} 1"),
+            "{text}"
+        );
+        // A watch that leaves the config leaves the counts and the series.
+        shared.set_watches(&config.watches[1..], &HashMap::new());
+        assert_eq!(shared.summary()["by_status"]["error"], 0);
+        assert_eq!(
+            series(&shared.metrics.encode(), "schemawatch_watch_status{"),
+            2
+        );
+        // The registry says otherwise (another process wrote): a recount moves the watch.
+        let mut r = shared.take_registry().unwrap();
+        r.record_watch(&WatchState {
+            watch: "ns.w2".into(),
+            kind: "openapi".into(),
+            status: WatchStatus::Stale,
+            ..WatchState::default()
+        })
+        .unwrap();
+        shared.give_back(r);
+        assert!(shared.recount_if_changed());
+        assert_eq!(shared.summary()["by_status"]["stale"], 1);
+        assert!(!shared.recount_if_changed(), "nothing changed since");
+    }
+
+    #[test]
+    fn per_watch_metrics_are_decided_at_start() {
+        let (_dir, many) = shared_with(&watches(1001));
+        let config = many.config();
+        many.set_watches(&config.watches, &HashMap::new());
+        let text = many.metrics.encode();
+        assert_eq!(series(&text, "schemawatch_watch_status{"), 0);
+        assert!(
+            text.contains("schemawatch_watches_by_status{status=\"idle\"} 1001"),
+            "{text}"
+        );
+        let (_dir, forced) = shared_with(&format!(
+            "[server]\nper_watch_metrics = true\n{}",
+            watches(1001)
+        ));
+        let config = forced.config();
+        forced.set_watches(&config.watches, &HashMap::new());
+        assert_eq!(
+            series(&forced.metrics.encode(), "schemawatch_watch_status{"),
+            1001
+        );
+        let (_dir, off) = shared_with(&format!(
+            "[server]\nper_watch_metrics = false\n{}",
+            watches(2)
+        ));
+        let config = off.config();
+        off.set_watches(&config.watches, &HashMap::new());
+        assert_eq!(
+            series(&off.metrics.encode(), "schemawatch_watch_status{"),
+            0
+        );
+    }
+
+    #[test]
+    fn a_failure_streak_warns_first_then_every_n() {
+        let warned: Vec<i64> = (1..=25).filter(|f| warn_this_failure(*f, 10)).collect();
+        assert_eq!(warned, [1, 11, 21]);
+        assert!((1..5).all(|f| warn_this_failure(f, 1)));
+    }
+}
