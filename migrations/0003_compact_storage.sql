@@ -24,3 +24,9 @@ ALTER TABLE rejected_candidates ADD COLUMN source_digest TEXT;
 ALTER TABLE rejected_candidates ADD COLUMN fingerprint_version INTEGER;
 -- A note on a history row changed in place (`projection-upgrade`): not a new version.
 ALTER TABLE tool_versions ADD COLUMN note TEXT;
+
+-- Accepted snapshots written by an earlier release were read by a narrower projection and
+-- carry no source to read again: the first full fetch may baseline, once, what only the wider
+-- projection reads (refresh.rs, `rebaseline_legacy`). Rows written from now on are 0.
+ALTER TABLE tools ADD COLUMN legacy_projection INTEGER NOT NULL DEFAULT 0;
+UPDATE tools SET legacy_projection = 1;

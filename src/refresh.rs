@@ -547,6 +547,23 @@ async fn refresh_inner(
             )? {
                 return Ok(outcome);
             }
+            if registry.legacy_projection(&watch.name)? {
+                if c.fingerprint != fingerprint && !rejected_before {
+                    if let Some(outcome) = rebaseline_legacy(
+                        registry,
+                        watch,
+                        c,
+                        &spec,
+                        keep_versions,
+                        &mut state,
+                        new_validators,
+                        &source,
+                    )? {
+                        return Ok(outcome);
+                    }
+                }
+                registry.clear_legacy_projection(&watch.name)?;
+            }
         }
         let mut decision = decide(accepted, &fingerprint, rejected_before, None, policy);
         let mut classified = None;
@@ -773,6 +790,78 @@ fn rebaseline_mcp(
 /// The same upgrade for a candidate that is not the accepted contract: one a reviewer
 /// rejected under the old projection is still `rejected`; one an open review holds keeps that
 /// review (same id, still open), its candidate and report replaced by the complete reading.
+/// A contract stored by a release before stored sources (migration 0003), fetched in full for
+/// the first time since: when every change that is not `info` is one the older, narrower
+/// projection could not have seen ([`NEWLY_READ_BY_PROJECTION_2`], or a kept key that was
+/// absent), the document is the same one read more completely. It is re-baselined without
+/// review (history reason `projection-upgrade`, logged at WARN with what was baselined), never
+/// when newly read text holds hidden characters. Anything else is classified as usual.
+#[allow(clippy::too_many_arguments)]
+fn rebaseline_legacy(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    keep_versions: u32,
+    state: &mut WatchState,
+    validators: (&str, Option<&str>, Option<&str>),
+    source: &StoredSource,
+) -> Result<Option<Outcome>, RefreshError> {
+    use crate::core::diff::rules::NEWLY_READ_BY_PROJECTION_2;
+    use crate::core::model::Severity;
+    let report = classify(&current.spec, spec, &ClassifyPolicy::default());
+    // Server variables are newly read; the same base URLs and transport are the same target.
+    let same_target_but_variables = current.spec.remote.variables.is_empty()
+        && current.spec.remote.base_urls == spec.remote.base_urls
+        && current.spec.remote.transport == spec.remote.transport;
+    let newly_read = |c: &crate::core::model::Change| {
+        c.severity == Severity::Info
+            || NEWLY_READ_BY_PROJECTION_2.contains(&c.rule.as_str())
+            || (c.rule == crate::core::diff::EXECUTION_TARGET_CHANGED.id
+                && same_target_but_variables)
+            || (c.before.is_none()
+                && (c.rule == crate::core::diff::EXTENSION_CHANGED.id
+                    || c.rule == crate::core::diff::UNCLASSIFIED_CHANGE.id))
+    };
+    if report.changes.is_empty() || !report.changes.iter().all(newly_read) {
+        return Ok(None);
+    }
+    let baselined: Vec<&str> = report
+        .changes
+        .iter()
+        .take(20)
+        .map(|c| c.path.as_str())
+        .collect();
+    mark_ok(state, WatchStatus::Unchanged, None);
+    let provenance = Provenance {
+        compatibility: None,
+        review_id: None,
+        reviewer: Some("schemawatch".into()),
+        reason: Some("projection-upgrade".into()),
+    };
+    match registry.apply_with_state(
+        spec,
+        Some(&CasBase {
+            registry_version: current.registry_version,
+            fingerprint: current.fingerprint.clone(),
+        }),
+        &provenance,
+        keep_versions,
+        state,
+        Some(validators),
+        source,
+    ) {
+        Ok(version) => {
+            tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
+                change_count = report.changes.len(), baselined = %baselined.join(", "),
+                "a contract stored by an earlier release, read more completely, baselined without review");
+            Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
+        }
+        Err(RegistryError::Conflict { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn rebaseline_mcp_candidate(
     registry: &mut Registry,
     watch: &WatchConfig,

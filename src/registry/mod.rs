@@ -585,6 +585,29 @@ impl Registry {
         Ok(())
     }
 
+    /// Whether the accepted snapshot of `watch` was written by a release before stored sources
+    /// (migration 0003): read by a narrower projection, with nothing stored to read again.
+    pub fn legacy_projection(&self, watch: &str) -> Result<bool> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT legacy_projection FROM tools WHERE name = ?1",
+                [watch],
+                |r| r.get::<_, i64>(0),
+            )
+            .optional()?
+            .is_some_and(|flag| flag != 0))
+    }
+
+    /// The one full fetch a legacy snapshot is allowed has happened: classify normally from now.
+    pub fn clear_legacy_projection(&mut self, watch: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE tools SET legacy_projection = 0 WHERE name = ?1 AND legacy_projection <> 0",
+            [watch],
+        )?;
+        Ok(())
+    }
+
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
         Ok(self
             .conn

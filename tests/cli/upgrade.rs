@@ -255,3 +255,86 @@ fn a_projection_bump_re_normalizes_stored_sources_and_raises_no_review() {
     assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
     assert_eq!(out["outcomes"][1]["action"], "rejected", "{out}");
 }
+
+/// The same document with what only the wider projection reads: an operation's vendor
+/// extension, a server with variables, and a response header's `required`.
+fn read_more_completely(mut doc: Value) -> Value {
+    doc["servers"] = serde_json::json!([{
+        "url": "https://{region}.pets.example/v1",
+        "variables": {"region": {"default": "eu", "enum": ["eu", "us"]}}
+    }]);
+    let get = &mut doc["paths"]["/pets"]["get"];
+    get["x-internal-owner"] = Value::from("team-pets");
+    doc
+}
+
+#[test]
+fn a_contract_stored_by_an_earlier_release_is_re_baselined_once_when_read_more_completely() {
+    use crate::common::Pets;
+    let sb = Sandbox::new();
+    // An earlier release read a templated server as its URL with defaults substituted, and
+    // nothing of its variables: what it stored is this document's contract.
+    let mut v1 = Pets::v1().json();
+    v1["servers"] = serde_json::json!([{"url": "https://eu.pets.example/v1"}]);
+    let text = |v: &Value| serde_json::to_vec_pretty(v).expect("json");
+    sb.write_file("pets.json", &text(&v1));
+    sb.write_file("toys.json", &text(&v1));
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n\n[[watch]]\nname = \"acme.toys\"\nkind = \"openapi\"\npath = \"toys.json\"\n",
+    );
+    sb.check(&[]).0.assert_code(0);
+    // What migration 0003 marks on rows an earlier release wrote (no source to read again).
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).expect("open registry");
+    conn.execute("UPDATE tools SET legacy_projection = 1", [])
+        .expect("mark legacy");
+    drop(conn);
+    let before = sb.registry_version();
+
+    // pets: the same document, read more completely. toys: that, plus a real breaking change.
+    sb.write_file("pets.json", &text(&read_more_completely(v1.clone())));
+    let mut toys = read_more_completely(
+        Pets {
+            show_by_id: false,
+            ..Pets::v1()
+        }
+        .json(),
+    );
+    toys["servers"] = v1["servers"].clone();
+    sb.write_file("toys.json", &text(&toys));
+    let (run, out) = sb.check(&[]);
+    assert_eq!(
+        out["outcomes"][0]["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        out["outcomes"][1]["action"],
+        "pending_review",
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr_text().contains("projection_upgrade"),
+        "{}",
+        run.describe()
+    );
+    let history = sb.history("acme.pets");
+    assert_eq!(history[0]["reason"], "projection-upgrade", "{history:?}");
+    let pending = sb.pending_list();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["watch"], "acme.toys", "{pending:?}");
+    assert_eq!(sb.registry_version(), before + 1, "pets re-baselined once");
+
+    // Once only: a later change to what is now read is drift like any other.
+    let mut changed = read_more_completely(v1);
+    changed["paths"]["/pets"]["get"]["x-internal-owner"] = Value::from("team-ops");
+    sb.write_file("pets.json", &text(&changed));
+    let (run, out) = sb.check(&[]);
+    assert_eq!(
+        out["outcomes"][0]["action"],
+        "pending_review",
+        "{}",
+        run.describe()
+    );
+}

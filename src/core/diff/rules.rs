@@ -293,7 +293,50 @@ pub static ALL: &[&Rule] = &[
     &super::UNCLASSIFIED_CHANGE,
 ];
 
-/// Looks up a rule by id, stable id or alias.
+/// Rules that judge only facts the projection before stored sources (registry migration 0003)
+/// did not read: on a contract stored by such a release, a change under one of them (or a
+/// kept key that was absent, `extension-changed` / `unclassified-change` with nothing before)
+/// is the same document read more completely, not drift. Refinements of facts that were
+/// already read (`anyOf` branches, `definition-renamed`) are not here.
+pub const NEWLY_READ_BY_PROJECTION_2: &[&str] = &[
+    "addressing-changed",
+    "annotation-changed",
+    "composable-added",
+    "composable-removed",
+    "directive-added",
+    "directive-applied-changed",
+    "directive-argument-added-optional",
+    "directive-argument-changed",
+    "directive-argument-relaxed",
+    "directive-argument-removed",
+    "directive-location-added",
+    "directive-location-removed",
+    "directive-removed",
+    "facet-changed",
+    "immutable-changed",
+    "input-one-of-added",
+    "input-one-of-removed",
+    "navigation-became-non-null",
+    "navigation-became-nullable",
+    "param-structure-relaxed",
+    "param-structure-tightened",
+    "request-encoding-changed",
+    "request-facet-relaxed",
+    "request-facet-tightened",
+    "response-facet-relaxed",
+    "response-facet-tightened",
+    "response-header-became-optional",
+    "response-header-became-required",
+    "response-header-deprecated-changed",
+    "response-header-style-changed",
+    "response-links-changed",
+    "result-became-optional",
+    "result-became-required",
+    "root-type-renamed",
+    "scalar-specified-by-changed",
+    "servers-changed",
+];
+
 /// Looks up a rule by id or alias; an id that was split into several rules (and is no rule
 /// of its own any more) finds the first of them, so overrides naming it stay valid.
 pub fn find(id: &str) -> Option<&'static Rule> {
@@ -418,6 +461,13 @@ mod tests {
             for b in &ALL[i + 1..] {
                 assert!(!std::ptr::eq(*a, *b), "{} is listed twice", a.id);
             }
+        }
+    }
+
+    #[test]
+    fn newly_read_rules_exist() {
+        for id in NEWLY_READ_BY_PROJECTION_2 {
+            assert!(ALL.iter().any(|r| r.id == *id), "{id} is no rule");
         }
     }
 
