@@ -189,11 +189,12 @@ impl Shared {
         }
     }
 
-    pub(crate) fn set_config(&self, config: Config) {
+    /// Puts `config` in force (the scheduler holds the same `Arc`).
+    pub(crate) fn set_config_arc(&self, config: Arc<Config>) {
         let token = read_token(&config);
         match self.config.write() {
-            Ok(mut c) => *c = Arc::new(config),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+            Ok(mut c) => *c = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
         }
         match self.admin_token.write() {
             Ok(mut t) => *t = token,
@@ -263,6 +264,11 @@ impl Shared {
         locks.entry(name.to_string()).or_default().clone()
     }
 
+    /// The refresh slots (the scheduler waits on them too).
+    pub(crate) fn semaphore(&self) -> Arc<Semaphore> {
+        self.semaphore.clone()
+    }
+
     /// Waits for one of the `max_concurrency` refresh slots.
     pub async fn permit(&self) -> Option<OwnedSemaphorePermit> {
         self.semaphore.clone().acquire_owned().await.ok()
@@ -310,6 +316,17 @@ impl Shared {
         watch: &WatchConfig,
         permit: OwnedSemaphorePermit,
     ) -> Option<Outcome> {
+        self.run_refresh_counted(watch, permit)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// [`Shared::run_refresh`], also answering the watch's errors in a row (for the backoff).
+    pub async fn run_refresh_counted(
+        &self,
+        watch: &WatchConfig,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<(Outcome, i64)> {
         let lock = self.watch_lock(&watch.name);
         let _serialized = lock.lock().await;
         let keep_versions = self.config().storage.keep_versions;
@@ -368,7 +385,7 @@ impl Shared {
             self.update_registry_gauges(&registry);
         }
         self.give_back(registry);
-        Some(outcome)
+        Some((outcome, failures))
     }
 
     /// Logs a failure at WARN for the first of a streak and every `error_log_every` after
