@@ -9,7 +9,7 @@
 
 use crate::config::{Config, WatchConfig};
 use crate::metrics::Metrics;
-use crate::refresh::{refresh, Action, Outcome};
+use crate::refresh::{refresh_deferring, Action, Outcome};
 use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -92,6 +92,9 @@ pub struct Shared {
     /// A connection that watches `PRAGMA data_version`, and the value last recounted at
     /// (`None`: recount at the next look).
     observer: Mutex<(Option<Registry>, Option<i64>)>,
+    /// Bookkeeping waiting for the group commit ([`Shared::flush_checked`]): watch → the
+    /// `last_checked_at` of its latest 304 that changed nothing else.
+    checked: Mutex<HashMap<String, String>>,
 }
 
 fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
@@ -141,6 +144,7 @@ impl Shared {
             moving: Mutex::new(()),
             epoch: Instant::now(),
             observer: Mutex::new((observer, None)),
+            checked: Mutex::new(HashMap::new()),
             admin_token: RwLock::new(read_token(&config)),
             allowed_hosts: allowed_hosts(&config.server.listen, bound),
             registry_path: config.storage.path.clone(),
@@ -261,7 +265,59 @@ impl Shared {
             Ok(l) => l,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if let Some(lock) = locks.get(name) {
+            return lock.clone();
+        }
         locks.entry(name.to_string()).or_default().clone()
+    }
+
+    /// Group-commits the deferred bookkeeping (every second, and at the end of a drain): one
+    /// transaction; a newer stored `last_checked_at` is never overwritten. Blocking: call
+    /// off the async threads. Returns how many watches it wrote.
+    pub fn flush_checked(&self) -> usize {
+        let batch: Vec<(String, String)> = {
+            let mut checked = match self.checked.lock() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if checked.is_empty() {
+                return 0;
+            }
+            std::mem::take(&mut *checked).into_iter().collect()
+        };
+        let written = self.take_registry().and_then(|mut r| {
+            let n = r.flush_checked(&batch);
+            self.give_back(r);
+            n
+        });
+        match written {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(event = "state_write_failed", watches = batch.len(), error = %e);
+                // Kept for the next flush, unless a newer time arrived meanwhile.
+                let mut checked = match self.checked.lock() {
+                    Ok(c) => c,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                for (watch, at) in batch {
+                    checked.entry(watch).or_insert(at);
+                }
+                0
+            }
+        }
+    }
+
+    fn defer_checked(&self, watch: &str, at: String) {
+        let mut checked = match self.checked.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match checked.get_mut(watch) {
+            Some(t) => *t = at,
+            None => {
+                checked.insert(watch.to_string(), at);
+            }
+        }
     }
 
     /// The refresh slots (the scheduler waits on them too).
@@ -341,8 +397,11 @@ impl Shared {
         let started = Instant::now();
         self.metrics.in_flight.inc();
         let deadline = watch.timeout.saturating_add(REGISTRY_MARGIN);
-        let result =
-            tokio::time::timeout(deadline, refresh(&mut registry, watch, keep_versions)).await;
+        let result = tokio::time::timeout(
+            deadline,
+            refresh_deferring(&mut registry, watch, keep_versions),
+        )
+        .await;
         self.metrics.in_flight.dec();
         drop(permit);
         let seconds = started.elapsed().as_secs_f64();
@@ -354,7 +413,7 @@ impl Shared {
                     "the refresh did not finish within its deadline of {}",
                     humantime::format_duration(deadline)
                 );
-                record_deadline(&mut registry, watch, &message);
+                let failures = record_deadline(&mut registry, watch, &message);
                 self.metrics.record_deadline(kind, &watch.name, seconds);
                 Outcome {
                     watch: watch.name.clone(),
@@ -366,14 +425,15 @@ impl Shared {
                     fetched_bytes: 0,
                     not_modified: false,
                     error_class: Some("deadline"),
+                    consecutive_failures: failures,
+                    checked_at_deferred: None,
                 }
             }
         };
-        let failures = registry
-            .watch_state(&watch.name)
-            .ok()
-            .flatten()
-            .map_or(0, |s| s.consecutive_failures);
+        let failures = outcome.consecutive_failures;
+        if let Some(at) = outcome.checked_at_deferred.clone() {
+            self.defer_checked(&watch.name, at);
+        }
         if outcome.error_class != Some("deadline") {
             self.metrics.record(kind, &outcome, seconds, failures);
         }
@@ -616,7 +676,8 @@ impl Shared {
     }
 }
 
-fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) {
+/// Records a refresh abandoned at its deadline; answers the watch's errors in a row.
+fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) -> i64 {
     let mut state = registry
         .watch_state(&watch.name)
         .ok()
@@ -633,6 +694,7 @@ fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) 
     if let Err(e) = registry.record_watch(&state) {
         tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
     }
+    state.consecutive_failures
 }
 
 #[cfg(test)]

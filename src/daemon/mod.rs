@@ -54,6 +54,10 @@ pub use schedule::{
     backoff, first_delay, later, next_interval, Jitter, FIRST_BACKOFF, FIRST_SPREAD, MAX_BACKOFF,
 };
 
+/// How often deferred watch bookkeeping is group-committed: a crash (kill -9, power loss)
+/// loses at most this much of `last_checked_at`, and nothing else.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
 /// How often the daemon looks at the registry's `data_version` to recount its gauges.
 pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
 
@@ -328,6 +332,8 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     recount.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut summary = tokio::time::interval_at(later(Instant::now(), summary_every), summary_every);
     summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let which = loop {
         tokio::select! {
             event = events.recv() => match event {
@@ -351,6 +357,11 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
                 let _ = tokio::task::spawn_blocking(move || s.recount_if_changed()).await;
             }
             _ = summary.tick() => log_summary(&shared),
+            _ = flush.tick() => {
+                // The group commit of 304 bookkeeping (`last_checked_at`).
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || s.flush_checked()).await;
+            }
             _ = tick.tick() => {
                 // From this loop, not a separate timer: a wedged loop stops the watchdog.
                 if watchdog.is_some() {
@@ -420,6 +431,9 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     };
     // Past the grace the API thread is left to the process exit.
     let _ = tokio::time::timeout(api_grace, server).await;
+    // What the drained refreshes (and API checks) deferred.
+    let s = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || s.flush_checked()).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
     Ok(())
 }

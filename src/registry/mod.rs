@@ -6,11 +6,13 @@
 //! state; an apply is a compare-and-swap on the tool's (registry_version, fingerprint); stored
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
+mod conditional;
 pub mod failpoint;
 mod listing;
 mod migrate;
 mod state;
 
+pub use conditional::Conditional;
 pub use listing::ReviewHead;
 pub use state::{ReviewState, WatchStatus};
 
