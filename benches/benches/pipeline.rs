@@ -1,11 +1,14 @@
 //! Parse + normalize + fingerprint the corpus' largest OpenAPI documents, and a whole `diff` of
 //! the GitHub REST pair, against the floor measured in the same run: parsing both documents
-//! with serde_json and hashing their bytes.
+//! with serde_json and hashing their bytes. `github-positions`: the GitHub REST
+//! 2020-07-30 → 2021-03-08 diff without and with source positions.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use schemawatch::core::diff::classify;
 use schemawatch::core::fingerprint::tool_fingerprint;
+use schemawatch::core::model::Kind;
 use schemawatch::core::normalize::openapi;
+use schemawatch::core::normalize::source::locate_changes;
 use sha2::{Digest, Sha256};
 use std::hint::black_box;
 
@@ -72,5 +75,37 @@ fn diff_vs_floor(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, normalize_and_fingerprint, diff_vs_floor);
+/// The GitHub REST 2020-07-30 → 2021-03-08 diff without and with source positions (every
+/// change located in the new document's text, as `diff --format sarif|github` does), in one
+/// group so both are measured under the same load.
+fn diff_with_positions(c: &mut Criterion) {
+    let old = corpus("github-rest/v2020-07-30.json");
+    let new = corpus("github-rest/v2021-03-08.json");
+    let mut group = c.benchmark_group("github-positions");
+    group.sample_size(10);
+    group.bench_function("diff: normalize both + classify", |b| {
+        b.iter(|| {
+            let a = openapi::normalize("bench.doc", black_box(&old)).expect("normalizes");
+            let z = openapi::normalize("bench.doc", black_box(&new)).expect("normalizes");
+            black_box(classify(&a, &z, &Default::default()))
+        })
+    });
+    group.bench_function("diff + positions: ... + locate every change", |b| {
+        b.iter(|| {
+            let a = openapi::normalize("bench.doc", black_box(&old)).expect("normalizes");
+            let z = openapi::normalize("bench.doc", black_box(&new)).expect("normalizes");
+            let report = classify(&a, &z, &Default::default());
+            let located = locate_changes(Kind::Openapi, black_box(&new), &report.changes);
+            black_box((report, located))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(
+    benches,
+    normalize_and_fingerprint,
+    diff_vs_floor,
+    diff_with_positions
+);
 criterion_main!(benches);

@@ -48,6 +48,15 @@ fn accepted_note(standing: &Standing) -> Option<String> {
     }
 }
 
+/// The SARIF region of a change: its line and column in the new document, else the file's
+/// first line.
+fn region(c: &GateChange) -> Value {
+    match &c.location {
+        Some(l) => json!({"startLine": l.position.line, "startColumn": l.position.column}),
+        None => json!({"startLine": 1}),
+    }
+}
+
 /// SARIF 2.1.0: one rule per rule id (its doc line as help), a result per change with the
 /// change id as partial fingerprint and a location on the new document.
 pub fn sarif(gate: &Gate, document: &str) -> Value {
@@ -89,7 +98,7 @@ pub fn sarif(gate: &Gate, document: &str) -> Value {
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": uri},
-                        "region": {"startLine": 1}
+                        "region": region(c)
                     },
                     "logicalLocations": [{"fullyQualifiedName": visible(&c.change.path), "kind": "member"}]
                 }],
@@ -156,6 +165,7 @@ pub fn junit(gate: &Gate, document: &str) -> String {
         .count();
     let tests = cases.len().max(1);
     let suite = xml(&document_path(document));
+    let file = suite.clone();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     out.push_str(&format!(
         "<testsuites name=\"schemawatch\" tests=\"{tests}\" failures=\"{failures}\" skipped=\"{skipped}\">\n"
@@ -169,8 +179,17 @@ pub fn junit(gate: &Gate, document: &str) -> String {
         ));
     }
     for (group, changes) in &cases {
+        // The case's line: the first of its changes' (CI tools read `file` and `line`).
+        let line = changes
+            .iter()
+            .filter_map(|c| c.location.as_ref())
+            .map(|l| l.position.line)
+            .min()
+            .map_or(String::new(), |line| {
+                format!(" file=\"{file}\" line=\"{line}\"")
+            });
         out.push_str(&format!(
-            "    <testcase classname=\"{suite}\" name=\"{}\">\n",
+            "    <testcase classname=\"{suite}\" name=\"{}\"{line}>\n",
             xml(group)
         ));
         for c in changes {
@@ -182,8 +201,11 @@ pub fn junit(gate: &Gate, document: &str) -> String {
                     xml(&note)
                 ));
             } else if c.at_or_above {
+                let at = c.location.as_ref().map_or(String::new(), |l| {
+                    format!(" at line {}, column {}", l.position.line, l.position.column)
+                });
                 out.push_str(&format!(
-                    "      <failure type=\"{}\" message=\"{}\">{} {} ({}): {}</failure>\n",
+                    "      <failure type=\"{}\" message=\"{}\">{} {} ({}){at}: {}</failure>\n",
                     xml(&c.change.rule),
                     xml(&c.change.message),
                     xml(&c.id),
@@ -230,8 +252,11 @@ pub fn github(gate: &Gate, document: &str) -> String {
         if let Some(note) = note {
             message.push_str(&format!(" — {note}"));
         }
+        let at = c.location.as_ref().map_or(String::new(), |l| {
+            format!(",line={},col={}", l.position.line, l.position.column)
+        });
         out.push_str(&format!(
-            "::{command} file={file},title={}::{}\n",
+            "::{command} file={file}{at},title={}::{}\n",
             gh_property(&c.change.rule),
             gh_data(&message)
         ));
@@ -266,7 +291,7 @@ pub fn gitlab(gate: &Gate, document: &str) -> Value {
                 "check_name": c.change.rule,
                 "fingerprint": c.id,
                 "severity": severity,
-                "location": {"path": path, "lines": {"begin": 1}},
+                "location": {"path": path, "lines": {"begin": c.location.as_ref().map_or(1, |l| l.position.line)}},
             })
         })
         .collect();

@@ -3,6 +3,7 @@
 //! stale, and whether the gate fails. Pure: the check date is an input.
 
 use super::accept::{AcceptEntry, Date};
+use crate::core::locate::Location;
 use crate::core::model::{Change, Compatibility, DriftReport, Severity};
 use crate::core::report::{change_id, change_json_with_id, report_json};
 use serde_json::{json, Value};
@@ -26,6 +27,8 @@ pub struct GateChange<'a> {
     pub standing: Standing<'a>,
     /// At or above `--fail-on` (or, without it, breaking or worse: the level renderers use).
     pub at_or_above: bool,
+    /// Where the change is in the new document ([`Gate::locate`]); `None`: the whole file.
+    pub location: Option<Location>,
 }
 
 /// The whole decision.
@@ -80,6 +83,7 @@ pub fn evaluate<'a>(
                 id,
                 standing,
                 at_or_above: level_of(change.severity) >= threshold,
+                location: None,
             }
         })
         .collect();
@@ -111,6 +115,13 @@ pub fn evaluate<'a>(
 }
 
 impl Gate<'_> {
+    /// Gives each change its location in the new document (one per change, in order).
+    pub fn locate(&mut self, locations: Vec<Option<Location>>) {
+        for (change, location) in self.changes.iter_mut().zip(locations) {
+            change.location = location;
+        }
+    }
+
     pub fn accepted(&self) -> usize {
         self.count(|s| matches!(s, Standing::Accepted(_)))
     }
@@ -205,6 +216,18 @@ pub fn report_with_gate(
             .collect();
         out["changes"] = json!(changes);
         out["gate"] = gate.to_json();
+    }
+    // Where each change is in the new document, when it was located.
+    if let Some(Value::Array(changes)) = out.get_mut("changes") {
+        for (value, c) in changes.iter_mut().zip(&gate.changes) {
+            if let Some(l) = &c.location {
+                value["location"] = json!({
+                    "pointer": l.pointer,
+                    "line": l.position.line,
+                    "column": l.position.column,
+                });
+            }
+        }
     }
     if !hints.is_empty() {
         out["hints"] = json!(hints);

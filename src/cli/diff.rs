@@ -9,6 +9,7 @@ use schemawatch::ci::gate::{self, Gate, Standing};
 use schemawatch::config::{parse_overrides, Config};
 use schemawatch::core::diff::{classify, ClassifyPolicy};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
+use schemawatch::core::normalize::source::locate_changes;
 use schemawatch::core::report::{report_markdown, report_text};
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
@@ -99,8 +100,12 @@ pub async fn run(args: DiffArgs) -> Outcome {
 }
 
 /// The contract of one document argument, read the way a watch of `kind` reads it.
-async fn load_spec(input: &str, source: &Source, kind: Kind) -> anyhow::Result<ToolSpec> {
-    sources::load_spec(
+async fn load_spec(
+    input: &str,
+    source: &Source,
+    kind: Kind,
+) -> anyhow::Result<(ToolSpec, Vec<u8>)> {
+    sources::load_spec_and_bytes(
         kind,
         "diff.document",
         source,
@@ -255,10 +260,17 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
         }
     };
     let parsed = sources::parse_arguments(&[old, new], &args.env).map_err(anyhow::Error::from)?;
-    let old_spec = load_spec(old, &parsed[0], kind).await?;
-    let new_spec = load_spec(new, &parsed[1], kind).await?;
+    let (old_spec, _) = load_spec(old, &parsed[0], kind).await?;
+    let (new_spec, new_bytes) = load_spec(new, &parsed[1], kind).await?;
     let report = classify(&old_spec, &new_spec, policy);
-    let gate = gate::evaluate(&report, entries.as_deref(), new, date, fail_on);
+    let mut gate = gate::evaluate(&report, entries.as_deref(), new, date, fail_on);
+    // Source lines, only when a rendering shows them (text and Markdown do not).
+    if outputs
+        .iter()
+        .any(|(f, _)| !matches!(f, Format::Text | Format::Markdown))
+    {
+        gate.locate(locate_changes(kind, &new_bytes, &report.changes));
+    }
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),
         new_spec.metadata.version.as_deref(),

@@ -4,6 +4,7 @@ pub mod diff;
 pub mod fingerprint;
 pub mod hidden;
 pub mod json;
+pub mod locate;
 pub mod model;
 pub mod normalize;
 pub mod report;

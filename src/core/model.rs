@@ -186,6 +186,17 @@ impl EndpointSpec {
     pub fn identity(&self) -> String {
         format!("{} {}", self.method, self.path)
     }
+
+    /// The endpoint as the document writes it, for messages: `METHOD template` with the
+    /// parameter names kept (`GET /pets/{petId}`); the identity stays the matching key.
+    pub fn as_written(&self) -> String {
+        let template = if self.path_template.is_empty() {
+            &self.path
+        } else {
+            &self.path_template
+        };
+        format!("{} {}", self.method, template)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

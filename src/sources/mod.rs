@@ -440,21 +440,34 @@ pub async fn load_spec(
     source: &Source,
     request: &Request,
 ) -> Result<ToolSpec, SpecError> {
+    Ok(load_spec_and_bytes(kind, name, source, request).await?.0)
+}
+
+/// [`load_spec`], also returning the document's bytes (for source positions).
+pub async fn load_spec_and_bytes(
+    kind: Kind,
+    name: &str,
+    source: &Source,
+    request: &Request,
+) -> Result<(ToolSpec, Vec<u8>), SpecError> {
     let started = Instant::now();
     match load(kind, source, request).await? {
         FetchOutcome::Body {
             bytes, final_url, ..
-        } => Ok(contract(
-            kind,
-            name,
-            source,
-            request,
-            &bytes,
-            final_url.as_deref(),
-            started,
-        )
-        .await?
-        .spec),
+        } => {
+            let spec = contract(
+                kind,
+                name,
+                source,
+                request,
+                &bytes,
+                final_url.as_deref(),
+                started,
+            )
+            .await?
+            .spec;
+            Ok((spec, bytes))
+        }
         FetchOutcome::NotModified => Err(SpecError::NotModified),
     }
 }

@@ -499,3 +499,189 @@ fn the_documented_ci_workflow_runs_in_a_shallow_clone() {
     assert_eq!(code, 0, "{github}");
     assert_eq!(github.matches("::error ").count(), 0, "{github}");
 }
+
+/// The new document of the source-line fixtures, as YAML; the JSON fixture is the same
+/// document pretty-printed. Markers name the lines the changes must land on.
+const LINES_YAML: &str = r##"openapi: 3.0.3
+info: {title: Pets, version: "2"}
+paths:
+  /pets:
+    get:
+      operationId: listPets
+      parameters:
+        - $ref: '#/components/parameters/limit'
+      responses:
+        '200':
+          description: ok
+          content:
+            application/json:
+              schema:
+                $ref: '#/components/schemas/Pet'
+  /pets/{petId}:
+    get:
+      operationId: showPetById
+      parameters:
+        - name: petId
+          in: path
+          required: true
+          schema: {type: string}
+      responses:
+        '200': {description: ok}
+components:
+  parameters:
+    limit:
+      name: limit
+      in: query
+      schema:
+        type: integer
+        maximum: 50
+  schemas:
+    Pet:
+      type: object
+      properties:
+        name: {type: string}
+        kind:
+          type: string
+          enum: [cat, dog]
+"##;
+
+/// The old document: `maximum` was 100, Pet had a `tag`, `kind` one value, and
+/// `/pets/{petId}` had a `delete`.
+fn lines_old() -> Value {
+    let mut d: Value = serde_json::from_str(&lines_json()).unwrap();
+    d["components"]["parameters"]["limit"]["schema"]["maximum"] = json!(100);
+    d["components"]["schemas"]["Pet"]["properties"]["tag"] = json!({"type": "string"});
+    d["components"]["schemas"]["Pet"]["properties"]["kind"]["enum"] = json!(["cat"]);
+    d["paths"]["/pets/{petId}"]["delete"] = json!({"operationId": "deletePet",
+        "parameters": [{"name": "petId", "in": "path", "required": true, "schema": {"type": "string"}}],
+        "responses": {"204": {"description": "gone"}}});
+    d
+}
+
+fn lines_json() -> String {
+    let value: Value = serde_json::from_str(
+        r##"{"openapi":"3.0.3","info":{"title":"Pets","version":"2"},"paths":{"/pets":{"get":{"operationId":"listPets","parameters":[{"$ref":"#/components/parameters/limit"}],"responses":{"200":{"description":"ok","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Pet"}}}}}}},"/pets/{petId}":{"get":{"operationId":"showPetById","parameters":[{"name":"petId","in":"path","required":true,"schema":{"type":"string"}}],"responses":{"200":{"description":"ok"}}}}},"components":{"parameters":{"limit":{"name":"limit","in":"query","schema":{"type":"integer","maximum":50}}},"schemas":{"Pet":{"type":"object","properties":{"name":{"type":"string"},"kind":{"type":"string","enum":["cat","dog"]}}}}}}"##,
+    )
+    .unwrap();
+    serde_json::to_string_pretty(&value).unwrap()
+}
+
+/// Line and column (1-based) of the first line of `text` that, trimmed, starts with
+/// `marker`, after the first line starting with `after` (so `properties` means Pet's).
+fn line_of(text: &str, after: &str, marker: &str) -> (u64, u64) {
+    let start = text
+        .lines()
+        .position(|l| l.trim_start().starts_with(after))
+        .unwrap();
+    let (i, line) = text
+        .lines()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| l.trim_start().starts_with(marker))
+        .unwrap_or_else(|| panic!("no {marker} after {after}"));
+    (
+        i as u64 + 1,
+        (line.len() - line.trim_start().len()) as u64 + 1,
+    )
+}
+
+#[test]
+fn every_change_has_the_line_of_its_changed_node_in_json_and_yaml() {
+    let sb = Sandbox::new();
+    sb.write_file("old.json", &serde_json::to_vec(&lines_old()).unwrap());
+    let json_text = lines_json();
+    sb.write_file("new.json", json_text.as_bytes());
+    sb.write_file("new.yaml", LINES_YAML.as_bytes());
+    for (file, text, q) in [
+        ("new.json", json_text.as_str(), "\""),
+        ("new.yaml", LINES_YAML, ""),
+    ] {
+        let key = |k: &str| format!("{q}{k}{q}:");
+        // Each change lands on its node in the new document; a removal on the nearest parent
+        // that survives (Pet's properties, the path item of the removed operation).
+        let expected = [
+            (
+                "request-constraint-tightened",
+                line_of(text, &key("limit"), &key("maximum")),
+            ),
+            (
+                "response-enum-value-added",
+                line_of(text, &key("Pet"), &key("enum")),
+            ),
+            (
+                "response-property-removed",
+                line_of(text, &key("Pet"), &key("properties")),
+            ),
+            (
+                "endpoint-removed",
+                line_of(text, &key("paths"), &key("/pets/{petId}")),
+            ),
+        ];
+        let run = sb.run(&["diff", "old.json", file, "--json"]);
+        let report = run.json();
+        let changes = report["changes"].as_array().unwrap();
+        assert_eq!(changes.len(), expected.len(), "{report:#}");
+        for (rule, (line, column)) in expected {
+            let c = changes.iter().find(|c| c["rule"] == rule).unwrap();
+            assert_eq!(
+                (
+                    c["location"]["line"].as_u64(),
+                    c["location"]["column"].as_u64()
+                ),
+                (Some(line), Some(column)),
+                "{file} {rule}: {c:#}"
+            );
+        }
+        // Messages name the endpoint as the document writes it; `path` and `before` keep the
+        // matching identity.
+        let removed = changes
+            .iter()
+            .find(|c| c["rule"] == "endpoint-removed")
+            .unwrap();
+        assert_eq!(
+            removed["message"],
+            "Endpoint deletePet (DELETE /pets/{petId}) was removed."
+        );
+        assert_eq!(removed["path"], "endpoints.deletePet");
+        assert_eq!(removed["before"], "DELETE /pets/{}");
+        let run = sb.run(&[
+            "diff",
+            "old.json",
+            file,
+            "--format",
+            "github",
+            "--format",
+            "sarif=out.sarif",
+            "--format",
+            "gitlab=gl.json",
+        ]);
+        let github = run.stdout_text();
+        let (line, column) = expected[0].1;
+        assert!(
+            github.contains(&format!(
+                "::error file={file},line={line},col={column},title=request-constraint-tightened::"
+            )),
+            "{github}"
+        );
+        let sarif: Value =
+            serde_json::from_slice(&std::fs::read(sb.path("out.sarif")).unwrap()).unwrap();
+        for r in sarif["runs"][0]["results"].as_array().unwrap() {
+            let rule = r["ruleId"].as_str().unwrap();
+            let (line, column) = expected.iter().find(|(id, _)| *id == rule).unwrap().1;
+            let region = &r["locations"][0]["physicalLocation"]["region"];
+            assert_eq!(region["startLine"].as_u64(), Some(line), "{file} {rule}");
+            assert_eq!(
+                region["startColumn"].as_u64(),
+                Some(column),
+                "{file} {rule}"
+            );
+        }
+        let gitlab: Value =
+            serde_json::from_slice(&std::fs::read(sb.path("gl.json")).unwrap()).unwrap();
+        assert!(gitlab
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["location"]["lines"]["begin"].as_u64() > Some(1)));
+    }
+}

@@ -666,8 +666,14 @@ fn b3_yaml_alias_bomb_is_rejected_quickly() {
         ));
     }
     bomb.push_str("info: {title: x, version: '1'}\npaths: {}\n");
-    let (_, took) = s.expect_error(serve_bytes(bomb.into_bytes()));
-    assert!(took < Duration::from_secs(5), "B3 took {took:?}");
+    // The guard is a count (events replayed through aliases), not a clock: the refusal must
+    // name it, whatever the machine's load (wall time is reported, never asserted).
+    let (o, took) = s.expect_error(serve_bytes(bomb.into_bytes()));
+    assert!(
+        o.to_string().contains("alias replay limit exceeded"),
+        "B3: the error must name the alias budget: {o}"
+    );
+    eprintln!("B3 refused in {took:?}");
     s.recovers();
 }
 

@@ -123,7 +123,7 @@ pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
         "endpoint_removed",
         Some(json!(o.identity())),
         None,
-        format!("Endpoint {} ({}) was removed.", o.name, o.identity()),
+        format!("Endpoint {} ({}) was removed.", o.name, o.as_written()),
     );
 }
 
@@ -155,7 +155,7 @@ pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
         "endpoint_added",
         None,
         Some(json!(n.identity())),
-        format!("Endpoint {} ({}) was added; {why}.", n.name, n.identity()),
+        format!("Endpoint {} ({}) was added; {why}.", n.name, n.as_written()),
     );
 }
 
@@ -202,9 +202,9 @@ pub(super) fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
                 format!(
                     "{} ({}) looks like a rename of the removed {} ({}): same contract, new name.",
                     n.name,
-                    n.identity(),
+                    n.as_written(),
                     o.name,
-                    o.identity()
+                    o.as_written()
                 ),
             );
         }
@@ -227,7 +227,7 @@ pub(super) fn compare_endpoint(
             Some(json!(n.name)),
             format!(
                 "{} was renamed from {} to {}; callers use the old name.",
-                n.identity(),
+                n.as_written(),
                 o.name,
                 n.name
             ),

@@ -89,6 +89,13 @@ const DOC_KEYWORDS: &[&str] = &[
 /// Keywords the walker descends through without a rule of their own.
 const STRUCTURAL: &[&str] = &["$ref", "arguments"];
 
+pub static DEFINITION_RENAMED: Rule = Rule::new(
+    "definition-renamed",
+    Info,
+    Side::Schema,
+    "A schema moved to a definition of another name, was inlined, or was extracted into a definition, and its resolved schema is identical (the fingerprint still moves: definition names are part of it).",
+);
+
 pub static DOCUMENTATION_CHANGED: Rule = Rule::new(
     "documentation-changed",
     Info,
@@ -314,6 +321,34 @@ pub static RESPONSE_TYPE_NARROWED: Rule = Rule::new(
 )
 .keywords(TYPE_KEYWORDS);
 
+pub static REQUEST_BRANCH_ADDED: Rule = Rule::new(
+    "request-branch-added",
+    Compatible,
+    Side::Request,
+    "A request schema's anyOf (or oneOf of provably disjoint branches) gained a branch: the caller may send more.",
+);
+
+pub static REQUEST_BRANCH_REMOVED: Rule = Rule::new(
+    "request-branch-removed",
+    Breaking,
+    Side::Request,
+    "A request schema's anyOf (or oneOf of provably disjoint branches) lost a branch: what callers send may be rejected.",
+);
+
+pub static RESPONSE_BRANCH_ADDED: Rule = Rule::new(
+    "response-branch-added",
+    Breaking,
+    Side::Response,
+    "A response schema's anyOf (or oneOf of provably disjoint branches) gained a branch: callers may receive a shape they do not handle.",
+);
+
+pub static RESPONSE_BRANCH_REMOVED: Rule = Rule::new(
+    "response-branch-removed",
+    Compatible,
+    Side::Response,
+    "A response schema's anyOf (or oneOf of provably disjoint branches) lost a branch: callers receive less.",
+);
+
 pub static SCHEMA_COMPOSITION_CHANGED: Rule = Rule::new(
     "schema-composition-changed",
     Breaking,
@@ -427,6 +462,26 @@ impl<'d> SchemaDiffer<'d> {
         }
         let old_ref = ref_of(old);
         let new_ref = ref_of(new);
+        if old_ref != new_ref
+            && (old_ref.is_some() || new_ref.is_some())
+            && self.resolved_equal(old, new)
+        {
+            let name = |r: Option<&str>, other: Option<&str>| match (r, other) {
+                (Some(r), _) => pointer_path(r),
+                (None, _) => "an inline schema".to_string(),
+            };
+            let (from, to) = (name(old_ref, new_ref), name(new_ref, old_ref));
+            self.emit(
+                out,
+                &DEFINITION_RENAMED,
+                path,
+                "definition_renamed",
+                Some(json!(from)),
+                Some(json!(to)),
+                format!("The schema at {path} moved from {from} to {to}; its resolved schema is identical."),
+            );
+            return;
+        }
         match (old_ref, new_ref) {
             (Some(o), Some(n)) => {
                 if o == n && self.closure_unchanged(o) {
@@ -484,6 +539,66 @@ impl<'d> SchemaDiffer<'d> {
                 self.compare_keywords(old, new, dir, path, out, depth);
             }
         }
+    }
+
+    /// Whether two schemas are the same once every `$ref` is followed on its own side (a
+    /// pair of references already being compared counts as equal, which ends cycles).
+    fn resolved_equal(&self, old: &Value, new: &Value) -> bool {
+        fn eq(
+            o: &Value,
+            n: &Value,
+            defs: (&BTreeMap<String, Value>, &BTreeMap<String, Value>),
+            seen: &mut BTreeSet<(String, String)>,
+            depth: usize,
+        ) -> bool {
+            if depth > MAX_SCHEMA_DEPTH {
+                return false;
+            }
+            let (or, nr) = (bare_ref(o), bare_ref(n));
+            if or.is_some() || nr.is_some() {
+                if let (Some(a), Some(b)) = (or, nr) {
+                    if !seen.insert((a.to_string(), b.to_string())) {
+                        return true;
+                    }
+                }
+                let o = match or {
+                    Some(r) => match defs.0.get(r) {
+                        Some(t) => t,
+                        None => return false,
+                    },
+                    None => o,
+                };
+                let n = match nr {
+                    Some(r) => match defs.1.get(r) {
+                        Some(t) => t,
+                        None => return false,
+                    },
+                    None => n,
+                };
+                return eq(o, n, defs, seen, depth + 1);
+            }
+            match (o, n) {
+                (Value::Object(a), Value::Object(b)) => {
+                    a.len() == b.len()
+                        && a.iter()
+                            .all(|(k, x)| b.get(k).is_some_and(|y| eq(x, y, defs, seen, depth + 1)))
+                }
+                (Value::Array(a), Value::Array(b)) => {
+                    a.len() == b.len()
+                        && a.iter()
+                            .zip(b)
+                            .all(|(x, y)| eq(x, y, defs, seen, depth + 1))
+                }
+                _ => o == n,
+            }
+        }
+        eq(
+            old,
+            new,
+            (self.old_defs, self.new_defs),
+            &mut BTreeSet::new(),
+            0,
+        )
     }
 
     fn closure_unchanged(&mut self, reference: &str) -> bool {
@@ -1213,6 +1328,18 @@ impl<'d> SchemaDiffer<'d> {
         depth: usize,
     ) {
         let at = format!("{path}.{keyword}");
+        if let (Some(Value::Array(a)), Some(Value::Array(b))) = (o.get(keyword), n.get(keyword)) {
+            // GraphQL unions and interfaces keep their own reading: a removed member breaks
+            // the queries that name it, whichever way data flows.
+            let graphql = out.kind == Some(crate::core::model::Kind::Graphql);
+            if a != b
+                && !graphql
+                && (keyword == "anyOf" || (keyword == "oneOf" && self.disjoint_branches(a, b)))
+            {
+                self.compare_paired_branches(keyword, a, b, dir, path, out, depth);
+                return;
+            }
+        }
         match (o.get(keyword), n.get(keyword)) {
             (None, None) => {}
             (Some(Value::Array(a)), Some(Value::Array(b))) if a != b => {
@@ -1278,6 +1405,136 @@ impl<'d> SchemaDiffer<'d> {
 }
 
 impl SchemaDiffer<'_> {
+    /// anyOf, and oneOf of provably disjoint branches: old and new branches are paired
+    /// (identical ones first, then ones with the same discriminating signature, then, when as
+    /// many are left on both sides, by position) and each pair compared; a branch left over
+    /// was added or removed, judged by direction (a request may gain alternatives, a response
+    /// may lose them).
+    #[allow(clippy::too_many_arguments)]
+    fn compare_paired_branches(
+        &mut self,
+        keyword: &str,
+        a: &[Value],
+        b: &[Value],
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        let at = format!("{path}.{keyword}");
+        let mut old_left: Vec<usize> = (0..a.len()).collect();
+        let mut new_left: Vec<usize> = (0..b.len()).collect();
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        let mut take =
+            |old_left: &mut Vec<usize>, new_left: &mut Vec<usize>, i: usize, j: usize| {
+                old_left.retain(|x| *x != i);
+                new_left.retain(|x| *x != j);
+                pairs.push((i, j));
+            };
+        for i in old_left.clone() {
+            if let Some(&j) = new_left.iter().find(|j| b[**j] == a[i]) {
+                take(&mut old_left, &mut new_left, i, j);
+            }
+        }
+        // A named branch (`{"$ref": ...}`) pairs only with the same name: the name is what
+        // tells alternatives apart (a discriminator without mapping uses it, GraphQL unions
+        // are named types), so another name is a branch removed and one added even when the
+        // two definitions read alike.
+        let (old_named, rest): (Vec<usize>, Vec<usize>) =
+            old_left.iter().partition(|i| bare_ref(&a[**i]).is_some());
+        old_left = rest;
+        let (new_named, rest): (Vec<usize>, Vec<usize>) =
+            new_left.iter().partition(|j| bare_ref(&b[**j]).is_some());
+        new_left = rest;
+        let (old_defs, new_defs) = (self.old_defs, self.new_defs);
+        let old_sigs: Vec<Option<String>> =
+            a.iter().map(|x| signature(resolve(x, old_defs))).collect();
+        let new_sigs: Vec<Option<String>> =
+            b.iter().map(|x| signature(resolve(x, new_defs))).collect();
+        let unique = |left: &[usize], sigs: &[Option<String>], sig: &String| {
+            left.iter()
+                .filter(|k| sigs[**k].as_ref() == Some(sig))
+                .count()
+                == 1
+        };
+        for i in old_left.clone() {
+            let Some(sig) = old_sigs[i].clone() else {
+                continue;
+            };
+            if !unique(&old_left, &old_sigs, &sig) || !unique(&new_left, &new_sigs, &sig) {
+                continue;
+            }
+            if let Some(&j) = new_left
+                .iter()
+                .find(|j| new_sigs[**j].as_ref() == Some(&sig))
+            {
+                take(&mut old_left, &mut new_left, i, j);
+            }
+        }
+        if old_left.len() == new_left.len() {
+            for (i, j) in old_left.clone().into_iter().zip(new_left.clone()) {
+                take(&mut old_left, &mut new_left, i, j);
+            }
+        }
+        old_left.extend(old_named);
+        new_left.extend(new_named);
+        old_left.sort_unstable();
+        new_left.sort_unstable();
+        pairs.sort_unstable();
+        for (i, j) in pairs {
+            self.compare_at(&a[i], &b[j], dir, &format!("{at}.{j}"), out, depth + 1);
+        }
+        let describe = |v: &Value| match ref_of(v) {
+            Some(r) if v.as_object().is_some_and(|m| m.len() == 1) => json!(pointer_path(r)),
+            _ => v.clone(),
+        };
+        for j in new_left {
+            let (rule, effect) = match dir {
+                Direction::Request => (&REQUEST_BRANCH_ADDED, "a caller may now send it"),
+                Direction::Response => (&RESPONSE_BRANCH_ADDED, "a caller may now receive it"),
+            };
+            let branch = describe(&b[j]);
+            let text = format!(
+                "{keyword} at {path} gained the branch {}; {effect}.",
+                show(Some(&branch))
+            );
+            self.emit(out, rule, &at, "branch_added", None, Some(branch), text);
+        }
+        for i in old_left {
+            let (rule, effect) = match dir {
+                Direction::Request => (
+                    &REQUEST_BRANCH_REMOVED,
+                    "what callers send in that shape may be rejected",
+                ),
+                Direction::Response => (&RESPONSE_BRANCH_REMOVED, "callers no longer receive it"),
+            };
+            let branch = describe(&a[i]);
+            let text = format!(
+                "{keyword} at {path} lost the branch {}; {effect}.",
+                show(Some(&branch))
+            );
+            self.emit(out, rule, &at, "branch_removed", Some(branch), None, text);
+        }
+    }
+
+    /// Whether, on each side, every two branches are provably disjoint: no value matches two
+    /// of them, so oneOf accepts what anyOf accepts and can be compared as anyOf.
+    fn disjoint_branches(&self, a: &[Value], b: &[Value]) -> bool {
+        [(a, self.old_defs), (b, self.new_defs)]
+            .into_iter()
+            .all(|(branches, defs)| {
+                let maps: Option<Vec<&Map<String, Value>>> = branches
+                    .iter()
+                    .map(|x| resolve(x, defs).as_object())
+                    .collect();
+                maps.is_some_and(|maps| {
+                    maps.iter()
+                        .enumerate()
+                        .all(|(i, x)| maps.iter().skip(i + 1).all(|y| disjoint(x, y)))
+                })
+            })
+    }
+
     /// Compares `$ref`-only branch lists by name: the common ones recursively, and one
     /// `schema-composition-changed` naming the branches added and removed.
     fn compare_named_branches(
@@ -1324,6 +1581,83 @@ impl SchemaDiffer<'_> {
             Some(json!(added)),
             text,
         );
+    }
+}
+
+/// The target of a schema that is exactly `{"$ref": ...}`.
+fn bare_ref(v: &Value) -> Option<&str> {
+    match v.as_object() {
+        Some(m) if m.len() == 1 => m.get("$ref").and_then(Value::as_str),
+        _ => None,
+    }
+}
+
+/// A branch with its `$ref`s followed (bounded) in `defs`.
+fn resolve<'v>(mut v: &'v Value, defs: &'v BTreeMap<String, Value>) -> &'v Value {
+    for _ in 0..MAX_REF_HOPS {
+        match ref_of(v).and_then(|r| defs.get(r)) {
+            Some(target) => v = target,
+            None => break,
+        }
+    }
+    v
+}
+
+const MAX_REF_HOPS: usize = 32;
+
+/// What tells a branch apart from the others, when something does: the values of its
+/// required discriminating property (`const` / `enum`), else its type set.
+fn signature(branch: &Value) -> Option<String> {
+    let m = branch.as_object()?;
+    if let Some((name, values)) = discriminator_values(m).into_iter().next() {
+        return Some(format!("{name}={}", to_canonical_string(&json!(values))));
+    }
+    type_set(m).map(|t| format!("type={}", to_canonical_string(&json!(t))))
+}
+
+/// Required properties of a branch that admit only listed values (`const` or `enum`), each
+/// with its values, by name.
+fn discriminator_values(m: &Map<String, Value>) -> BTreeMap<String, BTreeSet<String>> {
+    let required: BTreeSet<&str> = m
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut out = BTreeMap::new();
+    if let Some(Value::Object(props)) = m.get("properties") {
+        for (name, p) in props {
+            if !required.contains(name.as_str()) {
+                continue;
+            }
+            let values: Option<BTreeSet<String>> = match (p.get("const"), p.get("enum")) {
+                (Some(c), _) => Some([to_canonical_string(c)].into()),
+                (None, Some(Value::Array(e))) => Some(e.iter().map(to_canonical_string).collect()),
+                _ => None,
+            };
+            if let Some(values) = values {
+                out.insert(name.clone(), values);
+            }
+        }
+    }
+    out
+}
+
+/// Whether no value can match both branches: a required property both constrain to listed
+/// values with no value in common, or type sets with no type in common (integer ⊂ number).
+fn disjoint(x: &Map<String, Value>, y: &Map<String, Value>) -> bool {
+    let (dx, dy) = (discriminator_values(x), discriminator_values(y));
+    if dx
+        .iter()
+        .any(|(name, vx)| dy.get(name).is_some_and(|vy| vx.is_disjoint(vy)))
+    {
+        return true;
+    }
+    match (type_set(x), type_set(y)) {
+        (Some(tx), Some(ty)) => {
+            let number = |t: &BTreeSet<String>| t.contains("number") || t.contains("integer");
+            tx.is_disjoint(&ty) && !(number(&tx) && number(&ty))
+        }
+        _ => false,
     }
 }
 
@@ -1467,13 +1801,92 @@ fn as_f64(v: &Value) -> Option<f64> {
 pub(super) mod cases {
     use super::*;
     use crate::core::diff::tests::{
-        at, check_case, openapi, openapi_reversed, Case, LIST, NEW_PET, PET,
+        at, check_case, doc, openapi, openapi_reversed, Case, Edit, Pair, LIST, NEW_PET, PET,
     };
+    use crate::core::normalize::openapi::normalize_value;
     use serde_json::json;
+
+    /// Both documents edited: `old` makes the old one, `new` the new one.
+    fn both(old: Edit, new: Edit) -> Pair {
+        let normalize = |d| normalize_value("acme.pets", &d).expect("normalizes");
+        (normalize(doc(old)), normalize(doc(new)))
+    }
+
+    /// `tag` of `schema` as an anyOf of a string, or of a string and an integer.
+    fn one_branch(schema: &str) -> Edit {
+        match schema {
+            PET => |d| at(d, PET)["properties"]["tag"] = json!({"anyOf": [{"type": "string"}]}),
+            _ => |d| at(d, NEW_PET)["properties"]["tag"] = json!({"anyOf": [{"type": "string"}]}),
+        }
+    }
+
+    fn two_branches(schema: &str) -> Edit {
+        match schema {
+            PET => |d| {
+                at(d, PET)["properties"]["tag"] =
+                    json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+            },
+            _ => |d| {
+                at(d, NEW_PET)["properties"]["tag"] =
+                    json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+            },
+        }
+    }
 
     /// One case per rule of this family (more where kinds differ).
     pub(in crate::core::diff) fn cases() -> Vec<Case> {
         vec![
+            // Pet renamed Animal, same schema.
+            Case::new(
+                &DEFINITION_RENAMED,
+                openapi(|d| {
+                    let pet = at(d, "/components/schemas")
+                        .as_object_mut()
+                        .unwrap()
+                        .remove("Pet");
+                    at(d, "/components/schemas")["Animal"] = pet.unwrap();
+                    at(d, LIST)["responses"]["200"]["content"]["application/json"]["schema"]
+                        ["items"] = json!({"$ref": "#/components/schemas/Animal"});
+                }),
+            ),
+            // NewPet inlined in createPet's request body.
+            Case::new(
+                &DEFINITION_RENAMED,
+                openapi(|d| {
+                    let new_pet = at(d, NEW_PET).clone();
+                    at(
+                        d,
+                        "/paths/~1pets/post/requestBody/content/application~1json",
+                    )["schema"] = new_pet;
+                }),
+            ),
+            Case::new(
+                &REQUEST_BRANCH_ADDED,
+                both(one_branch(NEW_PET), two_branches(NEW_PET)),
+            ),
+            Case::new(
+                &REQUEST_BRANCH_REMOVED,
+                both(two_branches(NEW_PET), one_branch(NEW_PET)),
+            ),
+            Case::new(
+                &RESPONSE_BRANCH_ADDED,
+                both(one_branch(PET), two_branches(PET)),
+            ),
+            Case::new(
+                &RESPONSE_BRANCH_REMOVED,
+                both(two_branches(PET), one_branch(PET)),
+            ),
+            // oneOf of disjoint types reads as anyOf.
+            Case::new(
+                &RESPONSE_BRANCH_REMOVED,
+                both(
+                    |d| {
+                        at(d, PET)["properties"]["tag"] =
+                            json!({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+                    },
+                    |d| at(d, PET)["properties"]["tag"] = json!({"oneOf": [{"type": "string"}]}),
+                ),
+            ),
             Case::new(
                 &DOCUMENTATION_CHANGED,
                 openapi(|d| {
@@ -1689,6 +2102,49 @@ pub(super) mod cases {
         for case in cases() {
             check_case(&case);
         }
+    }
+
+    fn rules_of(old: Edit, new: Edit) -> Vec<String> {
+        let (o, n) = both(old, new);
+        let report = crate::core::diff::classify(&o, &n, &Default::default());
+        report.changes.into_iter().map(|c| c.rule).collect()
+    }
+
+    /// oneOf branches that may overlap stay `schema-composition-changed`; branches told apart
+    /// by a required discriminator's values are paired by it, so a branch added next to a
+    /// changed one is one addition plus the change inside its counterpart.
+    #[test]
+    fn one_of_reads_as_any_of_only_when_its_branches_are_provably_disjoint() {
+        let overlapping = rules_of(
+            |d| {
+                at(d, PET)["properties"]["tag"] = json!({"oneOf": [
+                    {"type": "object", "properties": {"a": {"type": "string"}}}]})
+            },
+            |d| {
+                at(d, PET)["properties"]["tag"] = json!({"oneOf": [
+                    {"type": "object", "properties": {"a": {"type": "string"}}},
+                    {"type": "object", "properties": {"b": {"type": "string"}}}]})
+            },
+        );
+        assert_eq!(overlapping, vec![SCHEMA_COMPOSITION_CHANGED.id]);
+        let tagged = rules_of(
+            |d| {
+                at(d, PET)["properties"]["tag"] = json!({"oneOf": [
+                    {"type": "object", "required": ["kind"], "properties": {
+                        "kind": {"const": "cat"}, "lives": {"type": "integer", "maximum": 9}}}]})
+            },
+            |d| {
+                at(d, PET)["properties"]["tag"] = json!({"oneOf": [
+                    {"type": "object", "required": ["kind"], "properties": {
+                        "kind": {"const": "dog"}}},
+                    {"type": "object", "required": ["kind"], "properties": {
+                        "kind": {"const": "cat"}, "lives": {"type": "integer", "maximum": 7}}}]})
+            },
+        );
+        assert_eq!(
+            tagged,
+            vec![RESPONSE_BRANCH_ADDED.id, RESPONSE_CONSTRAINT_TIGHTENED.id]
+        );
     }
 
     /// The keywords the catch-all loop skips are exactly the ones a comparison judges.

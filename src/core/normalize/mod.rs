@@ -11,6 +11,7 @@ pub mod openrpc;
 pub mod optimade;
 pub mod postgres;
 pub mod schema;
+pub mod source;
 pub mod sqlite;
 
 use crate::core::json::ParseError;
