@@ -640,26 +640,46 @@ impl Shared {
         if last == Some(version) {
             return false;
         }
-        let Ok(states) = registry.watch_state_map() else {
-            return false;
+        // One pass over (watch, status), no allocation per row; the moves are applied after.
+        let mut moves: Vec<(String, WatchStatus)> = Vec::new();
+        let mut matched = 0usize;
+        let visited = {
+            let cells = match self.cells.read() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let visited = registry.for_each_status(|name, status| {
+                if let Some(cell) = cells.get(name) {
+                    matched += 1;
+                    if status_at(cell.status.load(Ordering::SeqCst)) != status {
+                        moves.push((name.to_string(), status));
+                    }
+                }
+            });
+            if visited.is_ok() && matched < cells.len() {
+                // Some configured watch has no stored state (forgotten, never refreshed): idle.
+                let stored: std::collections::HashSet<String> = registry
+                    .watch_state_map()
+                    .map(|m| m.into_keys().collect())
+                    .unwrap_or_default();
+                for (name, cell) in cells.iter() {
+                    if !stored.contains(name)
+                        && status_at(cell.status.load(Ordering::SeqCst)) != WatchStatus::Idle
+                    {
+                        moves.push((name.clone(), WatchStatus::Idle));
+                    }
+                }
+            }
+            visited
         };
+        if visited.is_err() {
+            return false;
+        }
         self.update_registry_gauges(registry);
         observer.1 = Some(version);
         drop(observer);
-        let cells: Vec<(String, Arc<WatchCell>)> = match self.cells.read() {
-            Ok(c) => c.iter().map(|(n, c)| (n.clone(), c.clone())).collect(),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .iter()
-                .map(|(n, c)| (n.clone(), c.clone()))
-                .collect(),
-        };
-        for (name, cell) in cells {
-            let stored = states.get(&name);
-            let status = stored.map_or(WatchStatus::Idle, |s| s.status);
-            if status_at(cell.status.load(Ordering::SeqCst)) != status {
-                self.set_status(&name, status);
-            }
+        for (name, status) in moves {
+            self.set_status(&name, status);
         }
         true
     }

@@ -7,7 +7,7 @@
 //! Watch bookkeeping that changes nothing but `last_checked_at` can be group-committed
 //! ([`Registry::flush_checked`]): many watches, one transaction, at most once a second.
 
-use super::{failpoint, Registry, Result, ReviewState, WatchState};
+use super::{failpoint, Registry, Result, WatchState, WatchStatus};
 use rusqlite::{params, OptionalExtension};
 
 /// What a conditional refresh starts from.
@@ -25,19 +25,21 @@ impl Registry {
     /// One point read (a cached statement) of what a conditional refresh of `watch`, whose
     /// source has digest `source_digest`, needs.
     pub fn conditional(&self, watch: &str, source_digest: &str) -> Result<Conditional> {
+        // `state = 'open'` is spelled out so the partial index `one_open_review_per_watch`
+        // answers the EXISTS (a bound parameter would not match the index's WHERE).
         let mut stmt = self.conn.prepare_cached(
             "SELECT t.fingerprint,
                     s.watch, s.kind, s.status, s.last_compatibility, s.last_checked_at,
                     s.last_error, s.consecutive_failures, s.source_identity,
                     v.watch IS NOT NULL, v.etag, v.last_modified,
-                    EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = ?3)
+                    EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = 'open')
              FROM (SELECT ?1 AS name) q
              LEFT JOIN tools t ON t.name = q.name
              LEFT JOIN watch_state s ON s.watch = q.name
              LEFT JOIN validators v ON v.watch = q.name AND v.source_digest = ?2",
         )?;
         let row = stmt
-            .query_row(params![watch, source_digest, ReviewState::Open], |r| {
+            .query_row(params![watch, source_digest], |r| {
                 let state = match r.get::<_, Option<String>>(1)? {
                     Some(name) => Some(WatchState {
                         watch: name,
@@ -65,6 +67,23 @@ impl Registry {
             })
             .optional()?;
         Ok(row.unwrap_or_default())
+    }
+
+    /// Visits every stored (watch, status) without allocating per row (the daemon's recount
+    /// of 100,000 watches every few seconds). Returns how many rows it visited.
+    pub fn for_each_status(&self, mut visit: impl FnMut(&str, WatchStatus)) -> Result<usize> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT watch, status FROM watch_state")?;
+        let mut rows = stmt.query([])?;
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            let watch = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let status: WatchStatus = row.get(1)?;
+            visit(watch, status);
+            n += 1;
+        }
+        Ok(n)
     }
 
     /// Records a 304 that changed more than `last_checked_at` (a status, an error streak
