@@ -370,7 +370,7 @@ fn failpoints_on_every_write_step() {
     eprintln!("failpoints: {cases} cases, 0 invariant violations");
 }
 
-/// C9: the daemon group-commits 304 bookkeeping (`last_checked_at`, at most once a second);
+/// C12: the daemon group-commits 304 bookkeeping (`last_checked_at`, at most once a second);
 /// a kill -9 loses at most that last second of it, and nothing else: every watch still has
 /// its contract and state, and its stored `last_checked_at` is no older than its last
 /// refresh before the kill by more than the flush period (plus the interval and a second
