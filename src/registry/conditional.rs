@@ -90,10 +90,14 @@ impl Registry {
     /// ended): the state in one transaction, superseding the open review only when
     /// `open_review` (the source is back at the accepted contract).
     pub fn record_not_modified(&mut self, state: &WatchState, open_review: bool) -> Result<()> {
-        if !open_review {
-            return self.record_watch(state);
+        let tx = self.write_tx()?;
+        if open_review {
+            super::supersede_open_reviews(&tx, &state.watch)?;
         }
-        self.record_unchanged(state, None)
+        super::upsert_watch(&tx, state)?;
+        failpoint::hit("unchanged.before_commit")?;
+        tx.commit()?;
+        Ok(())
     }
 
     /// Group commit of deferred bookkeeping: each watch's `last_checked_at`, in one
