@@ -45,6 +45,9 @@ pub struct Config {
 pub struct Storage {
     pub path: PathBuf,
     pub keep_versions: u32,
+    /// Closed reviews per watch that keep their candidate and report (default 100); older
+    /// ones keep their metadata only. Open reviews are never pruned.
+    pub keep_reviews: u32,
     /// Create the registry when no file exists at `path` at startup (default true; false for
     /// production, where a missing registry is an error, never a fresh trust baseline).
     pub create: bool,
@@ -153,7 +156,16 @@ pub struct WatchConfig {
     pub classification: Option<PathBuf>,
     /// Kind `postgres`: `password` (a template), `password_file`, `schemas`.
     pub database: crate::sources::postgres::DatabaseOptions,
+    /// The most endpoints a contract of this watch may have (`max_endpoints`, default
+    /// [`DEFAULT_MAX_ENDPOINTS`]); a larger one is an `error`, the registry untouched.
+    pub max_endpoints: usize,
+    /// `[storage] keep_reviews`, for the refresh that queues this watch's reviews.
+    pub keep_reviews: u32,
 }
+
+/// A watch's default `max_endpoints`: far above any real API (the largest in the corpus has a
+/// few thousand), low enough that a runaway document is refused before it fills the registry.
+pub const DEFAULT_MAX_ENDPOINTS: usize = 250_000;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -191,6 +203,7 @@ struct WatchesSoFar {
 struct RawStorage {
     path: Option<String>,
     keep_versions: Option<u32>,
+    keep_reviews: Option<u32>,
     create: Option<bool>,
 }
 
@@ -225,6 +238,7 @@ struct RawWatch {
     apply_compatible: Option<bool>,
     timeout: Option<toml::Spanned<String>>,
     max_bytes: Option<toml::Value>,
+    max_endpoints: Option<usize>,
     ca_file: Option<String>,
     proxy: Option<String>,
     external_refs: Option<String>,
@@ -284,11 +298,15 @@ impl Config {
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
             keep_versions: None,
+            keep_reviews: None,
             create: None,
         });
         let storage = Storage {
             path: resolve(storage.path.as_deref().unwrap_or("registry.sqlite3"))?,
             keep_versions: storage.keep_versions.unwrap_or(100).max(1),
+            keep_reviews: storage
+                .keep_reviews
+                .unwrap_or(crate::registry::DEFAULT_KEEP_REVIEWS),
             create: storage.create.unwrap_or(true),
         };
         let daemon = raw.daemon.unwrap_or(RawDaemon {
@@ -390,6 +408,10 @@ impl Config {
             unset_vars,
             ..
         } = so_far;
+        let mut watches = watches;
+        for watch in &mut watches {
+            watch.keep_reviews = storage.keep_reviews;
+        }
         let index = watches
             .iter()
             .enumerate()
@@ -621,6 +643,15 @@ impl Config {
                     password_file: w.password_file.as_deref().map(resolve).transpose()?,
                     schemas: w.schemas.unwrap_or_default(),
                 },
+                max_endpoints: match w.max_endpoints {
+                    None => DEFAULT_MAX_ENDPOINTS,
+                    Some(0) => {
+                        return Err(invalid(format!("{at}: max_endpoints must be at least 1")))
+                    }
+                    Some(n) => n,
+                },
+                // `[storage] keep_reviews`, set once every watch is read (Config::parse).
+                keep_reviews: crate::registry::DEFAULT_KEEP_REVIEWS,
                 kind,
                 source,
                 interval: duration(

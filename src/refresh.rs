@@ -9,7 +9,8 @@ use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::fetch::openapi_refs::BundleError;
 use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
-    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, WatchState, WatchStatus,
+    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, StoredSource, WatchState,
+    WatchStatus,
 };
 use crate::sources::{self, fetch_error_class};
 use serde::Serialize;
@@ -140,6 +141,9 @@ pub enum RefreshError {
     Internal(String),
     #[error("the registry kept changing under this refresh ({attempts} compare-and-swap attempts lost); it will be retried")]
     Conflict { attempts: usize },
+    /// More endpoints than the watch's `max_endpoints`: refused before anything is stored.
+    #[error("the contract has {count} endpoints, more than this watch's max_endpoints ({max}); nothing was stored (raise max_endpoints to accept it)")]
+    TooManyEndpoints { count: usize, max: usize },
 }
 
 impl RefreshError {
@@ -154,6 +158,7 @@ impl RefreshError {
             | RefreshError::Classification(_)
             | RefreshError::Internal(_) => "registry",
             RefreshError::Conflict { .. } => "conflict",
+            RefreshError::TooManyEndpoints { .. } => "too_large",
         }
     }
 }
@@ -530,6 +535,19 @@ async fn refresh_inner(
         validators = Validators::default();
     }
     let spec = contract.spec;
+    if spec.endpoints.len() > watch.max_endpoints {
+        return Err(RefreshError::TooManyEndpoints {
+            count: spec.endpoints.len(),
+            max: watch.max_endpoints,
+        });
+    }
+    // The document itself, compressed, so a projection change can re-normalize it
+    // (`projection-upgrade`); one with external `$ref`s is not one document: none is kept.
+    let source = if contract.has_external_refs {
+        StoredSource::none()
+    } else {
+        StoredSource::of(&bytes)
+    };
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
     let new_validators = (
@@ -549,6 +567,13 @@ async fn refresh_inner(
         let rejected_before = match &current {
             Some(c) if c.fingerprint != fingerprint => {
                 registry.is_rejected(&watch.name, &fingerprint)?
+                    // The same document rejected under an older projection is still rejected.
+                    || match &source.digest {
+                        Some(digest) => {
+                            registry.rejected_document(&watch.name, digest, &fingerprint)?
+                        }
+                        None => false,
+                    }
             }
             _ => false,
         };
@@ -563,6 +588,7 @@ async fn refresh_inner(
                 keep_versions,
                 &mut state,
                 new_validators,
+                &source,
             )? {
                 return Ok(outcome);
             }
@@ -595,6 +621,7 @@ async fn refresh_inner(
                     keep_versions,
                     &state,
                     Some(new_validators),
+                    &source,
                 ) {
                     Ok(version) => {
                         tracing::info!(event = "refresh", watch = %watch.name, action = "registered", registry_version = version);
@@ -635,6 +662,7 @@ async fn refresh_inner(
                     keep_versions,
                     &state,
                     Some(new_validators),
+                    &source,
                 ) {
                     Ok(version) => {
                         tracing::info!(event = "refresh", watch = %watch.name, action = "applied",
@@ -662,7 +690,14 @@ async fn refresh_inner(
             (Decision::QueueReview, Some(base), Some(report)) => {
                 let compatibility = report.compatibility;
                 mark_ok(&mut state, WatchStatus::PendingReview, Some(compatibility));
-                match registry.queue_review(&base, &spec, &report, &state) {
+                match registry.queue_review(
+                    &base,
+                    &spec,
+                    &report,
+                    &state,
+                    &source,
+                    watch.keep_reviews,
+                ) {
                     Ok(queued) => {
                         let id = match queued {
                             Queued::New { id, superseded } => {
@@ -713,6 +748,7 @@ async fn refresh_inner(
 /// `projection-upgrade`, reviewer `schemawatch`) and logged at WARN with what was baselined —
 /// unless its newly modelled text holds hidden characters, which is classified as drift.
 /// Answers `None` when this is not such an upgrade.
+#[allow(clippy::too_many_arguments)]
 fn rebaseline_mcp(
     registry: &mut Registry,
     watch: &WatchConfig,
@@ -721,6 +757,7 @@ fn rebaseline_mcp(
     keep_versions: u32,
     state: &mut WatchState,
     validators: (&str, Option<&str>, Option<&str>),
+    source: &StoredSource,
 ) -> Result<Option<Outcome>, RefreshError> {
     use crate::core::normalize::mcp::tools_only_projection;
     if current.spec.kind != Kind::Mcp
@@ -764,6 +801,7 @@ fn rebaseline_mcp(
         keep_versions,
         state,
         Some(validators),
+        source,
     ) {
         Ok(version) => {
             tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,

@@ -245,12 +245,24 @@ pub fn pending_listing(
 /// `pending show ID --json` and `GET /v1/pending/{id}`.
 pub fn review_detail(review: &Review) -> Value {
     let mut value = review_summary(&review.head());
-    value["report"] = report_json(&review.report);
     value["reviewer"] = json!(review.reviewer);
     value["reason"] = json!(review.reason);
     value["decided_at"] = json!(review.decided_at);
-    // Every review artifact carries its reasoning (provenance stamp).
-    crate::artifacts::provenance::stamp(value, &review.report, &format!("review:{}", review.watch))
+    value["pruned_at"] = json!(review.pruned_at);
+    match &review.report {
+        Some(report) => {
+            value["report"] = report_json(report);
+            // Every review artifact carries its reasoning (provenance stamp).
+            crate::artifacts::provenance::stamp(value, report, &format!("review:{}", review.watch))
+        }
+        // `[storage] keep_reviews` dropped the candidate and report of this closed review:
+        // its metadata is all there is, and the answer says so rather than erroring.
+        None => {
+            value["report"] = Value::Null;
+            value["pruned"] = json!(true);
+            value
+        }
+    }
 }
 
 /// `pending accept ID --json` and `POST /v1/pending/{id}/accept`.

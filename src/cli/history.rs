@@ -42,7 +42,11 @@ fn history(config: &Config, tool: &str, json: bool) -> Outcome {
                     (Some(who), Some(why)) =>
                         format!(" (review {}, {who}: {why})", e.review_id.unwrap_or(0)),
                     _ => String::new(),
-                }
+                } + &e
+                    .note
+                    .as_ref()
+                    .map(|n| format!(" [{n}]"))
+                    .unwrap_or_default()
             );
         }
     }

@@ -92,7 +92,15 @@ pub fn run(action: PendingCommand) -> Outcome {
                     review.compatibility,
                     review.created_at
                 );
-                say_raw!("{}", report_text(&review.report));
+                match &review.report {
+                    Some(report) => say_raw!("{}", report_text(report)),
+                    None => say!(
+                        "pruned at {}: candidate and report dropped ([storage] keep_reviews); {} change(s), candidate {}",
+                        review.pruned_at.as_deref().unwrap_or("?"),
+                        review.change_count,
+                        review.candidate_fingerprint
+                    ),
+                }
             }
             Ok(())
         }

@@ -13,6 +13,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         2,
         include_str!("../../migrations/0002_accepted_changes.sql"),
     ),
+    (3, include_str!("../../migrations/0003_compact_storage.sql")),
 ];
 
 pub fn latest() -> i64 {

@@ -6,18 +6,49 @@
 //! state; an apply is a compare-and-swap on the tool's (registry_version, fingerprint); stored
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
+mod codec;
 mod conditional;
 pub mod failpoint;
 mod listing;
 mod migrate;
 mod state;
+mod upgrade;
 
+pub use codec::source_digest;
 pub use conditional::Conditional;
 pub use listing::ReviewHead;
 pub use state::{ReviewState, WatchStatus};
 
+/// `[storage] keep_reviews` when not configured: closed reviews per watch that keep their
+/// candidate and report.
+pub const DEFAULT_KEEP_REVIEWS: u32 = 100;
+
+/// The source document a contract was normalized from, as the registry keeps it: its digest
+/// (with every accepted snapshot and review candidate) and the compressed document (with the
+/// current accepted snapshot and open candidates), so a projection change can re-normalize it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StoredSource {
+    pub digest: Option<String>,
+    pub gz: Option<Vec<u8>>,
+}
+
+impl StoredSource {
+    /// The source of a contract read from exactly these bytes.
+    pub fn of(bytes: &[u8]) -> StoredSource {
+        StoredSource {
+            digest: Some(codec::source_digest(bytes)),
+            gz: Some(codec::gz_bytes(bytes)),
+        }
+    }
+
+    /// No source: the contract is not one document as read (an OpenAPI document with external
+    /// `$ref`s), or it came from an older release.
+    pub fn none() -> StoredSource {
+        StoredSource::default()
+    }
+}
+
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
-use crate::core::json::to_canonical_string;
 use crate::core::model::{Compatibility, DriftReport, ToolSpec};
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
@@ -119,6 +150,9 @@ pub struct HistoryEntry {
     /// The ids (`chg1:…`) of the changes a reviewer accepted with `pending accept` (empty for
     /// registered and applied versions, and for versions accepted by older releases).
     pub accepted_changes: Vec<String>,
+    /// A change made to this row in place, not a new version: `projection-upgrade` when a new
+    /// projection re-normalized the stored source (no review, no registry version bump).
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -144,11 +178,15 @@ pub struct Review {
     pub base_registry_version: i64,
     pub base_fingerprint: Option<String>,
     pub candidate_fingerprint: String,
-    pub candidate: ToolSpec,
-    pub report: DriftReport,
+    /// `None` once pruned (`[storage] keep_reviews`): a closed review keeps its metadata only.
+    pub candidate: Option<ToolSpec>,
+    /// `None` once pruned, like the candidate.
+    pub report: Option<DriftReport>,
     pub decided_at: Option<String>,
     pub reviewer: Option<String>,
     pub reason: Option<String>,
+    /// When the candidate and report were dropped (`[storage] keep_reviews`).
+    pub pruned_at: Option<String>,
 }
 
 /// The result of queueing a candidate for review.
@@ -349,14 +387,15 @@ impl Registry {
     /// applied with, contract).
     pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<String>, ToolSpec)>> {
         let mut stmt = self.conn.prepare(
-            "SELECT version, compatibility, spec_json FROM tool_versions WHERE tool = ?1 ORDER BY version",
+            "SELECT version, compatibility, spec_json, spec_gz FROM tool_versions WHERE tool = ?1 ORDER BY version",
         )?;
-        let rows: Vec<(i64, Option<String>, String)> = stmt
-            .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        type Row = (i64, Option<String>, String, Option<Vec<u8>>);
+        let rows: Vec<Row> = stmt
+            .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
             .collect::<rusqlite::Result<_>>()?;
         rows.into_iter()
-            .map(|(version, compatibility, json)| {
-                let spec = parse_spec("tool_versions", &format!("{tool}@{version}"), &json)?;
+            .map(|(version, compatibility, json, gz)| {
+                let spec = stored_spec("tool_versions", &format!("{tool}@{version}"), &json, gz)?;
                 Ok((version, compatibility, spec))
             })
             .collect()
@@ -403,7 +442,14 @@ impl Registry {
         keep_versions: u32,
     ) -> Result<i64> {
         let tx = self.write_tx()?;
-        let version = apply_in(&tx, spec, expected, provenance, keep_versions)?;
+        let version = apply_in(
+            &tx,
+            spec,
+            expected,
+            provenance,
+            keep_versions,
+            &StoredSource::none(),
+        )?;
         tx.commit()?;
         Ok(version)
     }
@@ -411,7 +457,7 @@ impl Registry {
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
         let mut stmt = self.conn.prepare(
             "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
-                    accepted_changes
+                    accepted_changes, note
              FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
         )?;
         let rows = stmt.query_map([tool], |r| {
@@ -427,6 +473,7 @@ impl Registry {
                     reviewer: r.get(6)?,
                     reason: r.get(7)?,
                     accepted_changes: Vec::new(),
+                    note: r.get(9)?,
                 },
                 accepted,
             ))
@@ -505,10 +552,11 @@ impl Registry {
         keep_versions: u32,
         state: &WatchState,
         validators: Option<(&str, Option<&str>, Option<&str>)>,
+        source: &StoredSource,
     ) -> Result<i64> {
         failpoint::hit("apply.begin")?;
         let tx = self.write_tx()?;
-        let version = apply_in(&tx, spec, expected, provenance, keep_versions)?;
+        let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
         supersede_open_reviews(&tx, &state.watch)?;
         upsert_watch(&tx, state)?;
@@ -551,6 +599,41 @@ impl Registry {
             .is_some())
     }
 
+    /// Whether a reviewer rejected this very document (same source digest) while the
+    /// projection was older: then the candidate, fingerprinted anew, is still rejected, and its
+    /// new fingerprint is recorded with the rejection (`projection-upgrade`).
+    pub fn rejected_document(
+        &mut self,
+        watch: &str,
+        digest: &str,
+        fingerprint: &str,
+    ) -> Result<bool> {
+        // Read first: the usual answer is "no", and it takes no write lock.
+        let review: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT review_id FROM rejected_candidates
+                 WHERE watch = ?1 AND source_digest = ?2 AND fingerprint_version < ?3
+                 ORDER BY rejected_at DESC LIMIT 1",
+                params![watch, digest, FINGERPRINT_VERSION],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let Some(review_id) = review else {
+            return Ok(false);
+        };
+        let tx = self.write_tx()?;
+        tx.execute(
+            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
+                source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![watch, fingerprint, review_id, now_rfc3339(), digest, FINGERPRINT_VERSION],
+        )?;
+        tx.commit()?;
+        tracing::warn!(event = "projection_upgrade", watch = %watch, review_id,
+            "a document rejected under the previous projection is still rejected");
+        Ok(true)
+    }
+
     /// Queues a candidate for review, in one transaction with the watch state. The base is
     /// checked first (CAS): if the tool moved since it was compared, `Conflict`.
     pub fn queue_review(
@@ -559,13 +642,23 @@ impl Registry {
         candidate: &ToolSpec,
         report: &DriftReport,
         state: &WatchState,
+        source: &StoredSource,
+        keep_reviews: u32,
     ) -> Result<Queued> {
         failpoint::hit("review.begin")?;
         let tx = self.write_tx()?;
-        let current = read_tool(&tx, &candidate_key(candidate))?;
-        let matches = current.as_ref().is_some_and(|t| {
-            t.registry_version == base.registry_version && t.fingerprint == base.fingerprint
-        });
+        // The CAS check needs the two columns only: the contract itself was read (and checked
+        // against its fingerprint) by the caller, and is not loaded a second time.
+        let current: Option<(i64, String)> = tx
+            .query_row(
+                "SELECT registry_version, fingerprint FROM tools WHERE name = ?1",
+                [candidate_key(candidate)],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let matches = current
+            .as_ref()
+            .is_some_and(|(rv, fp)| *rv == base.registry_version && *fp == base.fingerprint);
         if !matches {
             return Err(RegistryError::Conflict {
                 tool: candidate_key(candidate),
@@ -585,7 +678,7 @@ impl Registry {
                 let superseded = match other {
                     Some((old_id, _)) => {
                         tx.execute(
-                            "UPDATE reviews SET state = ?3, decided_at = ?2 WHERE id = ?1",
+                            "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
                             params![old_id, now, ReviewState::Superseded],
                         )?;
                         Some(old_id)
@@ -595,8 +688,8 @@ impl Registry {
                 tx.execute(
                     "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
                         base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
-                        candidate_spec_json, report_json)
-                     VALUES (?1, ?11, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                        candidate_spec_json, report_json, candidate_gz, report_gz, source_digest, source_gz)
+                     VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, ?13)",
                     params![
                         state.watch,
                         report.compatibility.as_str(),
@@ -606,13 +699,16 @@ impl Registry {
                         base.fingerprint,
                         report.new_fingerprint,
                         FINGERPRINT_VERSION,
-                        spec_json(candidate),
-                        report_json(report),
                         ReviewState::Open,
+                        codec::gz_json(candidate),
+                        codec::gz_json(report),
+                        source.digest,
+                        source.gz,
                     ],
                 )?;
                 let id = tx.last_insert_rowid();
                 failpoint::hit("review.after_insert")?;
+                prune_reviews(&tx, &state.watch, keep_reviews)?;
                 Queued::New { id, superseded }
             }
         };
@@ -646,14 +742,15 @@ impl Registry {
         if let Some(id) = id {
             tx.execute(
                 "UPDATE reviews SET candidate_fingerprint = ?2, fingerprint_version = ?3,
-                    candidate_spec_json = ?4, report_json = ?5, compatibility = ?6, change_count = ?7
+                    candidate_spec_json = '', report_json = '', candidate_gz = ?4, report_gz = ?5,
+                    compatibility = ?6, change_count = ?7
                  WHERE id = ?1",
                 params![
                     id,
                     report.new_fingerprint,
                     FINGERPRINT_VERSION,
-                    spec_json(candidate),
-                    report_json(report),
+                    codec::gz_json(candidate),
+                    codec::gz_json(report),
                     report.compatibility.as_str(),
                     report.change_count() as i64,
                 ],
@@ -710,22 +807,32 @@ impl Registry {
                 why: format!("the review is {}", review.state),
             });
         }
+        // Open reviews are never pruned; a row without its candidate is a bad row.
+        let (Some(candidate), Some(report)) = (&review.candidate, &review.report) else {
+            return Err(RegistryError::BadRow {
+                table: "reviews",
+                key: id.to_string(),
+                problem: "an open review without its candidate".into(),
+            });
+        };
+        let source = review_source(&tx, id)?;
         let base = review.base_fingerprint.clone().map(|fingerprint| CasBase {
             registry_version: review.base_registry_version,
             fingerprint,
         });
         let provenance = Provenance {
-            compatibility: Some(review.report.compatibility),
+            compatibility: Some(report.compatibility),
             review_id: Some(id),
             reviewer: Some(reviewer.to_string()),
             reason: Some(reason.to_string()),
         };
         let version = match apply_in(
             &tx,
-            &review.candidate,
+            candidate,
             base.as_ref(),
             &provenance,
             keep_versions,
+            &source,
         ) {
             Ok(v) => v,
             Err(RegistryError::Conflict { .. }) => {
@@ -737,8 +844,7 @@ impl Registry {
             Err(e) => return Err(e),
         };
         failpoint::hit("accept.after_apply")?;
-        let accepted: Vec<String> = review
-            .report
+        let accepted: Vec<String> = report
             .changes
             .iter()
             .map(crate::core::report::change_id)
@@ -752,7 +858,7 @@ impl Registry {
         )?;
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL WHERE id = ?1",
             params![id, now, reviewer, reason, ReviewState::Accepted],
         )?;
         tx.execute(
@@ -779,12 +885,18 @@ impl Registry {
         }
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4 WHERE id = ?1",
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL WHERE id = ?1",
             params![id, now, reviewer, reason, ReviewState::Rejected],
         )?;
+        let digest: Option<String> = tx.query_row(
+            "SELECT source_digest FROM reviews WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
         tx.execute(
-            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at) VALUES (?1, ?2, ?3, ?4)",
-            params![review.watch, review.candidate_fingerprint, id, now],
+            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
+                source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![review.watch, review.candidate_fingerprint, id, now, digest, FINGERPRINT_VERSION],
         )?;
         tx.execute(
             "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
@@ -864,33 +976,63 @@ impl Registry {
             return Ok(());
         }
         let tx = self.write_tx()?;
-        for (table, key_col) in [
-            ("tools", "name"),
-            ("tool_versions", "rowid"),
-            ("reviews", "id"),
+        // A 304-only watch must fetch once to gain what the new projection models.
+        tx.execute(
+            "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
+            [FINGERPRINT_VERSION],
+        )?;
+        upgrade::accepted_from_sources(&tx)?;
+        upgrade::open_reviews_from_sources(&tx)?;
+        // Whatever has no source (older releases, external `$ref`s), or whose source the new
+        // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
+        // contract as before; the first full fetch then classifies it.
+        for (table, key_col, spec_col, gz_col, fp_col) in [
+            ("tools", "name", "spec_json", "NULL", "fingerprint"),
+            (
+                "tool_versions",
+                "rowid",
+                "spec_json",
+                "spec_gz",
+                "fingerprint",
+            ),
+            (
+                "reviews",
+                "id",
+                "candidate_spec_json",
+                "candidate_gz",
+                "candidate_fingerprint",
+            ),
         ] {
-            let spec_col = if table == "reviews" {
-                "candidate_spec_json"
-            } else {
-                "spec_json"
-            };
-            let fp_col = if table == "reviews" {
-                "candidate_fingerprint"
-            } else {
-                "fingerprint"
-            };
-            let rows: Vec<(String, String)> = tx
+            type Row = (String, String, Option<Vec<u8>>);
+            let rows: Vec<Row> = tx
                 .prepare(&format!(
-                    "SELECT CAST({key_col} AS TEXT), {spec_col} FROM {table} WHERE fingerprint_version < ?1"
+                    "SELECT CAST({key_col} AS TEXT), {spec_col}, {gz_col} FROM {table} WHERE fingerprint_version < ?1"
                 ))?
-                .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect::<rusqlite::Result<_>>()?;
-            for (key, json) in rows {
-                let spec = parse_spec(table_name(table), &key, &json)?;
-                tx.execute(
-                    &format!("UPDATE {table} SET {fp_col} = ?1, fingerprint_version = ?2 WHERE CAST({key_col} AS TEXT) = ?3"),
-                    params![tool_fingerprint(&spec), FINGERPRINT_VERSION, key],
-                )?;
+            for (key, json, gz) in rows {
+                let fingerprint = match table {
+                    // A new `tools` row keeps its contract in the current history row.
+                    "tools" => read_tool(&tx, &key)?.map(|t| tool_fingerprint(&t.spec)),
+                    // A pruned review keeps the fingerprint it was decided on (metadata only).
+                    "reviews" if json.is_empty() && gz.is_none() => None,
+                    _ => Some(tool_fingerprint(&stored_spec(
+                        table_name(table),
+                        &key,
+                        &json,
+                        gz,
+                    )?)),
+                };
+                match fingerprint {
+                    Some(fp) => tx.execute(
+                        &format!("UPDATE {table} SET {fp_col} = ?1, fingerprint_version = ?2 WHERE CAST({key_col} AS TEXT) = ?3"),
+                        params![fp, FINGERPRINT_VERSION, key],
+                    )?,
+                    None => tx.execute(
+                        &format!("UPDATE {table} SET fingerprint_version = ?1 WHERE CAST({key_col} AS TEXT) = ?2"),
+                        params![FINGERPRINT_VERSION, key],
+                    )?,
+                };
             }
         }
         tx.commit()?;
@@ -914,12 +1056,58 @@ fn candidate_key(spec: &ToolSpec) -> String {
     }
 }
 
-fn spec_json(spec: &ToolSpec) -> String {
-    to_canonical_string(&serde_json::to_value(spec).unwrap_or(serde_json::Value::Null))
+/// A stored contract: compressed JSON (`gz`, rows of migration 0003 on) or text (older rows).
+fn stored_spec(
+    table: &'static str,
+    key: &str,
+    json: &str,
+    gz: Option<Vec<u8>>,
+) -> Result<ToolSpec> {
+    match gz {
+        Some(blob) => stored_json(table, key, &blob, "contract"),
+        None => parse_spec(table, key, json),
+    }
 }
 
-fn report_json(report: &DriftReport) -> String {
-    to_canonical_string(&serde_json::to_value(report).unwrap_or(serde_json::Value::Null))
+/// A compressed JSON value of `table`/`key`, inflated and deserialized without an
+/// intermediate `Value` (the memory of a large contract is the inflated bytes plus the model).
+fn stored_json<T: serde::de::DeserializeOwned>(
+    table: &'static str,
+    key: &str,
+    blob: &[u8],
+    what: &str,
+) -> Result<T> {
+    codec::gunzip_json(table, key, blob, what)
+}
+
+/// Drops the candidate and report of a watch's closed reviews beyond the newest
+/// `keep_reviews` (`[storage] keep_reviews`); their metadata stays. Open reviews are never
+/// pruned.
+fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result<()> {
+    tx.execute(
+        "UPDATE reviews SET candidate_spec_json = '', report_json = '', candidate_gz = NULL,
+                report_gz = NULL, source_gz = NULL, pruned_at = ?3
+         WHERE watch = ?1 AND state != ?4 AND pruned_at IS NULL
+           AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?4
+                          ORDER BY id DESC LIMIT ?2)",
+        params![
+            watch,
+            i64::from(keep_reviews),
+            now_rfc3339(),
+            ReviewState::Open
+        ],
+    )?;
+    Ok(())
+}
+
+/// The stored source of a review's candidate (kept while it is open).
+fn review_source(conn: &Connection, id: i64) -> Result<StoredSource> {
+    let (digest, gz): (Option<String>, Option<Vec<u8>>) = conn.query_row(
+        "SELECT source_digest, source_gz FROM reviews WHERE id = ?1",
+        [id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    Ok(StoredSource { digest, gz })
 }
 
 fn parse_spec(table: &'static str, key: &str, json: &str) -> Result<ToolSpec> {
@@ -936,18 +1124,41 @@ fn parse_spec(table: &'static str, key: &str, json: &str) -> Result<ToolSpec> {
 }
 
 fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
-    let row: Option<(i64, i64, String, i64, String, String)> = conn
+    type Row = (i64, i64, String, i64, String, String, Option<Vec<u8>>);
+    let row: Option<Row> = conn
         .query_row(
-            "SELECT version, registry_version, fingerprint, fingerprint_version, spec_json, applied_at
-             FROM tools WHERE name = ?1",
+            "SELECT t.version, t.registry_version, t.fingerprint, t.fingerprint_version, t.spec_json,
+                    t.applied_at, COALESCE(t.spec_gz, v.spec_gz)
+             FROM tools t LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
+             WHERE t.name = ?1",
             [name],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
         )
         .optional()?;
-    let Some((version, registry_version, fingerprint, fp_version, json, applied_at)) = row else {
+    let Some((version, registry_version, fingerprint, fp_version, json, applied_at, gz)) = row
+    else {
         return Ok(None);
     };
-    let spec = parse_spec("tools", name, &json)?;
+    // An older row keeps its text; a new one has '' there and the contract compressed.
+    let gz = if json.is_empty() { gz } else { None };
+    if json.is_empty() && gz.is_none() {
+        return Err(RegistryError::BadRow {
+            table: "tools",
+            key: name.to_string(),
+            problem: format!("no stored contract (history row {version} is missing)"),
+        });
+    }
+    let spec = stored_spec("tools", name, &json, gz)?;
     let bad = |problem: String| RegistryError::BadRow {
         table: "tools",
         key: name.to_string(),
@@ -976,85 +1187,71 @@ fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
 
 fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
     type Row = (
-        String,
-        ReviewState,
-        String,
-        i64,
-        String,
-        i64,
-        Option<String>,
-        String,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
+        (String, ReviewState, String, i64, String, i64),
+        (Option<String>, String, String, String),
+        (Option<String>, Option<String>, Option<String>),
+        (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>),
     );
     let row: Option<Row> = conn
         .query_row(
             "SELECT watch, state, compatibility, change_count, created_at, base_registry_version,
                     base_fingerprint, candidate_fingerprint, candidate_spec_json, report_json,
-                    decided_at, reviewer, reason
+                    decided_at, reviewer, reason, candidate_gz, report_gz, pruned_at
              FROM reviews WHERE id = ?1",
             [id],
             |r| {
                 Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
-                    r.get(7)?,
-                    r.get(8)?,
-                    r.get(9)?,
-                    r.get(10)?,
-                    r.get(11)?,
-                    r.get(12)?,
+                    (
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ),
+                    (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
+                    (r.get(10)?, r.get(11)?, r.get(12)?),
+                    (r.get(13)?, r.get(14)?, r.get(15)?),
                 ))
             },
         )
         .optional()?;
     let Some((
-        watch,
-        state,
-        compatibility,
-        change_count,
-        created_at,
-        base_rv,
-        base_fp,
-        cand_fp,
-        spec,
-        report,
-        decided_at,
-        reviewer,
-        reason,
+        (watch, state, compatibility, change_count, created_at, base_rv),
+        (base_fp, cand_fp, spec, report),
+        (decided_at, reviewer, reason),
+        (candidate_gz, report_gz, pruned_at),
     )) = row
     else {
         return Ok(None);
     };
     let key = id.to_string();
-    let candidate = parse_spec("reviews", &key, &spec)?;
-    let report_value =
-        crate::core::json::parse_json(&report).map_err(|e| RegistryError::BadRow {
-            table: "reviews",
-            key: key.clone(),
-            problem: e.to_string(),
-        })?;
-    let report: DriftReport =
-        serde_json::from_value(report_value).map_err(|e| RegistryError::BadRow {
-            table: "reviews",
-            key: key.clone(),
-            problem: format!("not a valid report: {e}"),
-        })?;
-    if candidate_key(&candidate) != watch {
-        return Err(RegistryError::BadRow {
-            table: "reviews",
-            key,
-            problem: "candidate belongs to another watch".into(),
-        });
+    let bad = |problem: String| RegistryError::BadRow {
+        table: "reviews",
+        key: key.clone(),
+        problem,
+    };
+    if pruned_at.is_some() && state == ReviewState::Open {
+        return Err(bad("an open review without its candidate".into()));
     }
+    let (candidate, report) = if pruned_at.is_some() {
+        (None, None)
+    } else {
+        let candidate = stored_spec("reviews", &key, &spec, candidate_gz)?;
+        let report: DriftReport = match report_gz {
+            Some(blob) => stored_json("reviews", &key, &blob, "report")?,
+            None => {
+                let value =
+                    crate::core::json::parse_json(&report).map_err(|e| bad(e.to_string()))?;
+                serde_json::from_value(value)
+                    .map_err(|e| bad(format!("not a valid report: {e}")))?
+            }
+        };
+        if candidate_key(&candidate) != watch {
+            return Err(bad("candidate belongs to another watch".into()));
+        }
+        (Some(candidate), Some(report))
+    };
     Ok(Some(Review {
         id,
         watch,
@@ -1070,6 +1267,7 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
         decided_at,
         reviewer,
         reason,
+        pruned_at,
     }))
 }
 
@@ -1079,6 +1277,7 @@ fn apply_in(
     expected: Option<&CasBase>,
     provenance: &Provenance,
     keep_versions: u32,
+    source: &StoredSource,
 ) -> Result<i64> {
     let name = candidate_key(spec);
     let current: Option<(i64, i64, String)> = tx
@@ -1104,7 +1303,8 @@ fn apply_in(
     )?;
     let new_head = head + 1;
     let fingerprint = tool_fingerprint(spec);
-    let json = spec_json(spec);
+    // Compressed once, stored in the history row; the `tools` row reads it from there.
+    let gz = codec::gz_json(spec);
     let now = now_rfc3339();
     let position: i64 = match &current {
         Some(_) => tx.query_row("SELECT position FROM tools WHERE name = ?1", [&name], |r| {
@@ -1116,28 +1316,32 @@ fn apply_in(
             |r| r.get(0),
         )?,
     };
+    // `spec_json = ''` with `spec_gz` NULL: the contract is the current history row's
+    // (format marker of migration 0003; older rows keep their text).
     tx.execute(
         "INSERT OR REPLACE INTO tools (name, kind, position, version, registry_version, fingerprint,
-            fingerprint_version, spec_json, applied_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-        params![name, spec.kind.as_str(), position, next_tool_version, new_head, fingerprint, FINGERPRINT_VERSION, json, now],
+            fingerprint_version, spec_json, applied_at, spec_gz, source_digest, source_gz)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, ?10)",
+        params![name, spec.kind.as_str(), position, next_tool_version, new_head, fingerprint,
+            FINGERPRINT_VERSION, now, source.digest, source.gz],
     )?;
     tx.execute(
         "INSERT INTO tool_versions (tool, version, registry_version, fingerprint, fingerprint_version,
-            spec_json, applied_at, compatibility, review_id, reviewer, reason)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+            spec_json, applied_at, compatibility, review_id, reviewer, reason, spec_gz, source_digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, '', ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         params![
             name,
             next_tool_version,
             new_head,
             fingerprint,
             FINGERPRINT_VERSION,
-            json,
             now,
             provenance.compatibility.map(|c| c.as_str()),
             provenance.review_id,
             provenance.reviewer,
             provenance.reason,
+            gz,
+            source.digest,
         ],
     )?;
     tx.execute(
@@ -1156,7 +1360,7 @@ fn apply_in(
 
 fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
     tx.execute(
-        "UPDATE reviews SET state = ?3, decided_at = ?2 WHERE watch = ?1 AND state = ?4",
+        "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE watch = ?1 AND state = ?4",
         params![
             watch,
             now_rfc3339(),

@@ -104,7 +104,14 @@ fn reviews_queue_once_supersede_and_decide() {
     let candidate = spec(50);
     let report = classify(&t.spec, &candidate, &Default::default());
     let first = r
-        .queue_review(&base, &candidate, &report, &state("pending_review"))
+        .queue_review(
+            &base,
+            &candidate,
+            &report,
+            &state("pending_review"),
+            &StoredSource::none(),
+            DEFAULT_KEEP_REVIEWS,
+        )
         .unwrap();
     let Queued::New {
         id,
@@ -114,8 +121,15 @@ fn reviews_queue_once_supersede_and_decide() {
         panic!("{first:?}")
     };
     assert_eq!(
-        r.queue_review(&base, &candidate, &report, &state("pending_review"))
-            .unwrap(),
+        r.queue_review(
+            &base,
+            &candidate,
+            &report,
+            &state("pending_review"),
+            &StoredSource::none(),
+            DEFAULT_KEEP_REVIEWS
+        )
+        .unwrap(),
         Queued::AlreadyOpen { id }
     );
     let newer = spec(10);
@@ -124,7 +138,14 @@ fn reviews_queue_once_supersede_and_decide() {
         id: id2,
         superseded,
     } = r
-        .queue_review(&base, &newer, &newer_report, &state("pending_review"))
+        .queue_review(
+            &base,
+            &newer,
+            &newer_report,
+            &state("pending_review"),
+            &StoredSource::none(),
+            DEFAULT_KEEP_REVIEWS,
+        )
         .unwrap()
     else {
         panic!()
@@ -163,7 +184,14 @@ fn accept_fails_when_the_base_moved() {
     let candidate = spec(50);
     let report = classify(&t.spec, &candidate, &Default::default());
     let Queued::New { id, .. } = r
-        .queue_review(&base, &candidate, &report, &state("pending_review"))
+        .queue_review(
+            &base,
+            &candidate,
+            &report,
+            &state("pending_review"),
+            &StoredSource::none(),
+            DEFAULT_KEEP_REVIEWS,
+        )
         .unwrap()
     else {
         panic!()
@@ -186,7 +214,16 @@ fn corrupt_or_miskeyed_rows_fail_closed() {
     drop(r);
     let path = dir.path().join("nested/registry.sqlite3");
     let conn = Connection::open(&path).unwrap();
+    // The contract lives in the history row: a tool renamed without it has none at all.
     conn.execute("UPDATE tools SET name = 'other.tool'", [])
+        .unwrap();
+    let err = Registry::open(&path)
+        .unwrap()
+        .tool("other.tool")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no stored contract"), "{err}");
+    conn.execute("UPDATE tool_versions SET tool = 'other.tool'", [])
         .unwrap();
     drop(conn);
     let r = Registry::open(&path).unwrap();
@@ -198,6 +235,8 @@ fn corrupt_or_miskeyed_rows_fail_closed() {
         [],
     )
     .unwrap();
+    conn.execute("UPDATE tool_versions SET tool = 'acme.pets'", [])
+        .unwrap();
     drop(conn);
     let err = r.tool("acme.pets").unwrap_err().to_string();
     assert!(err.contains("not a valid contract"), "{err}");
@@ -307,4 +346,178 @@ fn a_read_only_open_names_an_older_schema_as_older() {
         "{error}"
     );
     assert!(error.to_string().contains("older"), "{error}");
+}
+
+#[test]
+fn compressed_rows_are_checked_against_their_fingerprint() {
+    let (dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    let (text, gz): (String, Option<Vec<u8>>) = conn
+        .query_row("SELECT spec_json, spec_gz FROM tool_versions", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert!(text.is_empty() && gz.is_some(), "stored compressed");
+    conn.execute(
+        "UPDATE tool_versions SET spec_gz = ?1",
+        [codec::gz_json(&spec(5))],
+    )
+    .unwrap();
+    drop(conn);
+    let r = Registry::open(&path).unwrap();
+    let err = r.tool("acme.pets").unwrap_err().to_string();
+    assert!(err.contains("does not match"), "{err}");
+}
+
+#[test]
+fn uncompressed_rows_of_older_releases_still_read() {
+    let (dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let fingerprint = r.tool("acme.pets").unwrap().unwrap().fingerprint;
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    let text = crate::core::json::to_canonical_string(&serde_json::to_value(spec(100)).unwrap());
+    conn.execute("UPDATE tools SET spec_json = ?1, spec_gz = NULL", [&text])
+        .unwrap();
+    conn.execute(
+        "UPDATE tool_versions SET spec_json = ?1, spec_gz = NULL",
+        [&text],
+    )
+    .unwrap();
+    drop(conn);
+    let r = Registry::open(&path).unwrap();
+    assert_eq!(
+        r.tool("acme.pets").unwrap().unwrap().fingerprint,
+        fingerprint
+    );
+    assert_eq!(r.snapshots("acme.pets").unwrap().len(), 1);
+}
+
+#[test]
+fn closed_reviews_beyond_keep_reviews_keep_their_metadata_only() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let t = r.tool("acme.pets").unwrap().unwrap();
+    let base = CasBase {
+        registry_version: t.registry_version,
+        fingerprint: t.fingerprint.clone(),
+    };
+    let mut ids = Vec::new();
+    for max in [10, 20, 30, 40, 50] {
+        let candidate = spec(max);
+        let report = classify(&t.spec, &candidate, &Default::default());
+        let source = StoredSource::of(format!("doc {max}").as_bytes());
+        match r
+            .queue_review(
+                &base,
+                &candidate,
+                &report,
+                &state("pending_review"),
+                &source,
+                2,
+            )
+            .unwrap()
+        {
+            Queued::New { id, .. } => ids.push(id),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Four superseded, one open: the two newest closed ones keep their candidate.
+    for (i, id) in ids.iter().enumerate() {
+        let review = r.review(*id).unwrap();
+        let pruned = i < 2;
+        assert_eq!(review.pruned_at.is_some(), pruned, "review {i}");
+        assert_eq!(review.candidate.is_none(), pruned, "review {i}");
+        assert_eq!(review.report.is_none(), pruned, "review {i}");
+        assert!(review.change_count > 0 && review.candidate_fingerprint.starts_with("sha256:"));
+    }
+    let open = r.review(ids[4]).unwrap();
+    assert_eq!(open.state, ReviewState::Open);
+    assert!(r.accept(ids[4], "alice", "ok", 100).is_ok());
+}
+
+/// Registers `doc` (an MCP tools list) with its source and HTTP validators, then makes the
+/// stored rows look written under an older projection whose contract `aged` edits.
+fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::TempDir, PathBuf) {
+    let (dir, mut r) = open();
+    let spec = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+    let state = WatchState {
+        watch: "acme.tools".into(),
+        kind: "mcp".into(),
+        status: WatchStatus::Registered,
+        ..WatchState::default()
+    };
+    r.apply_with_state(
+        &spec,
+        None,
+        &Provenance::default(),
+        100,
+        &state,
+        Some(("digest", Some("\"v1\""), None)),
+        &StoredSource::of(doc.as_bytes()),
+    )
+    .unwrap();
+    drop(r);
+    let path = dir.path().join("nested/registry.sqlite3");
+    let conn = Connection::open(&path).unwrap();
+    let mut old = spec.clone();
+    aged(&mut old);
+    conn.execute(
+        "UPDATE tool_versions SET spec_gz = ?1, fingerprint = 'sha256:old', fingerprint_version = 0",
+        [codec::gz_json(&old)],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE tools SET fingerprint = 'sha256:old', fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+    (dir, path)
+}
+
+#[test]
+fn a_projection_bump_re_reads_the_source_and_clears_validators() {
+    let doc = r#"{"tools":[{"name":"read","description":"Reads a file.","inputSchema":{"type":"object"}}]}"#;
+    let (_dir, path) = registered_then_aged(doc, |s| s.endpoints[0].description = None);
+    let r = Registry::open(&path).unwrap();
+    let fresh = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+    let t = r.tool("acme.tools").unwrap().unwrap();
+    assert_eq!(
+        t.fingerprint,
+        tool_fingerprint(&fresh),
+        "re-read from the source"
+    );
+    assert_eq!(
+        t.spec.endpoints[0].description.as_deref(),
+        Some("Reads a file.")
+    );
+    let history = r.history("acme.tools").unwrap();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].note.as_deref(), Some("projection-upgrade"));
+    assert_eq!(r.registry_version().unwrap(), 1, "not a contract change");
+    assert_eq!(r.validators("acme.tools", "digest").unwrap(), None);
+}
+
+#[test]
+fn newly_read_text_with_hidden_characters_is_not_baselined() {
+    let doc = r#"{"tools":[{"name":"read","description":"Reads a file.\udb40\udc41","inputSchema":{"type":"object"}}]}"#;
+    let (_dir, path) = registered_then_aged(doc, |s| {
+        s.endpoints[0].description = Some("Reads a file.".into())
+    });
+    let r = Registry::open(&path).unwrap();
+    let t = r.tool("acme.tools").unwrap().unwrap();
+    // Re-fingerprinted from the stored contract, not from the source: the next fetch
+    // classifies the hidden characters (`hidden-text-added`).
+    assert_eq!(
+        t.spec.endpoints[0].description.as_deref(),
+        Some("Reads a file.")
+    );
+    assert_eq!(r.history("acme.tools").unwrap()[0].note, None);
 }

@@ -17,5 +17,6 @@ mod fetch;
 mod hardening;
 mod hidden_text;
 mod sources;
+mod storage;
 mod upgrade;
 mod watch_files;

@@ -101,3 +101,157 @@ fn a_registry_of_the_previous_release_raises_no_review_for_unchanged_documents()
         .stdout_text()
         .contains("demo.everything/prompt:simple-prompt"));
 }
+
+/// Rewrites every stored contract and candidate of `registry` as an older projection would
+/// have stored them (fingerprint version 0, one endpoint fewer, other fingerprints), keeping
+/// the stored sources: what a registry looks like after a `FINGERPRINT_VERSION` bump.
+fn age_projection(registry: &std::path::Path) {
+    use std::io::{Read, Write};
+    let conn = rusqlite::Connection::open(registry).expect("open registry");
+    let older = |gz: Vec<u8>| -> Vec<u8> {
+        let mut text = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut text)
+            .expect("inflate");
+        let mut spec: Value = serde_json::from_slice(&text).expect("stored contract");
+        spec["endpoints"]
+            .as_array_mut()
+            .expect("endpoints")
+            .remove(0);
+        let mut out = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        out.write_all(spec.to_string().as_bytes()).expect("deflate");
+        out.finish().expect("deflate")
+    };
+    let rows: Vec<(i64, Vec<u8>)> = conn
+        .prepare("SELECT rowid, spec_gz FROM tool_versions")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (rowid, gz) in rows {
+        conn.execute(
+            "UPDATE tool_versions SET spec_gz = ?2, fingerprint = 'sha256:old-' || tool,
+                fingerprint_version = 0 WHERE rowid = ?1",
+            rusqlite::params![rowid, older(gz)],
+        )
+        .unwrap();
+    }
+    conn.execute(
+        "UPDATE tools SET fingerprint = 'sha256:old-' || name, fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE reviews SET base_fingerprint = 'sha256:old-' || watch",
+        [],
+    )
+    .unwrap();
+    let rows: Vec<(i64, Vec<u8>)> = conn
+        .prepare("SELECT id, candidate_gz FROM reviews")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for (id, gz) in rows {
+        conn.execute(
+            "UPDATE reviews SET candidate_gz = ?2, candidate_fingerprint = 'sha256:old-candidate-' || id,
+                fingerprint_version = 0 WHERE id = ?1",
+            rusqlite::params![id, older(gz)],
+        )
+        .unwrap();
+    }
+    conn.execute(
+        "UPDATE rejected_candidates SET fingerprint = 'sha256:old-candidate-' || review_id,
+            fingerprint_version = 0",
+        [],
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_projection_bump_re_normalizes_stored_sources_and_raises_no_review() {
+    use crate::common::Pets;
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_file("toys.json", &Pets::v1().bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n\n[[watch]]\nname = \"acme.toys\"\nkind = \"openapi\"\npath = \"toys.json\"\n",
+    );
+    let (run, _) = sb.check(&[]);
+    run.assert_code(0);
+    // A breaking candidate of each: pets' stays open, toys' is rejected.
+    let breaking = Pets {
+        show_by_id: false,
+        ..Pets::v1()
+    };
+    sb.write_file("pets.json", &breaking.bytes());
+    sb.write_file("toys.json", &breaking.bytes());
+    let (_, out) = sb.check(&[]);
+    let ids: Vec<i64> = (0..2)
+        .map(|i| out["outcomes"][i]["review_id"].as_i64().expect("queued"))
+        .collect();
+    let cfg = sb.config_arg();
+    sb.run(&[
+        "pending",
+        "reject",
+        &ids[1].to_string(),
+        "--config",
+        &cfg,
+        "--reviewer",
+        "alice",
+        "--reason",
+        "no",
+    ])
+    .assert_code(0);
+    let before = sb.registry_version();
+    age_projection(&sb.path("registry.sqlite3"));
+
+    let (run, out) = sb.check(&[]);
+    let actions: Vec<(&str, &Value)> = (0..2)
+        .map(|i| {
+            (
+                out["outcomes"][i]["action"].as_str().unwrap(),
+                &out["outcomes"][i]["review_id"],
+            )
+        })
+        .collect();
+    assert_eq!(
+        actions,
+        vec![
+            ("pending_review", &Value::from(ids[0])),
+            ("rejected", &Value::Null)
+        ],
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr_text().contains("projection_upgrade"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(sb.registry_version(), before, "no contract changed");
+    let pending = sb.pending_list();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0]["id"], ids[0]);
+    let history = sb.history("acme.pets");
+    assert_eq!(history.len(), 1, "{history:?}");
+    assert_eq!(history[0]["note"], "projection-upgrade", "{history:?}");
+    // The open review is still the one a reviewer can accept, against the re-read base.
+    sb.run(&[
+        "pending",
+        "accept",
+        &ids[0].to_string(),
+        "--config",
+        &cfg,
+        "--reviewer",
+        "bob",
+        "--reason",
+        "ok",
+    ])
+    .assert_code(0);
+    let (_, out) = sb.check(&[]);
+    assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
+    assert_eq!(out["outcomes"][1]["action"], "rejected", "{out}");
+}

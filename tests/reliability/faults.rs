@@ -853,9 +853,20 @@ fn c4_disk_full_is_an_error_then_recovers() {
     let params = doc["paths"]["/pets"]["get"]["parameters"]
         .as_array_mut()
         .expect("params");
+    // Incompressible text (the registry stores rows gzip-compressed): a pseudo-random hex
+    // description per parameter, so the write below cannot fit in what is left.
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
     for k in 0..800 {
+        let description: String = (0..25)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                format!("{:08x}", state >> 32)
+            })
+            .collect();
         params.push(serde_json::json!({"name": format!("q{k}"), "in": "query",
-            "description": format!("{k}").repeat(100), "schema": {"type": "string"}}));
+            "description": description, "schema": {"type": "string"}}));
     }
     let big = serde_json::to_vec(&doc).expect("json");
     s.server.set(serve_bytes(big));

@@ -1,0 +1,154 @@
+//! The safe upgrade path across a projection change (`FINGERPRINT_VERSION`): stored source
+//! documents are normalized again by this release, and the accepted snapshot and open review
+//! candidates take the new reading in place — no review, no registry version bump, a history
+//! note `projection-upgrade` — so an unchanged document never looks like drift. Text the new
+//! projection models that holds hidden characters is never baselined this way: that row is
+//! left to the next fetch, which classifies it (`hidden-text-added`).
+
+use super::{codec, read_review, read_tool, Result, ReviewState, FINGERPRINT_VERSION};
+use crate::core::diff::{classify, ClassifyPolicy};
+use crate::core::fingerprint::tool_fingerprint;
+use crate::core::model::{DriftReport, ToolSpec};
+use rusqlite::{params, Transaction};
+
+/// How many baselined change paths the WARN line names (the rest are counted).
+const LOGGED_PATHS: usize = 20;
+
+/// The stored document of `key`, normalized by this release; `None` (logged) when it no longer
+/// normalizes, is another tool's, or gains hidden characters against `before`.
+fn renormalize(
+    table: &'static str,
+    key: &str,
+    before: &ToolSpec,
+    gz: &[u8],
+) -> Result<Option<(ToolSpec, DriftReport)>> {
+    let what = if table == "tools" {
+        "accepted"
+    } else {
+        "open review"
+    };
+    let watch = before_key(before);
+    let bytes = codec::gunzip(table, key, gz)?;
+    let spec = match crate::core::normalize::normalize(before.kind, &watch, &bytes) {
+        Ok(spec) => spec,
+        Err(e) => {
+            tracing::warn!(event = "projection_upgrade_skipped", watch = %watch, what,
+                error = %e, "the stored source no longer normalizes; re-fingerprinted from the stored contract");
+            return Ok(None);
+        }
+    };
+    drop(bytes);
+    if before_key(&spec) != watch {
+        return Ok(None);
+    }
+    let report = classify(before, &spec, &ClassifyPolicy::default());
+    if report
+        .changes
+        .iter()
+        .any(|c| c.rule == crate::core::diff::text::HIDDEN_TEXT_ADDED.id)
+    {
+        tracing::warn!(event = "projection_upgrade_skipped", watch = %watch, what,
+            "newly modelled text holds hidden characters: not baselined, the next fetch classifies it");
+        return Ok(None);
+    }
+    let paths: Vec<&str> = report
+        .changes
+        .iter()
+        .take(LOGGED_PATHS)
+        .map(|c| c.path.as_str())
+        .collect();
+    tracing::warn!(event = "projection_upgrade", watch = %watch, what,
+        fingerprint_version = FINGERPRINT_VERSION, change_count = report.changes.len(),
+        baselined = %paths.join(", "),
+        "the stored source, read by the new projection, baselined without review");
+    Ok(Some((spec, report)))
+}
+
+fn before_key(spec: &ToolSpec) -> String {
+    super::candidate_key(spec)
+}
+
+/// Accepted snapshots stored with their source: re-normalized in place (the current history
+/// row carries the note), and open reviews based on them follow the new base fingerprint.
+pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
+    let rows: Vec<(String, Vec<u8>)> = tx
+        .prepare(
+            "SELECT name, source_gz FROM tools WHERE fingerprint_version < ?1 AND source_gz IS NOT NULL",
+        )?
+        .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (name, gz) in rows {
+        let Some(current) = read_tool(tx, &name)? else {
+            continue;
+        };
+        let Some((spec, _)) = renormalize("tools", &name, &current.spec, &gz)? else {
+            continue;
+        };
+        let fingerprint = tool_fingerprint(&spec);
+        tx.execute(
+            "UPDATE tool_versions SET spec_json = '', spec_gz = ?3, fingerprint = ?4,
+                fingerprint_version = ?5, note = 'projection-upgrade'
+             WHERE tool = ?1 AND version = ?2",
+            params![
+                name,
+                current.version,
+                codec::gz_json(&spec),
+                fingerprint,
+                FINGERPRINT_VERSION
+            ],
+        )?;
+        tx.execute(
+            "UPDATE tools SET spec_json = '', spec_gz = NULL, fingerprint = ?2, fingerprint_version = ?3
+             WHERE name = ?1",
+            params![name, fingerprint, FINGERPRINT_VERSION],
+        )?;
+        tx.execute(
+            "UPDATE reviews SET base_fingerprint = ?2
+             WHERE watch = ?1 AND state = ?4 AND base_fingerprint = ?3",
+            params![name, fingerprint, current.fingerprint, ReviewState::Open],
+        )?;
+    }
+    Ok(())
+}
+
+/// Open review candidates stored with their source: re-normalized in place (same id, still
+/// open); the report keeps its changes and takes the new fingerprints.
+pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
+    let rows: Vec<(i64, Vec<u8>)> = tx
+        .prepare(
+            "SELECT id, source_gz FROM reviews
+             WHERE state = ?2 AND fingerprint_version < ?1 AND source_gz IS NOT NULL",
+        )?
+        .query_map(params![FINGERPRINT_VERSION, ReviewState::Open], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect::<rusqlite::Result<_>>()?;
+    for (id, gz) in rows {
+        let Some(review) = read_review(tx, id)? else {
+            continue;
+        };
+        let (Some(before), Some(mut report)) = (review.candidate, review.report) else {
+            continue;
+        };
+        let Some((spec, _)) = renormalize("reviews", &id.to_string(), &before, &gz)? else {
+            continue;
+        };
+        let fingerprint = tool_fingerprint(&spec);
+        let base: Option<String> = tx.query_row(
+            "SELECT base_fingerprint FROM reviews WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        report.new_fingerprint = fingerprint.clone();
+        if let Some(base) = base {
+            report.old_fingerprint = base;
+        }
+        tx.execute(
+            "UPDATE reviews SET candidate_spec_json = '', candidate_gz = ?2, candidate_fingerprint = ?3,
+                fingerprint_version = ?4, report_json = '', report_gz = ?5
+             WHERE id = ?1",
+            params![id, codec::gz_json(&spec), fingerprint, FINGERPRINT_VERSION, codec::gz_json(&report)],
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,181 @@
+//! Registry storage through the binary (docs/reliability.md H12, H13): a flapping provider
+//! against a small `[storage] keep_reviews` keeps the registry bounded while every output
+//! still answers for pruned reviews, and `max_endpoints` refuses an oversized contract with
+//! the registry untouched.
+
+use crate::common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// A petstore with `extra` more operations, each with some text, so a review's candidate and
+/// report are large enough that keeping them would show in the file size.
+fn big_pets(extra: usize, with_show_by_id: bool) -> Vec<u8> {
+    let mut pets = Pets::v1();
+    pets.show_by_id = with_show_by_id;
+    let mut doc = pets.json();
+    let paths = doc["paths"].as_object_mut().unwrap();
+    for i in 0..extra {
+        paths.insert(
+            format!("/extra/{i}"),
+            json!({"get": {
+                "operationId": format!("extra{i}"),
+                "description": format!("Operation {i}: returns the extra resource number {i} of the store"),
+                "parameters": [{"name": format!("p{i}"), "in": "query", "schema": {"type": "string", "maxLength": i + 1}}],
+                "responses": {"200": {"description": "ok"}}
+            }}),
+        );
+    }
+    doc.to_string().into_bytes()
+}
+
+fn registry_bytes(sb: &Sandbox) -> u64 {
+    ["registry.sqlite3", "registry.sqlite3-wal"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(sb.path(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn h12_a_flapping_provider_keeps_the_registry_bounded_and_pruned_reviews_answer() {
+    let sb = Sandbox::new();
+    let a = big_pets(300, true);
+    // B drops the extra operations' text change: every B is a breaking candidate again.
+    let b = |n: usize| {
+        let mut doc: Value = serde_json::from_slice(&big_pets(300, false)).unwrap();
+        doc["info"]["version"] = json!(format!("flap {n}"));
+        doc["paths"]["/extra/0"]["get"]["parameters"][0]["schema"]["maxLength"] = json!(n % 7);
+        doc.to_string().into_bytes()
+    };
+    let server = DocServer::start(a.clone());
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\nkeep_reviews = 2\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\n",
+        server.url()
+    ));
+    let (run, _) = sb.check(&[]);
+    run.assert_code(0);
+    let mut review_ids = Vec::new();
+    let mut flap = |sb: &Sandbox, n: usize| {
+        server.set_document(b(n));
+        let (_, out) = sb.check(&[]);
+        assert_eq!(out["outcomes"][0]["action"], "pending_review", "{out}");
+        review_ids.push(out["outcomes"][0]["review_id"].as_i64().unwrap());
+        server.set_document(a.clone());
+        let (_, out) = sb.check(&[]);
+        assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
+    };
+    for n in 0..4 {
+        flap(&sb, n);
+    }
+    let after_few = registry_bytes(&sb);
+    for n in 4..12 {
+        flap(&sb, n);
+    }
+    let after_many = registry_bytes(&sb);
+    eprintln!("registry: {after_few} bytes after 4 flaps, {after_many} after 12");
+    // 8 more reviews, each with a candidate and report of several KB compressed: kept, they
+    // would grow the file by far more than the metadata rows do.
+    assert!(
+        after_many <= after_few + 24 * 1024,
+        "registry grew from {after_few} to {after_many} bytes with keep_reviews = 2"
+    );
+
+    // The oldest review is pruned: its metadata answers, its report is said to be gone.
+    let oldest = review_ids[0];
+    let shown = sb.pending_show(oldest);
+    assert_eq!(shown["pruned"], true, "{shown}");
+    assert!(shown["pruned_at"].is_string(), "{shown}");
+    assert_eq!(shown["report"], Value::Null);
+    assert_eq!(shown["state"], "superseded");
+    assert!(shown["change_count"].as_i64().unwrap() > 0);
+    assert!(shown["candidate_fingerprint"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    let cfg = sb.config_arg();
+    let text = sb.run(&["pending", "show", &oldest.to_string(), "--config", &cfg]);
+    text.assert_code(0);
+    assert!(
+        text.stdout_text().contains("pruned at"),
+        "{}",
+        text.describe()
+    );
+    // The newest closed ones keep their report.
+    let newest = *review_ids.last().unwrap();
+    assert!(sb.pending_show(newest)["report"].is_object());
+
+    // Open reviews are never pruned, whatever their age.
+    server.set_document(b(99));
+    let (_, out) = sb.check(&[]);
+    let open = out["outcomes"][0]["review_id"].as_i64().unwrap();
+    assert_eq!(sb.pending_list().len(), 1);
+    assert!(sb.pending_show(open)["report"].is_object());
+
+    // History, the catalog and inspect read the (compressed) accepted contract as before.
+    assert_eq!(sb.history("acme.pets").len(), 1);
+    sb.run(&["catalog", "export", "--config", &cfg])
+        .assert_code(0);
+    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
+    let inspect = sb.run(&[
+        "inspect",
+        "diff",
+        "acme.pets",
+        "--old-db",
+        &db,
+        "--new-db",
+        &db,
+        "--json",
+    ]);
+    inspect.assert_code(0);
+    assert_eq!(
+        inspect.json()["compatibility"],
+        "identical",
+        "{}",
+        inspect.describe()
+    );
+    // Accepting the open review applies its (compressed) candidate.
+    sb.run(&[
+        "pending",
+        "accept",
+        &open.to_string(),
+        "--config",
+        &cfg,
+        "--reviewer",
+        "alice",
+        "--reason",
+        "ok",
+    ])
+    .assert_code(0);
+    let (_, out) = sb.check(&[]);
+    assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
+}
+
+#[test]
+fn h13_max_endpoints_refuses_an_oversized_contract_and_stores_nothing() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\nmax_endpoints = 1\n",
+    );
+    let (_, out) = sb.check(&[]);
+    let outcome = &out["outcomes"][0];
+    assert_eq!(outcome["action"], "error", "{out}");
+    let error = outcome["error"].as_str().unwrap();
+    assert!(
+        error.contains("2 endpoints") && error.contains("max_endpoints (1)"),
+        "{error}"
+    );
+    assert_eq!(sb.registry_version(), 0, "nothing registered");
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\nmax_endpoints = 0\n",
+    );
+    let cfg = sb.config_arg();
+    let run = sb.run(&["config", "check", "--config", &cfg]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr_text().contains("max_endpoints"),
+        "{}",
+        run.describe()
+    );
+}
