@@ -278,6 +278,14 @@ impl<'a> SpecIndex<'a> {
             if !spec.extensions.is_empty() {
                 map.insert("extensions".into(), json!(spec.extensions));
             }
+            // GraphQL directive definitions and non-default root type names: only when
+            // present, so every contract without them keeps its fingerprint.
+            if !spec.directives.is_empty() {
+                map.insert("directives".into(), json!(spec.directives));
+            }
+            if !spec.roots.is_empty() {
+                map.insert("roots".into(), json!(spec.roots));
+            }
         }
         projection
     }

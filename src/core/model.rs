@@ -76,6 +76,12 @@ pub struct ToolSpec {
     /// Named schema definitions reachable through `$ref`, keyed by their JSON pointer
     /// (`#/components/schemas/Pet`). Each endpoint's fingerprint covers the ones it reaches.
     pub definitions: BTreeMap<String, Value>,
+    /// Directive definitions (GraphQL `directive @name(args) on LOCATIONS`), by name: each
+    /// `{"arguments": {name: {"type", "default"?}}, "locations": [..], "repeatable": bool}`.
+    /// Inside the fingerprint when not empty, so every contract without them keeps its
+    /// fingerprint.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub directives: BTreeMap<String, Value>,
     /// Endpoints sorted by identity (`METHOD path` for HTTP kinds).
     pub endpoints: Vec<EndpointSpec>,
     /// Where the contract came from. Outside the fingerprint.
@@ -94,6 +100,11 @@ pub struct ToolSpec {
     pub namespace: String,
     /// What changes the invocation target (base URLs, transport). Inside the fingerprint.
     pub remote: Remote,
+    /// Root operation types whose name is not the default (GraphQL `schema { query: RootQuery
+    /// }`): operation (`query`, `mutation`, `subscription`) → type name. `__typename` and
+    /// `fragment ... on Query` see the name. Inside the fingerprint when not empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roots: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -103,6 +114,10 @@ pub struct Remote {
     /// Base URLs (OpenAPI `servers`, Swagger `schemes://host/basePath`), sorted.
     pub base_urls: Vec<String>,
     pub transport: String,
+    /// Server variables (OpenAPI / OpenRPC server `variables`): server URL → variable →
+    /// `{"default", "enum"?}`. They choose where calls go, so they are the execution target.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variables: BTreeMap<String, Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -131,6 +146,12 @@ pub struct EndpointSpec {
     pub deprecated: bool,
     pub description: Option<String>,
     pub destructive: bool,
+    /// Keywords of the endpoint's source objects the model does not understand, kept verbatim
+    /// (deny by default), keyed by their path below the endpoint (`responses.200.x-cache`,
+    /// `annotations.Org.OData.Core.V1.Foo`). A change is `extension-changed` for an `x-` key,
+    /// else `unclassified-change`, at its path. Inside the fingerprint when not empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, Value>,
     /// Calling twice with the same input has no further effect (MCP `idempotentHint`; HTTP
     /// GET/HEAD/OPTIONS/TRACE/PUT/DELETE).
     pub idempotent: bool,
@@ -159,6 +180,11 @@ pub struct EndpointSpec {
     pub responses: BTreeMap<String, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.
     pub security: Vec<Vec<String>>,
+    /// Servers this endpoint is called on when they override the document's (OpenAPI
+    /// operation- or path-level `servers`, OpenRPC method `servers`): each `{"url",
+    /// "variables"?}`, sorted. Where calls go: a change is `execution-target-changed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<Value>,
     /// Model-facing display title (MCP `title`).
     pub title: Option<String>,
 }
@@ -221,6 +247,10 @@ pub struct RequestBody {
     /// Media type → schema.
     pub content: BTreeMap<String, Value>,
     pub description: Option<String>,
+    /// Media type → property → its Encoding object (`contentType`, `headers`, `style`,
+    /// `explode`, `allowReserved`), for multipart and form bodies.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub encoding: BTreeMap<String, Value>,
     pub required: bool,
 }
 
@@ -231,8 +261,15 @@ pub struct ResponseSpec {
     /// Media type → schema.
     pub content: BTreeMap<String, Value>,
     pub description: Option<String>,
+    /// Header name (lower case) → the header object's facts beside its schema, when stated:
+    /// `required`, `deprecated`, `style`, `explode`, `content` (media type).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub header_facts: BTreeMap<String, BTreeMap<String, Value>>,
     /// Header name (lower case) → schema.
     pub headers: BTreeMap<String, Value>,
+    /// Link name → Link object (design-time hints for following calls), verbatim.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub links: BTreeMap<String, Value>,
 }
 
 /// How severe one change is.

@@ -5,9 +5,11 @@
 //! and fails when the fixture lacks a keyword of the kind's object model (a checked-in list per
 //! kind) or when more than 10% of the mutants do not normalize.
 //!
-//! One module for every kind; adapters turn a document into positions and back. The JSON
-//! adapter is here now (YAML documents reach it through the same value model); XML and
-//! GraphQL SDL adapters come with part 2.
+//! One module for every kind; adapters turn a document into positions and back: JSON (and
+//! YAML, read into the same value model and written back as JSON, which is YAML), XML (drop
+//! each element and attribute, change each attribute value) and GraphQL SDL (drop or rename
+//! each field, argument, enum value, directive and directive argument, change each value
+//! literal, grow or drop each definition).
 
 use schemawatch::core::diff::classify;
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
@@ -110,7 +112,9 @@ fn walk(
         Value::Object(map) => {
             for (key, child) in map {
                 path.push(Step::Key(key.clone()));
-                out.push((path.clone(), "drop key", replace_at(root, path, None)));
+                if !REQUIRED_KEYS.contains(&key.as_str()) {
+                    out.push((path.clone(), "drop key", replace_at(root, path, None)));
+                }
                 walk(root, child, path, out);
                 path.pop();
             }
@@ -198,6 +202,15 @@ impl Summary {
     }
 }
 
+/// One mutant: where (its allow-list pattern and a readable location), what was done, and the
+/// document bytes.
+pub struct Mutant {
+    pub pattern: String,
+    pub location: String,
+    pub what: &'static str,
+    pub bytes: Vec<u8>,
+}
+
 /// Mutates every position of `doc` (JSON adapter), classifies each mutant against `doc` as
 /// `kind`, and counts the outcomes; `allowed(pattern)` says whether a position is on the
 /// kind's descriptive allow-list.
@@ -207,13 +220,306 @@ pub fn run_json(
     keywords: &[String],
     allowed: &dyn Fn(&str) -> bool,
 ) -> Summary {
-    let normalized = |v: &Value| -> Option<ToolSpec> {
-        let bytes = serde_json::to_vec(v).ok()?;
-        normalize(kind, "harness.doc", &bytes).ok()
-    };
-    let base = normalized(doc).expect("the fixture normalizes");
     let mut present = BTreeSet::new();
     keys_of(doc, &mut present);
+    let mutants = json_mutants(doc)
+        .into_iter()
+        .map(|(path, what, mutant)| Mutant {
+            pattern: pattern(&path),
+            location: pointer(&path),
+            what,
+            bytes: serde_json::to_vec(&mutant).unwrap_or_default(),
+        })
+        .collect();
+    let base = serde_json::to_vec(doc).expect("serializable");
+    run(kind, &base, &present, keywords, mutants, allowed)
+}
+
+/// The YAML adapter: the document is read into the JSON value model (the normalizers read
+/// YAML the same way) and each mutant is written as JSON, which every YAML reader accepts.
+pub fn run_yaml(
+    kind: Kind,
+    text: &str,
+    keywords: &[String],
+    allowed: &dyn Fn(&str) -> bool,
+) -> Summary {
+    let doc = schemawatch::core::json::parse_document(text.as_bytes()).expect("fixture YAML");
+    // The base is the YAML text itself, so the YAML reading is what the mutants are compared to.
+    let mut present = BTreeSet::new();
+    keys_of(&doc, &mut present);
+    let mutants = json_mutants(&doc)
+        .into_iter()
+        .map(|(path, what, mutant)| Mutant {
+            pattern: pattern(&path),
+            location: pointer(&path),
+            what,
+            bytes: serde_json::to_vec(&mutant).unwrap_or_default(),
+        })
+        .collect();
+    run(kind, text.as_bytes(), &present, keywords, mutants, allowed)
+}
+
+/// Attributes CSDL requires on the elements that carry them (identity and references).
+const REQUIRED_XML_ATTRIBUTES: &[&str] = &[
+    "Name",
+    "Type",
+    "Term",
+    "Target",
+    "Namespace",
+    "EntityType",
+    "Path",
+    "UnderlyingType",
+];
+
+/// Object keys every format here requires where they occur (identity, version, references):
+/// they are changed, not dropped.
+const REQUIRED_KEYS: &[&str] = &[
+    "name", "in", "$ref", "openrpc", "openapi", "swagger", "code",
+];
+
+/// The XML adapter: drop each element (but the root), drop each attribute, change each
+/// attribute's value. Patterns are element paths by local name (`Schema/EntityType/Property`,
+/// `Schema/EntityType/Property/@Name`).
+pub fn run_xml(
+    kind: Kind,
+    text: &str,
+    keywords: &[String],
+    allowed: &dyn Fn(&str) -> bool,
+) -> Summary {
+    let doc = roxmltree::Document::parse(text).expect("fixture XML");
+    let mut present = BTreeSet::new();
+    let mut mutants = Vec::new();
+    let splice = |range: std::ops::Range<usize>, with: &str| {
+        let mut out = String::with_capacity(text.len());
+        out.push_str(&text[..range.start]);
+        out.push_str(with);
+        out.push_str(&text[range.end..]);
+        out.into_bytes()
+    };
+    for node in doc.descendants().filter(|n| n.is_element()) {
+        present.insert(node.tag_name().name().to_string());
+        let mut names: Vec<&str> = node
+            .ancestors()
+            .filter(|a| a.is_element())
+            .map(|a| a.tag_name().name())
+            .collect();
+        names.reverse();
+        let path = names.join("/");
+        let label = |extra: &str| {
+            let name = node
+                .attribute("Name")
+                .map(|n| format!("[{n}]"))
+                .unwrap_or_default();
+            format!("{}{name}{extra}", names.join("/"))
+        };
+        if node.parent_element().is_some() && node.tag_name().name() != "DataServices" {
+            mutants.push(Mutant {
+                pattern: path.clone(),
+                location: label(""),
+                what: "drop element",
+                bytes: splice(node.range(), ""),
+            });
+        }
+        for a in node.attributes() {
+            present.insert(a.name().to_string());
+            let at = format!("{path}/@{}", a.name());
+            // Identity attributes the format requires are changed, not dropped (a document
+            // without them is refused, which says nothing about what the model misses).
+            if !REQUIRED_XML_ATTRIBUTES.contains(&a.name()) {
+                mutants.push(Mutant {
+                    pattern: at.clone(),
+                    location: label(&format!("/@{}", a.name())),
+                    what: "drop attribute",
+                    bytes: splice(a.range(), ""),
+                });
+            }
+            let changed = match a.value() {
+                "true" => "false".to_string(),
+                "false" => "true".to_string(),
+                v => match v.parse::<i64>() {
+                    Ok(n) => (n + 1).to_string(),
+                    Err(_) => format!("{v}Mutated"),
+                },
+            };
+            mutants.push(Mutant {
+                pattern: at,
+                location: label(&format!("/@{}", a.name())),
+                what: "change attribute",
+                bytes: splice(a.range_value(), &changed),
+            });
+        }
+    }
+    run(kind, text.as_bytes(), &present, keywords, mutants, allowed)
+}
+
+/// The GraphQL SDL adapter: for each field, argument (and input field), enum value, applied
+/// directive and directive argument: drop it and rename it; for each value literal: change it;
+/// for each definition: grow it (a new field or value) or, when it has no body, drop it.
+/// Patterns are the syntax kind (`FIELD_DEFINITION`, `DIRECTIVE`, ...).
+pub fn run_sdl(
+    kind: Kind,
+    text: &str,
+    keywords: &[String],
+    allowed: &dyn Fn(&str) -> bool,
+) -> Summary {
+    use apollo_parser::cst::CstNode;
+    use apollo_parser::{Parser, SyntaxKind as K};
+    let tree = Parser::new(text).parse();
+    assert_eq!(tree.errors().count(), 0, "the fixture parses");
+    let mut present = BTreeSet::new();
+    let mut mutants = Vec::new();
+    let splice = |start: usize, end: usize, with: &str| {
+        let mut out = String::with_capacity(text.len() + with.len());
+        out.push_str(&text[..start]);
+        out.push_str(with);
+        out.push_str(&text[end..]);
+        out.into_bytes()
+    };
+    for token in tree.document().syntax().descendants_with_tokens() {
+        if let Some(t) = token.as_token() {
+            let word = t.text();
+            if t.kind() != K::IDENT && t.kind() != K::STRING_VALUE && t.kind() != K::INT {
+                present.insert(word.to_string());
+            }
+        }
+    }
+    for node in tree.document().syntax().descendants() {
+        let range = node.text_range();
+        let (start, end) = (usize::from(range.start()), usize::from(range.end()));
+        let source = &text[start..end];
+        let kind_name = format!("{:?}", node.kind());
+        let location = format!("{kind_name} {:?}", source.lines().next().unwrap_or(""));
+        if node.kind() == K::DIRECTIVE {
+            if let Some(name) = node.children().find(|c| c.kind() == K::NAME) {
+                present.insert(format!("@{}", name.text()));
+            }
+        }
+        let name_range = node.children().find(|c| c.kind() == K::NAME).map(|n| {
+            let r = n.text_range();
+            (usize::from(r.start()), usize::from(r.end()))
+        });
+        match node.kind() {
+            K::FIELD_DEFINITION
+            | K::INPUT_VALUE_DEFINITION
+            | K::ENUM_VALUE_DEFINITION
+            | K::DIRECTIVE
+            | K::ARGUMENT => {
+                // The last member of a list cannot go (`()` and `{}` do not parse).
+                let siblings = node
+                    .parent()
+                    .map(|p| p.children().filter(|c| c.kind() == node.kind()).count())
+                    .unwrap_or(0);
+                if siblings > 1 || node.kind() == K::DIRECTIVE {
+                    mutants.push(Mutant {
+                        pattern: kind_name.clone(),
+                        location: location.clone(),
+                        what: "drop",
+                        bytes: splice(start, end, ""),
+                    });
+                }
+                let rename = match node.kind() {
+                    K::ENUM_VALUE_DEFINITION => {
+                        node.descendants().find(|c| c.kind() == K::NAME).map(|n| {
+                            let r = n.text_range();
+                            (usize::from(r.start()), usize::from(r.end()))
+                        })
+                    }
+                    _ => name_range,
+                };
+                if let Some((s, e)) = rename {
+                    mutants.push(Mutant {
+                        pattern: kind_name.clone(),
+                        location: location.clone(),
+                        what: "rename",
+                        bytes: splice(s, e, &format!("{}Mutated", &text[s..e])),
+                    });
+                }
+            }
+            K::STRING_VALUE | K::INT_VALUE | K::BOOLEAN_VALUE | K::ENUM_VALUE => {
+                // Enum values inside an enum definition are renamed above.
+                if node
+                    .parent()
+                    .is_some_and(|p| p.kind() == K::ENUM_VALUE_DEFINITION)
+                {
+                    continue;
+                }
+                let changed = match node.kind() {
+                    K::INT_VALUE => source
+                        .parse::<i64>()
+                        .map(|n| (n + 1).to_string())
+                        .unwrap_or_default(),
+                    K::BOOLEAN_VALUE if source == "true" => "false".into(),
+                    K::BOOLEAN_VALUE => "true".into(),
+                    K::STRING_VALUE if source.starts_with("\"\"\"") => {
+                        source.replacen("\"\"\"", "\"\"\"mutated ", 1)
+                    }
+                    K::STRING_VALUE => source.replacen('"', "\"mutated ", 1),
+                    _ => format!("{source}_MUTATED"),
+                };
+                mutants.push(Mutant {
+                    pattern: kind_name.clone(),
+                    location,
+                    what: "change value",
+                    bytes: splice(start, end, &changed),
+                });
+            }
+            K::OBJECT_TYPE_DEFINITION
+            | K::INTERFACE_TYPE_DEFINITION
+            | K::INPUT_OBJECT_TYPE_DEFINITION
+            | K::OBJECT_TYPE_EXTENSION => {
+                if let Some(brace) = source.find('{') {
+                    mutants.push(Mutant {
+                        pattern: kind_name.clone(),
+                        location,
+                        what: "grow",
+                        bytes: splice(
+                            start + brace + 1,
+                            start + brace + 1,
+                            " mutatedField: String ",
+                        ),
+                    });
+                }
+            }
+            K::ENUM_TYPE_DEFINITION => {
+                if let Some(brace) = source.find('{') {
+                    mutants.push(Mutant {
+                        pattern: kind_name.clone(),
+                        location,
+                        what: "grow",
+                        bytes: splice(start + brace + 1, start + brace + 1, " MUTATED "),
+                    });
+                }
+            }
+            K::UNION_TYPE_DEFINITION
+            | K::SCALAR_TYPE_DEFINITION
+            | K::DIRECTIVE_DEFINITION
+            | K::SCHEMA_DEFINITION
+            | K::DESCRIPTION => {
+                mutants.push(Mutant {
+                    pattern: kind_name.clone(),
+                    location,
+                    what: "drop",
+                    bytes: splice(start, end, ""),
+                });
+            }
+            _ => {}
+        }
+    }
+    run(kind, text.as_bytes(), &present, keywords, mutants, allowed)
+}
+
+/// Classifies the base against every mutant and counts the outcomes.
+pub fn run(
+    kind: Kind,
+    base: &[u8],
+    present: &BTreeSet<String>,
+    keywords: &[String],
+    mutants: Vec<Mutant>,
+    allowed: &dyn Fn(&str) -> bool,
+) -> Summary {
+    let normalized =
+        |bytes: &[u8]| -> Option<ToolSpec> { normalize(kind, "harness.doc", bytes).ok() };
+    let base = normalized(base).expect("the fixture normalizes");
     let missing_keywords = keywords
         .iter()
         .filter(|k| !present.contains(*k))
@@ -222,12 +528,22 @@ pub fn run_json(
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut unseen = Vec::new();
     let mut rejected = 0;
-    let mutants = json_mutants(doc);
-    for (path, what, mutant) in &mutants {
-        let outcome = match normalized(mutant) {
-            None => Outcome::Rejected,
+    for m in &mutants {
+        let outcome = match normalized(&m.bytes) {
+            None => {
+                let why = normalize(kind, "harness.doc", &m.bytes)
+                    .err()
+                    .map(|e| e.to_string());
+                println!(
+                    "  rejected: {} at {}: {}",
+                    m.what,
+                    m.location,
+                    why.unwrap_or_default()
+                );
+                Outcome::Rejected
+            }
             Some(spec) => match classify(&base, &spec, &Default::default()).compatibility {
-                Compatibility::Identical if allowed(&pattern(path)) => Outcome::Allowed,
+                Compatibility::Identical if allowed(&m.pattern) => Outcome::Allowed,
                 Compatibility::Identical => Outcome::Unseen,
                 other => Outcome::Noticed(other),
             },
@@ -240,7 +556,7 @@ pub fn run_json(
         };
         *counts.entry(label).or_default() += 1;
         match outcome {
-            Outcome::Unseen => unseen.push(format!("  {what} at {}", pointer(path))),
+            Outcome::Unseen => unseen.push(format!("  {} at {}", m.what, m.location)),
             Outcome::Rejected => rejected += 1,
             _ => {}
         }

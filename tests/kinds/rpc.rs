@@ -280,13 +280,17 @@ fn odata_corpus_pairs_report_the_manifest_changes() {
     );
     assert_eq!(count(&rules, "unclassified-change"), 0);
 
-    // Northwind v4 vs the alternate-keys variant: only annotations differ.
-    let (report, _) = diff(
+    // Northwind v4 vs the alternate-keys variant: only annotations differ. Annotations are
+    // deny by default: each added `AlternateKeys` is an `annotation-changed` (breaking until
+    // a watch overrides the rule).
+    let (report, rules) = diff(
         "odata",
         "odata/northwind/v4-odata.xml",
         "odata/northwind/v4-odata-with-alternate-keys.xml",
     );
-    assert_eq!(report["compatibility"], "identical", "{report}");
+    assert_eq!(report["compatibility"], "breaking", "{report}");
+    assert_eq!(count(&rules, "annotation-changed"), 3, "{report}");
+    assert_eq!(rules.len(), 1, "{report}");
 
     // Northwind v3 → v4: a protocol change (transport odata-v3 → odata-v4) plus 18 new types.
     let (report, rules) = diff(

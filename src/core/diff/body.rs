@@ -43,6 +43,13 @@ pub static REQUEST_BODY_REMOVED: Rule = Rule::new(
     "The request body was removed; what callers send is no longer accepted.",
 );
 
+pub static REQUEST_ENCODING_CHANGED: Rule = Rule::new(
+    "request-encoding-changed",
+    Breaking,
+    Side::Request,
+    "How a multipart or form body part is encoded changed (Encoding `contentType`, `headers`, `style`, `explode`, `allowReserved`); callers send it the old way.",
+);
+
 pub static REQUEST_MEDIA_TYPE_ADDED: Rule = Rule::new(
     "request-media-type-added",
     Compatible,
@@ -107,6 +114,23 @@ pub(super) fn compare_request_body(
                     format!("The request body became {word}."),
                 );
             }
+            if o.encoding != n.encoding {
+                let medias: std::collections::BTreeSet<&String> =
+                    o.encoding.keys().chain(n.encoding.keys()).collect();
+                for media in medias {
+                    let (before, after) = (o.encoding.get(media), n.encoding.get(media));
+                    if before != after {
+                        out.emit(
+                            &REQUEST_ENCODING_CHANGED,
+                            &format!("{b_at}.content.{media}.encoding"),
+                            "request_encoding_changed",
+                            before.cloned(),
+                            after.cloned(),
+                            format!("The encoding of the {media} request body's parts changed."),
+                        );
+                    }
+                }
+            }
             if o.description != n.description {
                 out.emit(
                     &DESCRIPTION_CHANGED,
@@ -160,6 +184,13 @@ pub(super) mod cases {
     /// One case per rule of this family (more where kinds differ).
     pub(in crate::core::diff) fn cases() -> Vec<Case> {
         vec![
+            Case::new(
+                &REQUEST_ENCODING_CHANGED,
+                openapi(|d| {
+                    at(d, CREATE)["requestBody"]["content"]["application/json"]["encoding"] =
+                        json!({"name": {"contentType": "text/plain"}});
+                }),
+            ),
             Case::new(
                 &REQUEST_BODY_ADDED_OPTIONAL,
                 openapi(|d| {

@@ -87,6 +87,13 @@ pub static PATH_CHANGED: Rule = Rule::new(
     "The same operation (by operationId) moved to another path.",
 );
 
+pub static SERVERS_CHANGED: Rule = Rule::new(
+    "servers-changed",
+    Security,
+    Side::Endpoint,
+    "Where one endpoint's calls go changed: its operation- or path-level `servers` override (URL or server variables) was added, removed or changed.",
+);
+
 pub static SECURITY_REQUIREMENTS_CHANGED: Rule = Rule::new(
     "security-requirements-changed",
     Security,
@@ -298,6 +305,20 @@ pub(super) fn compare_endpoint(
             format!("The security requirements of {} changed.", n.name),
         );
     }
+    if o.servers != n.servers {
+        out.emit(
+            &SERVERS_CHANGED,
+            &format!("{at}.servers"),
+            "servers_changed",
+            Some(json!(o.servers)),
+            Some(json!(n.servers)),
+            format!("The servers {} is called on changed.", n.name),
+        );
+    }
+    compare_kept(&at, &n.name, &o.extensions, &n.extensions, out);
+    if out.kind == Some(Kind::Openrpc) {
+        super::openrpc::compare_param_structure(o, n, &at, out);
+    }
     let facts = |e: &EndpointSpec| (e.read_only, e.destructive, e.idempotent, e.open_world);
     if facts(o) != facts(n) && o.method == n.method {
         // Same method, different side-effect facts (MCP annotations, GraphQL, OData kinds).
@@ -343,6 +364,11 @@ pub(super) fn compare_endpoint(
     if o.meta != n.meta && out.kind.is_some_and(Kind::is_database) {
         // A database endpoint's meta holds its table facts.
         database::compare_facts(o, n, &at, out);
+    } else if o.meta != n.meta && out.kind == Some(Kind::Odata) {
+        // An OData endpoint's meta holds its entity set's or operation's facts.
+        super::odata::compare_facts(o, n, &at, out);
+    } else if o.meta != n.meta && out.kind == Some(Kind::Openrpc) {
+        super::openrpc::compare_facts(o, n, &at, out);
     } else if o.meta != n.meta {
         // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
         // difference of the kept fields by `meta-changed`, as before.
@@ -435,15 +461,75 @@ fn is_reversed(e: &EndpointSpec) -> bool {
     matches!(e.method.as_str(), "WEBHOOK" | "CALLBACK")
 }
 
+/// Keywords an endpoint keeps verbatim (deny by default), each judged at its exact path: a
+/// vendor `x-` key by `extension-changed`, a `description` or `summary` as documentation, any
+/// other by `unclassified-change`.
+pub(super) fn compare_kept(
+    at: &str,
+    name: &str,
+    old: &std::collections::BTreeMap<String, serde_json::Value>,
+    new: &std::collections::BTreeMap<String, serde_json::Value>,
+    out: &mut Emitter,
+) {
+    if old == new {
+        return;
+    }
+    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    for key in keys {
+        let (before, after) = (old.get(key), new.get(key));
+        if before == after {
+            continue;
+        }
+        let last = key.rsplit('.').next().unwrap_or(key);
+        let (rule, kind) = if last.starts_with("x-") {
+            (&super::EXTENSION_CHANGED, "extension_changed")
+        } else if last == "description" || last == "summary" || key == "result.name" {
+            // (A result's name is a label: callers never send or receive it.)
+            (&DESCRIPTION_CHANGED, "description_changed")
+        } else {
+            (&super::UNCLASSIFIED_CHANGE, "unclassified_change")
+        };
+        out.emit(
+            rule,
+            &format!("{at}.{key}"),
+            kind,
+            before.cloned(),
+            after.cloned(),
+            format!("The field {key} of {name}, kept but not modelled, changed."),
+        );
+    }
+}
+
 #[cfg(test)]
 pub(super) mod cases {
     use super::*;
-    use crate::core::diff::tests::{at, check_case, mcp, openapi, spec_edit, Case, CREATE, LIST};
+    use crate::core::diff::tests::{
+        at, check_case, mcp, openapi, openapi_pair, spec_edit, Case, CREATE, LIST,
+    };
     use serde_json::json;
 
     /// One case per rule of this family (more where kinds differ).
     pub(in crate::core::diff) fn cases() -> Vec<Case> {
         vec![
+            Case::new(
+                &SERVERS_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["servers"] = json!([{"url": "https://evil.example.net"}]);
+                }),
+            ),
+            Case::new(
+                &SERVERS_CHANGED,
+                openapi_pair(
+                    |d| {
+                        at(d, "/paths/~1pets")["servers"] = json!([{"url": "https://{region}.example.com",
+                            "variables": {"region": {"default": "eu", "enum": ["eu", "us"]}}}]);
+                    },
+                    |d| {
+                        at(d, "/paths/~1pets")["servers"] = json!([{"url": "https://{region}.example.com",
+                            "variables": {"region": {"default": "eu", "enum": ["eu", "us", "attacker"]}}}]);
+                    },
+                ),
+            ),
             Case::new(
                 &DEPRECATED_CHANGED,
                 openapi(|d| {

@@ -8,6 +8,9 @@
 pub mod body;
 pub mod database;
 pub mod endpoint;
+pub mod graphql;
+pub mod odata;
+pub mod openrpc;
 pub mod parameter;
 pub mod response;
 pub mod rules;
@@ -175,6 +178,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         );
     }
     compare_extensions(old, new, &mut out);
+    graphql::compare_directives(old, new, &mut out);
+    graphql::compare_roots(old, new, &mut out);
     tool::compare_capabilities(
         old.capabilities.as_ref(),
         new.capabilities.as_ref(),
@@ -192,6 +197,14 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => endpoint::added(n, new.kind, &mut out),
+            EndpointPair::Matched(o, n)
+                if o.identity() == n.identity()
+                    && old_index.endpoint_fingerprints().get(&o.identity())
+                        == new_index.endpoint_fingerprints().get(&n.identity()) =>
+            {
+                // Same fingerprint: nothing the endpoint holds or reaches changed, so no rule
+                // can fire (the projection covers every field and reached definition).
+            }
             EndpointPair::Matched(o, n) => {
                 let before = out.changes.len();
                 let defs_before = schemas.changed_definitions.len();
@@ -274,6 +287,10 @@ fn compare_extensions(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
         }
         let (rule, kind) = if key.starts_with("x-") {
             (&EXTENSION_CHANGED, "extension_changed")
+        } else if key.starts_with("annotations.") {
+            (odata::annotation_rule(key), "annotation_changed")
+        } else if key.ends_with(".description") {
+            (&schema::DOCUMENTATION_CHANGED, "documentation_changed")
         } else {
             (&UNCLASSIFIED_CHANGE, "unclassified_change")
         };

@@ -191,11 +191,15 @@ pub(super) fn compare_parameters(
                     );
                 }
                 // A positional (JSON-RPC) parameter's index is judged on its own below.
+                // So is the method's `paramStructure` (diff/openrpc), and with it whether
+                // positions are recorded at all.
                 let without_position = |p: &ParameterSpec| {
                     let mut style = p.style.clone();
                     style.remove("position");
+                    style.remove("paramStructure");
                     style
                 };
+                let same_structure = o.style.get("paramStructure") == n.style.get("paramStructure");
                 if let (Some(op), Some(np)) = (o.style.get("position"), n.style.get("position")) {
                     if op != np {
                         out.emit(
@@ -212,7 +216,8 @@ pub(super) fn compare_parameters(
                     }
                 }
                 if without_position(o) != without_position(n)
-                    || o.style.contains_key("position") != n.style.contains_key("position")
+                    || (same_structure
+                        && o.style.contains_key("position") != n.style.contains_key("position"))
                 {
                     out.emit(
                         &REQUEST_PARAMETER_STYLE_CHANGED,

@@ -30,11 +30,46 @@ pub static RESPONSE_HEADER_ADDED: Rule = Rule::new(
     "A response header was added.",
 );
 
+pub static RESPONSE_HEADER_BECAME_OPTIONAL: Rule = Rule::new(
+    "response-header-became-optional",
+    Breaking,
+    Side::Response,
+    "A response header the provider always sent (`required: true`) may now be missing.",
+);
+
+pub static RESPONSE_HEADER_BECAME_REQUIRED: Rule = Rule::new(
+    "response-header-became-required",
+    Compatible,
+    Side::Response,
+    "A response header is now always sent (`required` false → true).",
+);
+
+pub static RESPONSE_HEADER_DEPRECATED_CHANGED: Rule = Rule::new(
+    "response-header-deprecated-changed",
+    Info,
+    Side::Response,
+    "A response header was deprecated or undeprecated.",
+);
+
+pub static RESPONSE_HEADER_STYLE_CHANGED: Rule = Rule::new(
+    "response-header-style-changed",
+    Breaking,
+    Side::Response,
+    "How a response header is serialized changed (`style`, `explode`, `content` media type); callers parse it the old way.",
+);
+
 pub static RESPONSE_HEADER_REMOVED: Rule = Rule::new(
     "response-header-removed",
     Breaking,
     Side::Response,
     "A response header was removed.",
+);
+
+pub static RESPONSE_LINKS_CHANGED: Rule = Rule::new(
+    "response-links-changed",
+    Info,
+    Side::Response,
+    "A response's `links` (design-time hints for following calls) changed.",
 );
 
 pub static RESPONSE_MEDIA_TYPE_ADDED: Rule = Rule::new(
@@ -155,6 +190,17 @@ pub(super) fn compare_responses(
                 ),
             }
         }
+        compare_header_facts(&r_at, status, o, n, out);
+        if o.links != n.links {
+            out.emit(
+                &RESPONSE_LINKS_CHANGED,
+                &format!("{r_at}.links"),
+                "links_changed",
+                Some(json!(o.links)),
+                Some(json!(n.links)),
+                format!("The links of response {status} changed."),
+            );
+        }
         for header in n.headers.keys().filter(|h| !o.headers.contains_key(*h)) {
             out.emit(
                 &RESPONSE_HEADER_ADDED,
@@ -183,10 +229,88 @@ pub(super) fn compare_responses(
     }
 }
 
+/// The header objects around the schemas of headers both sides send.
+fn compare_header_facts(
+    r_at: &str,
+    status: &str,
+    o: &ResponseSpec,
+    n: &ResponseSpec,
+    out: &mut Emitter,
+) {
+    let empty = BTreeMap::new();
+    for header in o.headers.keys().filter(|h| n.headers.contains_key(*h)) {
+        let (of, nf) = (
+            o.header_facts.get(header).unwrap_or(&empty),
+            n.header_facts.get(header).unwrap_or(&empty),
+        );
+        if of == nf {
+            continue;
+        }
+        let h_at = format!("{r_at}.headers.{header}");
+        let flag = |f: &BTreeMap<String, serde_json::Value>, key: &str| {
+            f.get(key)
+                .and_then(serde_json::Value::as_bool)
+                .unwrap_or(false)
+        };
+        let (was, is) = (flag(of, "required"), flag(nf, "required"));
+        if was != is {
+            let rule = if is {
+                &RESPONSE_HEADER_BECAME_REQUIRED
+            } else {
+                &RESPONSE_HEADER_BECAME_OPTIONAL
+            };
+            out.emit(
+                rule,
+                &format!("{h_at}.required"),
+                "response_header_required_changed",
+                Some(json!(was)),
+                Some(json!(is)),
+                format!(
+                    "Response {status} header {header} is {} always sent.",
+                    if is { "now" } else { "no longer" }
+                ),
+            );
+        }
+        let (was, is) = (flag(of, "deprecated"), flag(nf, "deprecated"));
+        if was != is {
+            out.emit(
+                &RESPONSE_HEADER_DEPRECATED_CHANGED,
+                &format!("{h_at}.deprecated"),
+                "deprecated_changed",
+                Some(json!(was)),
+                Some(json!(is)),
+                format!(
+                    "Response {status} header {header} is {} deprecated.",
+                    if is { "now" } else { "no longer" }
+                ),
+            );
+        }
+        for key in ["style", "explode", "content"] {
+            // The defaults: `style: simple`, `explode: false`.
+            let value = |f: &BTreeMap<String, serde_json::Value>| match (key, f.get(key)) {
+                ("style", None) => Some(json!("simple")),
+                ("explode", None) => Some(json!(false)),
+                (_, v) => v.cloned(),
+            };
+            let (before, after) = (value(of), value(nf));
+            if before != after {
+                out.emit(
+                    &RESPONSE_HEADER_STYLE_CHANGED,
+                    &format!("{h_at}.{key}"),
+                    "response_header_style_changed",
+                    before,
+                    after,
+                    format!("The {key} of response {status} header {header} changed."),
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 pub(super) mod cases {
     use super::*;
-    use crate::core::diff::tests::{at, check_case, openapi, Case, CREATE, LIST};
+    use crate::core::diff::tests::{at, check_case, openapi, openapi_pair, Case, CREATE, LIST};
     use serde_json::json;
 
     /// One case per rule of this family (more where kinds differ).
@@ -212,6 +336,52 @@ pub(super) mod cases {
                 openapi(|d| {
                     at(d, LIST)["responses"]["200"]["headers"]["X-Rate"] =
                         json!({"schema": {"type": "integer"}});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_BECAME_OPTIONAL,
+                openapi_pair(
+                    |d| {
+                        at(d, LIST)["responses"]["200"]["headers"]["X-Next"]["required"] =
+                            json!(true)
+                    },
+                    |d| {
+                        at(d, LIST)["responses"]["200"]["headers"]["X-Next"]["required"] =
+                            json!(false)
+                    },
+                ),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_BECAME_REQUIRED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"]["X-Next"]["required"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_DEPRECATED_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"]["X-Next"]["deprecated"] =
+                        json!(true);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_STYLE_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"]["X-Next"]["explode"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &RESPONSE_HEADER_STYLE_CHANGED,
+                openapi(|d| {
+                    at(d, LIST)["responses"]["200"]["headers"]["X-Next"] =
+                        json!({"content": {"application/json": {"schema": {"type": "string"}}}});
+                }),
+            ),
+            Case::new(
+                &RESPONSE_LINKS_CHANGED,
+                openapi(|d| {
+                    at(d, CREATE)["responses"]["201"]["links"] =
+                        json!({"GetPet": {"operationId": "listPets"}});
                 }),
             ),
             Case::new(

@@ -10,7 +10,9 @@
 //! A rule split out of another names its parent in `split_from`, so a user's override of the
 //! parent keeps applying to it (its own override wins). CHANGELOG lists every rename and split.
 
-use super::{body, database, endpoint, parameter, response, schema, text, tool};
+use super::{
+    body, database, endpoint, graphql, odata, openrpc, parameter, response, schema, text, tool,
+};
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
@@ -132,8 +134,12 @@ impl Rule {
 
 /// Every rule, sorted by id.
 pub static ALL: &[&Rule] = &[
+    &odata::ADDRESSING_CHANGED,
+    &odata::ANNOTATION_CHANGED,
     &tool::CAPABILITIES_CHANGED,
     &tool::CAPABILITY_LOST,
+    &odata::COMPOSABLE_ADDED,
+    &odata::COMPOSABLE_REMOVED,
     &database::DATABASE_CHECK_CHANGED,
     &database::DATABASE_COLUMN_REORDERED,
     &database::DATABASE_COLUMN_TYPE_CHANGED,
@@ -163,6 +169,15 @@ pub static ALL: &[&Rule] = &[
     &schema::DEFINITION_RENAMED,
     &endpoint::DEPRECATED_CHANGED,
     &endpoint::DESCRIPTION_CHANGED,
+    &graphql::DIRECTIVE_ADDED,
+    &graphql::DIRECTIVE_APPLIED_CHANGED,
+    &graphql::DIRECTIVE_ARGUMENT_ADDED_OPTIONAL,
+    &graphql::DIRECTIVE_ARGUMENT_CHANGED,
+    &graphql::DIRECTIVE_ARGUMENT_RELAXED,
+    &graphql::DIRECTIVE_ARGUMENT_REMOVED,
+    &graphql::DIRECTIVE_LOCATION_ADDED,
+    &graphql::DIRECTIVE_LOCATION_REMOVED,
+    &graphql::DIRECTIVE_REMOVED,
     &schema::DOCUMENTATION_CHANGED,
     &endpoint::ENDPOINT_ADDED_READ_ONLY,
     &endpoint::ENDPOINT_ADDED_WRITE,
@@ -172,11 +187,19 @@ pub static ALL: &[&Rule] = &[
     &super::ENDPOINT_UNCLASSIFIED,
     &super::EXECUTION_TARGET_CHANGED,
     &super::EXTENSION_CHANGED,
+    &odata::FACET_CHANGED,
     &text::HIDDEN_TEXT_ADDED,
+    &odata::IMMUTABLE_CHANGED,
+    &graphql::INPUT_ONE_OF_ADDED,
+    &graphql::INPUT_ONE_OF_REMOVED,
     &super::INSTRUCTIONS_CHANGED,
     &endpoint::META_CHANGED,
     &endpoint::METHOD_CHANGED,
     &endpoint::METHOD_ESCALATED,
+    &odata::NAVIGATION_BECAME_NON_NULL,
+    &odata::NAVIGATION_BECAME_NULLABLE,
+    &openrpc::PARAM_STRUCTURE_RELAXED,
+    &openrpc::PARAM_STRUCTURE_TIGHTENED,
     &endpoint::PATH_CHANGED,
     &parameter::PATH_PARAMETER_RENAMED,
     &tool::PROMPT_ADDED,
@@ -195,8 +218,11 @@ pub static ALL: &[&Rule] = &[
     &schema::REQUEST_CONSTRAINT_RELAXED,
     &schema::REQUEST_CONSTRAINT_TIGHTENED,
     &schema::REQUEST_DEFAULT_CHANGED,
+    &body::REQUEST_ENCODING_CHANGED,
     &schema::REQUEST_ENUM_VALUE_ADDED,
     &schema::REQUEST_ENUM_VALUE_REMOVED,
+    &odata::REQUEST_FACET_RELAXED,
+    &odata::REQUEST_FACET_TIGHTENED,
     &body::REQUEST_MEDIA_TYPE_ADDED,
     &body::REQUEST_MEDIA_TYPE_REMOVED,
     &parameter::REQUEST_PARAMETER_ADDED_NOT_TRAILING,
@@ -230,8 +256,15 @@ pub static ALL: &[&Rule] = &[
     &schema::RESPONSE_ENUM_VALUE_REMOVED,
     &response::RESPONSE_ERROR_STATUS_ADDED,
     &response::RESPONSE_ERROR_STATUS_REMOVED,
+    &odata::RESPONSE_FACET_RELAXED,
+    &odata::RESPONSE_FACET_TIGHTENED,
     &response::RESPONSE_HEADER_ADDED,
+    &response::RESPONSE_HEADER_BECAME_OPTIONAL,
+    &response::RESPONSE_HEADER_BECAME_REQUIRED,
+    &response::RESPONSE_HEADER_DEPRECATED_CHANGED,
     &response::RESPONSE_HEADER_REMOVED,
+    &response::RESPONSE_HEADER_STYLE_CHANGED,
+    &response::RESPONSE_LINKS_CHANGED,
     &response::RESPONSE_MEDIA_TYPE_ADDED,
     &response::RESPONSE_MEDIA_TYPE_REMOVED,
     &schema::RESPONSE_PROPERTY_ADDED,
@@ -242,9 +275,14 @@ pub static ALL: &[&Rule] = &[
     &response::RESPONSE_SUCCESS_STATUS_REMOVED,
     &schema::RESPONSE_TYPE_CHANGED,
     &schema::RESPONSE_TYPE_NARROWED,
+    &openrpc::RESULT_BECAME_OPTIONAL,
+    &openrpc::RESULT_BECAME_REQUIRED,
+    &graphql::ROOT_TYPE_RENAMED,
+    &graphql::SCALAR_SPECIFIED_BY_CHANGED,
     &schema::SCHEMA_COMPOSITION_CHANGED,
     &schema::SCHEMA_KEYWORD_CHANGED,
     &endpoint::SECURITY_REQUIREMENTS_CHANGED,
+    &endpoint::SERVERS_CHANGED,
     &endpoint::SIDE_EFFECTS_ESCALATED,
     &endpoint::SIDE_EFFECTS_REDUCED,
     &endpoint::TITLE_CHANGED,
@@ -367,6 +405,9 @@ mod tests {
             include_str!("tool.rs"),
             include_str!("database.rs"),
             include_str!("text.rs"),
+            include_str!("graphql.rs"),
+            include_str!("odata.rs"),
+            include_str!("openrpc.rs"),
         ];
         let defined: usize = sources
             .iter()

@@ -431,7 +431,7 @@ impl<'d> SchemaDiffer<'d> {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn emit(
+    pub(super) fn emit(
         &mut self,
         out: &mut Emitter,
         rule: &'static Rule,
@@ -753,6 +753,8 @@ impl<'d> SchemaDiffer<'d> {
                 depth + 1,
             );
         }
+        super::graphql::compare_schema_keywords(self, o, n, dir, path, out);
+        super::odata::compare_schema_keywords(self, o, n, dir, path, out);
         let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
         if non_null(o) != non_null(n) {
             let shift = if non_null(n) {
@@ -2172,6 +2174,16 @@ pub(super) mod cases {
             "arguments",
             "nonNull",
             EXTENSIBLE_ENUM,
+            crate::core::normalize::graphql::DIRECTIVES_KEYWORD,
+            crate::core::normalize::graphql::VALUE_DIRECTIVES_KEYWORD,
+            crate::core::normalize::graphql::ONE_OF_KEYWORD,
+            crate::core::normalize::graphql::SPECIFIED_BY_KEYWORD,
+            crate::core::normalize::graphql::SCALAR_DIRECTIVES_KEYWORD,
+            crate::core::normalize::odata::ANNOTATIONS_KEYWORD,
+            crate::core::normalize::odata::FACETS_KEYWORD,
+            crate::core::normalize::odata::NULLABLE_KEYWORD,
+            crate::core::normalize::odata::CONTAINS_TARGET_KEYWORD,
+            crate::core::normalize::odata::IMMUTABLE_KEYWORD,
         ];
         compared.extend(UPPER_BOUNDS);
         compared.extend(LOWER_BOUNDS);

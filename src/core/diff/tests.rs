@@ -81,6 +81,13 @@ pub(super) fn openapi(edit: Edit) -> Pair {
     (old, new)
 }
 
+/// The base document with `old`, then the base document with `new`.
+pub(super) fn openapi_pair(old: Edit, new: Edit) -> Pair {
+    let o = normalize_value("acme.pets", &doc(old)).expect("old normalizes");
+    let n = normalize_value("acme.pets", &doc(new)).expect("new normalizes");
+    (o, n)
+}
+
 /// For rules whose natural example is the reverse of an edit: `edit` makes the OLD document
 /// (the base is the new one).
 pub(super) fn openapi_reversed(edit: Edit) -> Pair {
@@ -250,6 +257,34 @@ pub(super) fn rpc(edit: RpcEdit) -> Pair {
     (old, new)
 }
 
+/// Two GraphQL SDL documents (kind graphql).
+pub(super) fn graphql(old: &str, new: &str) -> Pair {
+    use crate::core::normalize::graphql::normalize;
+    let o = normalize("acme.graph", old.as_bytes()).expect("old SDL normalizes");
+    let n = normalize("acme.graph", new.as_bytes()).expect("new SDL normalizes");
+    (o, n)
+}
+
+/// Two OData CSDL documents (kind odata).
+pub(super) fn odata((old, new): (String, String)) -> Pair {
+    use crate::core::normalize::odata::normalize;
+    let o = normalize("acme.odata", old.as_bytes()).expect("old CSDL normalizes");
+    let n = normalize("acme.odata", new.as_bytes()).expect("new CSDL normalizes");
+    (o, n)
+}
+
+/// The base OpenRPC document with `old`, then with `new` (whole-document edits).
+pub(super) fn rpc_docs(old: impl FnOnce(&mut Value), new: impl FnOnce(&mut Value)) -> Pair {
+    use crate::core::normalize::openrpc;
+    let (mut o, mut n) = (rpc_doc(|_| {}), rpc_doc(|_| {}));
+    old(&mut o);
+    new(&mut n);
+    (
+        openrpc::normalize_value("acme.rpc", &o).unwrap(),
+        openrpc::normalize_value("acme.rpc", &n).unwrap(),
+    )
+}
+
 /// One case of a rule: classifying `old` against `new` under `policy` must fire `rule`.
 pub(super) struct Case {
     pub rule: &'static Rule,
@@ -359,6 +394,9 @@ fn all_cases() -> Vec<Case> {
         super::tool::cases::cases(),
         super::database::cases::cases(),
         super::text::cases::cases(),
+        super::graphql::cases::cases(),
+        super::odata::cases::cases(),
+        super::openrpc::cases::cases(),
     ]
     .into_iter()
     .flatten()

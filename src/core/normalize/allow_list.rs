@@ -3,15 +3,19 @@
 //! it with `SCHEMAWATCH_BLESS=1 cargo test --lib allow_list`). No model-facing text is ever on
 //! it: for MCP every text field stays in the contract and keeps its `security` rules.
 
-use super::mcp;
+use super::{graphql, mcp, odata, openapi, openrpc};
 use crate::core::model::Kind;
 
 /// The entries of `kind`'s allow-list, `(where, why)`, when the kind is deny-by-default.
 pub fn descriptive(kind: Kind) -> Option<&'static [(&'static str, &'static str)]> {
     match kind {
         Kind::Mcp => Some(mcp::DESCRIPTIVE),
-        // Closed by part 2 of "Nothing unseen": they keep what they model (see the note).
-        Kind::Openapi | Kind::Openrpc | Kind::Odata | Kind::Graphql | Kind::Optimade => None,
+        Kind::Openapi => Some(openapi::DESCRIPTIVE),
+        Kind::Openrpc => Some(openrpc::DESCRIPTIVE),
+        Kind::Odata => Some(odata::DESCRIPTIVE),
+        Kind::Graphql => Some(graphql::DESCRIPTIVE),
+        // Not yet deny-by-default: it keeps what it models (docs/optimade.md).
+        Kind::Optimade => None,
         // The catalog document is schemawatch's own introspection (docs/databases.md).
         Kind::Sqlite | Kind::Postgres => None,
     }
@@ -43,8 +47,7 @@ pub fn markdown() -> String {
             ),
             None => out.push_str(
                 "Not yet deny-by-default: the normalizer keeps what it models and drops the \
-                 rest (document `info`, `externalDocs`, top-level `tags`, vendor extensions \
-                 outside schemas, …). Part 2 of \"Nothing unseen\" closes it.\n",
+                 rest.\n",
             ),
         }
     }

@@ -33,6 +33,8 @@ pub(super) fn contract(
     }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
         extensions: Default::default(),
         definitions: BTreeMap::new(),
@@ -51,6 +53,7 @@ pub(super) fn contract(
         name,
         namespace,
         remote: Remote {
+            variables: Default::default(),
             base_urls: Vec::new(),
             transport: kind.as_str().into(),
         },

@@ -228,11 +228,14 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities,
         namespace,
         name,
         kind: Kind::Mcp,
         remote: Remote {
+            variables: Default::default(),
             base_urls: text("url").into_iter().collect(),
             transport: text("transport").unwrap_or_else(|| "mcp".into()),
         },
@@ -365,6 +368,8 @@ fn tool_endpoint(
     let output_schema = schema("outputSchema")?;
 
     Ok(EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description,
@@ -408,6 +413,8 @@ fn text_of(
 /// An endpoint that only reads (prompts, resources): the side-effect facts of a read.
 fn read_endpoint(method: &str, name: String, path: String) -> EndpointSpec {
     EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

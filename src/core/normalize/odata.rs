@@ -23,14 +23,124 @@
 //!   parameter names appended to the path. A function and an action with the same name and
 //!   binding share an `operation_id`, so function → action is one escalated operation.
 //! - Remote: the service root (`/`, relative to `$metadata`) with transport `odata-v<major>`.
-//!   Annotations (capabilities, alternate keys, descriptions) are outside the contract.
+//! - Facets: `MaxLength` (strings) is `maxLength`; `Precision`, `Scale`, `SRID` and `Unicode`
+//!   are kept as stated in `x-odata-facets`; `DefaultValue` is `default`; a navigation property
+//!   or a return type of a structured type with `Nullable="false"` carries `x-odata-nullable:
+//!   false`, a containment navigation property `x-odata-contains-target: true`.
+//! - Capabilities: an entity set (or singleton) whose `InsertRestrictions/Insertable`,
+//!   `UpdateRestrictions/Updatable`, `DeleteRestrictions/Deletable` or
+//!   `ReadRestrictions/Readable` is false has no endpoint for that verb, so gaining it is an
+//!   `endpoint-added-write` (security) and losing it an `endpoint-removed` (breaking).
+//!   `Core.Computed` makes a property `readOnly`, `Core.Immutable` `x-odata-immutable`.
+//! - Every other annotation (inline or in `<Annotations Target=...>`, `Core.Description`
+//!   included) is kept verbatim (deny by default): on its type or property schema in
+//!   `x-odata-annotations`, on an entity set's, singleton's or operation's endpoints in `meta`,
+//!   anything else in `ToolSpec::extensions` (`annotations.<target>/<term>`). Descriptions are
+//!   documentation (info); any other annotation change is `annotation-changed` (breaking).
+//! - Addressing: an entity set's `NavigationPropertyBinding`s and a function import's
+//!   `EntitySet` are in the endpoints' `meta`; so is a function's `IsComposable`.
 
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, ToolSpec};
 use roxmltree::{Document, Node, ParsingOptions};
 use serde_json::{json, Map, Value};
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Schema keyword of the annotations kept on a type or property (deny by default).
+pub const ANNOTATIONS_KEYWORD: &str = "x-odata-annotations";
+/// Schema keyword of the `Precision`, `Scale`, `SRID`, `Unicode` facets as stated.
+pub const FACETS_KEYWORD: &str = "x-odata-facets";
+/// Schema keyword of an explicit `Nullable="false"` on a navigation property or return type.
+pub const NULLABLE_KEYWORD: &str = "x-odata-nullable";
+/// Schema keyword of a containment navigation property (`ContainsTarget="true"`).
+pub const CONTAINS_TARGET_KEYWORD: &str = "x-odata-contains-target";
+/// Schema keyword of a `Core.Immutable` property (settable on insert, never on update).
+pub const IMMUTABLE_KEYWORD: &str = "x-odata-immutable";
+
+/// The descriptive allow-list of an OData CSDL document (`docs/allow-list.md`). Annotations,
+/// and the attributes and child elements of types and properties the model has no place for,
+/// are kept verbatim (deny by default; an unread property or type attribute is an `odata:`
+/// schema keyword, `schema-keyword-changed`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "edmx:Reference/@Uri",
+        "where a vocabulary is published; its namespace is what counts",
+    ),
+    (
+        "Schema/@Alias, edmx:Include/@Alias",
+        "aliases are resolved to namespaces",
+    ),
+    (
+        "EntityContainer/@Name",
+        "descriptive metadata (`metadata.title`); annotation targets are resolved through it",
+    ),
+    ("(element and attribute order)", "matched by name"),
+    ("Edmx/@Version (beyond its major version)", "the protocol is the major version (`remote.transport`); the rest is descriptive (`metadata.format`)"),
+    ("Function/Parameter/@Name, Action/Parameter/@Name (the binding parameter's)", "a bound operation's first parameter is its binding, never named in a call"),
+    (
+        "types no entity set, singleton or operation reaches",
+        "unreachable: outside every endpoint's contract",
+    ),
+];
+/// Property attributes with a place in the model.
+const PROPERTY_ATTRIBUTES: &[&str] = &[
+    "Name",
+    "Type",
+    "Nullable",
+    "MaxLength",
+    "Precision",
+    "Scale",
+    "SRID",
+    "Unicode",
+    "DefaultValue",
+];
+/// Navigation property attributes with a place in the model (v2/v3 `Relationship`, `ToRole`,
+/// `FromRole` name its association ends).
+const NAVIGATION_ATTRIBUTES: &[&str] = &[
+    "Name",
+    "Type",
+    "Nullable",
+    "ContainsTarget",
+    "Relationship",
+    "ToRole",
+    "FromRole",
+];
+
+/// Attributes outside `modelled` and child elements other than annotations, as `odata:` schema
+/// keywords (deny by default).
+fn unread(node: Node, modelled: &[&str], read_children: &[&str]) -> Map<String, Value> {
+    let mut out = Map::new();
+    for a in node.attributes() {
+        if !modelled.contains(&a.name()) {
+            out.insert(format!("odata:{}", a.name()), json!(a.value()));
+        }
+    }
+    for child in node.children().filter(|c| c.is_element()) {
+        let tag = child.tag_name().name();
+        if tag == "Annotation" || read_children.contains(&tag) {
+            continue;
+        }
+        let entry = out
+            .entry(format!("odata:{tag}"))
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(items) = entry {
+            items.push(xml_value(child));
+        }
+    }
+    out
+}
+
+const CORE: &str = "Org.OData.Core.V1.";
+const CAPABILITIES: &str = "Org.OData.Capabilities.V1.";
+
+/// Whether an annotation key (`term` or `target/term`, `#qualifier` included) is documentation.
+pub fn is_description(key: &str) -> bool {
+    let term = key.split('#').next().unwrap_or(key);
+    term.ends_with("Org.OData.Core.V1.Description")
+        || term.ends_with("Org.OData.Core.V1.LongDescription")
+}
 
 /// Most XML nodes (elements, attributes' owners, text) parsed from one document.
 pub const MAX_XML_NODES: u32 = 4_000_000;
@@ -110,10 +220,14 @@ struct Operation {
     /// (name, schema, required) without the binding parameter, in document order.
     params: Vec<(String, Value, bool)>,
     returns: Option<Value>,
+    /// `IsComposable="true"` (functions).
+    composable: bool,
 }
 
 struct Import {
     name: String,
+    /// The entity set the import's results belong to (`EntitySet`).
+    entity_set: Option<String>,
     /// v4: the qualified operation imported. v2/v3: the import defines the operation itself.
     target: ImportTarget,
 }
@@ -140,6 +254,12 @@ struct Model {
     imports: Vec<Import>,
     /// v2/v3 associations: qualified name → role → (type, multiplicity).
     associations: BTreeMap<String, BTreeMap<String, (String, String)>>,
+    /// Annotations by target (`Ns.Type/Property`, `Ns.Container/Set`): term key → value.
+    annotations: BTreeMap<String, BTreeMap<String, Value>>,
+    /// Targets whose annotations found a place in the model; the rest go to the extensions.
+    consumed: RefCell<BTreeSet<String>>,
+    /// Entity set or singleton → navigation property path → target set.
+    bindings: BTreeMap<String, BTreeMap<String, String>>,
 }
 
 impl Model {
@@ -172,6 +292,17 @@ impl Model {
             if let Some(alias) = schema.attribute("Alias") {
                 model.aliases.insert(alias.to_string(), ns.to_string());
             }
+        }
+        // Vocabulary aliases (`<edmx:Include Namespace="Org.OData.Core.V1" Alias="Core"/>`).
+        for include in children(root, "Reference").flat_map(|r| children(r, "Include")) {
+            if let (Some(ns), Some(alias)) =
+                (include.attribute("Namespace"), include.attribute("Alias"))
+            {
+                model.aliases.insert(alias.to_string(), ns.to_string());
+            }
+        }
+        for schema in &schemas {
+            model.read_annotations(*schema)?;
         }
         // Associations first: v2/v3 navigation properties need them.
         for schema in &schemas {
@@ -223,6 +354,35 @@ impl Model {
                         if node.attribute("IsFlags") == Some("true") {
                             schema["format"] = json!("odata-flags");
                         }
+                        let values: Map<String, Value> = children(node, "Member")
+                            .filter_map(|m| {
+                                Some((
+                                    m.attribute("Name")?.to_string(),
+                                    json!(m.attribute("Value")?),
+                                ))
+                            })
+                            .collect();
+                        if !values.is_empty() {
+                            // Member values are how an enum travels in some formats.
+                            schema["odata:MemberValues"] = Value::Object(values);
+                        }
+                        let qualified = format!("{ns}.{name}");
+                        model.annotate_schema(&qualified, &mut schema);
+                        let mut member_notes = Map::new();
+                        for m in children(node, "Member").filter_map(|m| m.attribute("Name")) {
+                            for (term, v) in model.annotations_of(&format!("{qualified}/{m}")) {
+                                member_notes.insert(format!("{m}/{term}"), v);
+                            }
+                        }
+                        if !member_notes.is_empty() {
+                            let mut all = schema
+                                .get(ANNOTATIONS_KEYWORD)
+                                .and_then(Value::as_object)
+                                .cloned()
+                                .unwrap_or_default();
+                            all.extend(member_notes);
+                            schema[ANNOTATIONS_KEYWORD] = Value::Object(all);
+                        }
                         model
                             .definitions
                             .insert(def_ref(&format!("{ns}.{name}")), normalize_schema(&schema));
@@ -230,7 +390,8 @@ impl Model {
                     "TypeDefinition" => {
                         let name = required_attr(node, "Name", ns)?;
                         let underlying = required_attr(node, "UnderlyingType", name)?;
-                        let schema = model.type_schema(underlying, node, false, &declared);
+                        let mut schema = model.type_schema(underlying, node, false, &declared);
+                        model.annotate_schema(&format!("{ns}.{name}"), &mut schema);
                         model
                             .definitions
                             .insert(def_ref(&format!("{ns}.{name}")), normalize_schema(&schema));
@@ -245,6 +406,122 @@ impl Model {
             }
         }
         Ok(model)
+    }
+
+    /// Every annotation of a schema, inline or in `<Annotations Target=...>`, by target.
+    fn read_annotations(&mut self, schema: Node) -> Result<(), NormalizeError> {
+        let ns = required_attr(schema, "Namespace", "Schema")?;
+        for node in schema.descendants().filter(|n| n.is_element()) {
+            let tag = node.tag_name().name();
+            if tag == "Annotation" || tag == "Annotations" {
+                continue;
+            }
+            // Expression trees inside an annotation belong to that annotation's value.
+            if node
+                .ancestors()
+                .skip(1)
+                .any(|a| matches!(a.tag_name().name(), "Annotation" | "Annotations"))
+            {
+                continue;
+            }
+            let own: Vec<Node> = children(node, "Annotation").collect();
+            if own.is_empty() {
+                continue;
+            }
+            let target = self.inline_target(ns, node);
+            for a in own {
+                self.add_annotation(&target, a)?;
+            }
+        }
+        for group in children(schema, "Annotations") {
+            let raw = required_attr(group, "Target", ns)?;
+            let target = match raw.split_once('/') {
+                Some((head, rest)) => format!("{}/{rest}", self.qualify(head)),
+                None => self.qualify(raw),
+            };
+            for a in children(group, "Annotation") {
+                self.add_annotation(&target, a)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The target path of an element's inline annotations: `Ns.Name` for a schema child,
+    /// `Ns.Parent/Name` below it (`/$ReturnType` for a return type).
+    fn inline_target(&self, ns: &str, node: Node) -> String {
+        let mut parts = Vec::new();
+        let mut current = Some(node);
+        while let Some(n) = current {
+            if n.tag_name().name() == "Schema" {
+                break;
+            }
+            let part = match (n.tag_name().name(), n.attribute("Name")) {
+                ("ReturnType", _) => "$ReturnType".to_string(),
+                (_, Some(name)) => name.to_string(),
+                (tag, None) => tag.to_string(),
+            };
+            parts.push(part);
+            current = n.parent_element();
+        }
+        parts.reverse();
+        match parts.split_first() {
+            None => ns.to_string(),
+            Some((first, [])) => format!("{ns}.{first}"),
+            Some((first, rest)) => format!("{ns}.{first}/{}", rest.join("/")),
+        }
+    }
+
+    fn add_annotation(&mut self, target: &str, a: Node) -> Result<(), NormalizeError> {
+        let term = self.qualify(required_attr(a, "Term", target)?);
+        let key = match a.attribute("Qualifier") {
+            Some(q) => format!("{term}#{q}"),
+            None => term,
+        };
+        if key == format!("{CORE}OptionalParameter") {
+            // Modelled: the parameter is optional.
+            return Ok(());
+        }
+        let mut value = xml_value(a);
+        if let Value::Object(map) = &mut value {
+            map.remove("Term");
+            map.remove("Qualifier");
+        }
+        self.annotations
+            .entry(target.to_string())
+            .or_default()
+            .insert(key, value);
+        Ok(())
+    }
+
+    /// The annotations of `target`, marked as placed.
+    fn annotations_of(&self, target: &str) -> BTreeMap<String, Value> {
+        match self.annotations.get(target) {
+            Some(found) => {
+                self.consumed.borrow_mut().insert(target.to_string());
+                found.clone()
+            }
+            None => BTreeMap::new(),
+        }
+    }
+
+    /// Adds the annotations of `target` to a type or property schema: `Core.Computed` as
+    /// `readOnly`, `Core.Immutable` as `x-odata-immutable`, the rest verbatim.
+    fn annotate_schema(&self, target: &str, schema: &mut Value) {
+        let mut kept = self.annotations_of(target);
+        if kept.is_empty() {
+            return;
+        }
+        let mut extra = Map::new();
+        if let Some(v) = kept.remove(&format!("{CORE}Computed")) {
+            extra.insert("readOnly".into(), json!(annotation_bool(&v)));
+        }
+        if let Some(v) = kept.remove(&format!("{CORE}Immutable")) {
+            extra.insert(IMMUTABLE_KEYWORD.into(), json!(annotation_bool(&v)));
+        }
+        if !kept.is_empty() {
+            extra.insert(ANNOTATIONS_KEYWORD.into(), json!(kept));
+        }
+        add_keywords(schema, extra);
     }
 
     /// `graph.user` → `microsoft.graph.user`; `Collection(graph.user)` likewise inside.
@@ -298,6 +575,9 @@ impl Model {
                 if nullable {
                     s["type"] = json!(["null", "object"]);
                 }
+                if let Some(srid) = facets.attribute("SRID") {
+                    s[FACETS_KEYWORD] = json!({"SRID": srid});
+                }
                 return s;
             }
             other => {
@@ -329,6 +609,32 @@ impl Model {
                 schema.insert("maxLength".into(), json!(max));
             }
         }
+        let mut stated = Map::new();
+        for facet in ["Precision", "Scale", "SRID", "Unicode"] {
+            if let Some(v) = facets.attribute(facet) {
+                let value = match v.parse::<u64>() {
+                    Ok(n) => json!(n),
+                    Err(_) if v == "true" || v == "false" => json!(v == "true"),
+                    Err(_) => json!(v),
+                };
+                stated.insert(facet.into(), value);
+            }
+        }
+        if !stated.is_empty() {
+            schema.insert(FACETS_KEYWORD.into(), Value::Object(stated));
+        }
+        if let Some(default) = facets.attribute("DefaultValue") {
+            let value = match json_type {
+                "integer" => default.parse::<i64>().map(|n| json!(n)).ok(),
+                "number" => default
+                    .parse::<f64>()
+                    .ok()
+                    .and_then(|f| serde_json::Number::from_f64(f).map(Value::Number)),
+                "boolean" => default.parse::<bool>().map(|b| json!(b)).ok(),
+                _ => None,
+            };
+            schema.insert("default".into(), value.unwrap_or_else(|| json!(default)));
+        }
         Value::Object(schema)
     }
 
@@ -350,7 +656,14 @@ impl Model {
             if !nullable {
                 required.push(json!(pname));
             }
-            let schema = self.type_schema(ptype, prop, nullable, declared);
+            let mut schema = self.type_schema(ptype, prop, nullable, declared);
+            let mut extra = unread(prop, PROPERTY_ATTRIBUTES, &[]);
+            if let (Some(default), None) = (prop.attribute("DefaultValue"), schema.get("default")) {
+                // A structured or enum type's default (primitives carry theirs already).
+                extra.insert("default".into(), json!(default));
+            }
+            add_keywords(&mut schema, extra);
+            self.annotate_schema(&format!("{qualified}/{pname}"), &mut schema);
             own.insert(pname.to_string(), schema.clone());
             if properties.insert(pname.to_string(), schema).is_some() {
                 return Err(invalid(
@@ -387,7 +700,17 @@ impl Model {
                     }
                 }
             };
-            let schema = self.type_schema(&target, nav, false, declared);
+            let mut schema = self.type_schema(&target, nav, false, declared);
+            let mut facts = Map::new();
+            if nav.attribute("Nullable") == Some("false") {
+                facts.insert(NULLABLE_KEYWORD.into(), json!(false));
+            }
+            if nav.attribute("ContainsTarget") == Some("true") {
+                facts.insert(CONTAINS_TARGET_KEYWORD.into(), json!(true));
+            }
+            facts.extend(unread(nav, NAVIGATION_ATTRIBUTES, &[]));
+            add_keywords(&mut schema, facts);
+            self.annotate_schema(&format!("{qualified}/{pname}"), &mut schema);
             if properties.insert(pname.to_string(), schema).is_some() {
                 return Err(invalid(
                     &qualified,
@@ -399,10 +722,18 @@ impl Model {
         if node.attribute("OpenType") == Some("true") {
             schema["additionalProperties"] = json!(true);
         }
+        if let Value::Object(map) = &mut schema {
+            map.extend(unread(
+                node,
+                &["Name", "BaseType", "OpenType"],
+                &["Key", "Property", "NavigationProperty"],
+            ));
+        }
         let base = node.attribute("BaseType").map(|b| self.qualify(b));
         if let Some(base) = &base {
             schema = json!({"allOf": [{"$ref": def_ref(base)}, schema]});
         }
+        self.annotate_schema(&qualified, &mut schema);
         if node.tag_name().name() == "EntityType" {
             let keys: Vec<String> = children(node, "Key")
                 .flat_map(|k| children(k, "PropertyRef"))
@@ -454,12 +785,24 @@ impl Model {
         }
         let returns = children(node, "ReturnType").next().map(|r| {
             let nullable = r.attribute("Nullable") != Some("false");
-            self.type_schema(
+            let mut schema = self.type_schema(
                 r.attribute("Type").unwrap_or("Edm.Untyped"),
                 r,
                 nullable,
                 declared,
-            )
+            );
+            // A primitive's nullability is its type; a structured type's is stated here.
+            // (For a collection, `Nullable` is about its items.)
+            let target = match schema.get_mut("items") {
+                Some(items) => items,
+                None => &mut schema,
+            };
+            if !nullable && is_reference(target) {
+                let mut facts = Map::new();
+                facts.insert(NULLABLE_KEYWORD.into(), json!(false));
+                add_keywords(target, facts);
+            }
+            schema
         });
         Ok(Operation {
             action: node.tag_name().name() == "Action",
@@ -467,6 +810,7 @@ impl Model {
             binding,
             params,
             returns,
+            composable: node.attribute("IsComposable") == Some("true"),
         })
     }
 
@@ -484,15 +828,28 @@ impl Model {
         for member in node.children().filter(|c| c.is_element()) {
             let at = format!("{ns}.{cname}");
             match member.tag_name().name() {
-                "EntitySet" => self.entity_sets.push((
-                    required_attr(member, "Name", &at)?.to_string(),
-                    self.qualify(required_attr(member, "EntityType", &at)?),
-                )),
-                "Singleton" => self.singletons.push((
-                    required_attr(member, "Name", &at)?.to_string(),
-                    self.qualify(required_attr(member, "Type", &at)?),
-                )),
+                "EntitySet" | "Singleton" => {
+                    let name = required_attr(member, "Name", &at)?.to_string();
+                    let mut bindings = BTreeMap::new();
+                    for b in children(member, "NavigationPropertyBinding") {
+                        bindings.insert(
+                            required_attr(b, "Path", &name)?.to_string(),
+                            required_attr(b, "Target", &name)?.to_string(),
+                        );
+                    }
+                    if !bindings.is_empty() {
+                        self.bindings.insert(name.clone(), bindings);
+                    }
+                    if member.tag_name().name() == "EntitySet" {
+                        let ty = self.qualify(required_attr(member, "EntityType", &at)?);
+                        self.entity_sets.push((name, ty));
+                    } else {
+                        let ty = self.qualify(required_attr(member, "Type", &at)?);
+                        self.singletons.push((name, ty));
+                    }
+                }
                 "ActionImport" => self.imports.push(Import {
+                    entity_set: member.attribute("EntitySet").map(String::from),
                     name: required_attr(member, "Name", &at)?.to_string(),
                     target: ImportTarget::Operation {
                         qualified: self.qualify(required_attr(member, "Action", &at)?),
@@ -532,10 +889,15 @@ impl Model {
                                 binding: None,
                                 params,
                                 returns,
+                                composable: member.attribute("IsComposable") == Some("true"),
                             })
                         }
                     };
-                    self.imports.push(Import { name, target });
+                    self.imports.push(Import {
+                        entity_set: member.attribute("EntitySet").map(String::from),
+                        name,
+                        target,
+                    });
                 }
                 _ => {}
             }
@@ -584,70 +946,95 @@ impl Model {
 
     fn into_spec(self, watch: &str) -> Result<ToolSpec, NormalizeError> {
         let mut endpoints: Vec<EndpointSpec> = Vec::new();
+        let container = self.container.clone().unwrap_or_default();
         for (set, entity) in &self.entity_sets {
+            let (allowed, meta) = self.set_facts(&container, set);
             let entity_ref = json!({"$ref": def_ref(entity)});
             let keys = self.key_parameters(entity);
             let collection = json!({"type": "array", "items": entity_ref.clone()});
-            endpoints.push(entity_endpoint(
-                set,
-                "GET",
-                &format!("/{set}"),
-                vec![],
-                None,
-                Some(collection),
-            ));
             let by_key = format!("/{set}({{}})");
-            endpoints.push(entity_endpoint(
-                &format!("{set}.get"),
-                "GET",
-                &by_key,
-                keys.clone(),
-                None,
-                Some(entity_ref.clone()),
-            ));
-            endpoints.push(entity_endpoint(
-                &format!("{set}.create"),
-                "POST",
-                &format!("/{set}"),
-                vec![],
-                Some(entity_ref.clone()),
-                Some(entity_ref.clone()),
-            ));
-            endpoints.push(entity_endpoint(
-                &format!("{set}.update"),
-                "PATCH",
-                &by_key,
-                keys.clone(),
-                Some(entity_ref.clone()),
-                None,
-            ));
-            endpoints.push(entity_endpoint(
-                &format!("{set}.delete"),
-                "DELETE",
-                &by_key,
-                keys,
-                None,
-                None,
-            ));
+            let mut set_endpoints = Vec::new();
+            if allowed.read {
+                set_endpoints.push(entity_endpoint(
+                    set,
+                    "GET",
+                    &format!("/{set}"),
+                    vec![],
+                    None,
+                    Some(collection),
+                ));
+                set_endpoints.push(entity_endpoint(
+                    &format!("{set}.get"),
+                    "GET",
+                    &by_key,
+                    keys.clone(),
+                    None,
+                    Some(entity_ref.clone()),
+                ));
+            }
+            if allowed.insert {
+                set_endpoints.push(entity_endpoint(
+                    &format!("{set}.create"),
+                    "POST",
+                    &format!("/{set}"),
+                    vec![],
+                    Some(entity_ref.clone()),
+                    Some(entity_ref.clone()),
+                ));
+            }
+            if allowed.update {
+                set_endpoints.push(entity_endpoint(
+                    &format!("{set}.update"),
+                    "PATCH",
+                    &by_key,
+                    keys.clone(),
+                    Some(entity_ref.clone()),
+                    None,
+                ));
+            }
+            if allowed.delete {
+                set_endpoints.push(entity_endpoint(
+                    &format!("{set}.delete"),
+                    "DELETE",
+                    &by_key,
+                    keys,
+                    None,
+                    None,
+                ));
+            }
+            for mut e in set_endpoints {
+                e.meta = meta.clone();
+                endpoints.push(e);
+            }
         }
         for (name, entity) in &self.singletons {
+            let (allowed, meta) = self.set_facts(&container, name);
             let entity_ref = json!({"$ref": def_ref(entity)});
-            endpoints.push(entity_endpoint(
-                name,
-                "GET",
-                &format!("/{name}"),
-                vec![],
-                None,
-                Some(entity_ref.clone()),
-            ));
-            endpoints.push(entity_endpoint(
-                &format!("{name}.update"),
-                "PATCH",
-                &format!("/{name}"),
-                vec![],
-                Some(entity_ref),
-                None,
-            ));
+            let mut own = Vec::new();
+            if allowed.read {
+                own.push(entity_endpoint(
+                    name,
+                    "GET",
+                    &format!("/{name}"),
+                    vec![],
+                    None,
+                    Some(entity_ref.clone()),
+                ));
+            }
+            if allowed.update {
+                own.push(entity_endpoint(
+                    &format!("{name}.update"),
+                    "PATCH",
+                    &format!("/{name}"),
+                    vec![],
+                    Some(entity_ref),
+                    None,
+                ));
+            }
+            for mut e in own {
+                e.meta = meta.clone();
+                endpoints.push(e);
+            }
         }
         // Bound operations, grouped to find overloads.
         let mut bound: BTreeMap<(String, String), Vec<&Operation>> = BTreeMap::new();
@@ -663,18 +1050,18 @@ impl Model {
             let overloaded = ops.len() > 1;
             for op in ops {
                 let path = format!("/{binding}/{qualified}{}", overload_suffix(op, overloaded));
-                endpoints.push(operation_endpoint(
-                    op,
-                    &path,
-                    &format!("{qualified}({binding})"),
-                ));
+                let mut e = operation_endpoint(op, &path, &format!("{qualified}({binding})"));
+                e.meta = self.operation_meta(op, None, &container);
+                endpoints.push(e);
             }
         }
         for import in &self.imports {
             match &import.target {
                 ImportTarget::Inline(op) => {
                     let path = format!("/{}", import.name);
-                    endpoints.push(operation_endpoint(op, &path, &format!("{}()", import.name)));
+                    let mut e = operation_endpoint(op, &path, &format!("{}()", import.name));
+                    e.meta = self.operation_meta(op, Some(import), &container);
+                    endpoints.push(e);
                 }
                 ImportTarget::Operation { qualified, action } => {
                     let ops: Vec<&Operation> = self
@@ -693,13 +1080,22 @@ impl Model {
                     let overloaded = ops.len() > 1;
                     for op in ops {
                         let path = format!("/{}{}", import.name, overload_suffix(op, overloaded));
-                        endpoints.push(operation_endpoint(
-                            op,
-                            &path,
-                            &format!("{}()", import.name),
-                        ));
+                        let mut e = operation_endpoint(op, &path, &format!("{}()", import.name));
+                        e.meta = self.operation_meta(op, Some(import), &container);
+                        endpoints.push(e);
                     }
                 }
+            }
+        }
+        // Annotations with no place in the model stay in the contract, verbatim.
+        let mut extensions = BTreeMap::new();
+        let consumed = self.consumed.borrow().clone();
+        for (target, terms) in &self.annotations {
+            if consumed.contains(target) {
+                continue;
+            }
+            for (term, value) in terms {
+                extensions.insert(format!("annotations.{target}/{term}"), value.clone());
             }
         }
         let mut seen = BTreeSet::new();
@@ -711,12 +1107,15 @@ impl Model {
         endpoints.sort_by_key(|e| e.identity());
         let (namespace, name) = split_watch_name(watch);
         Ok(ToolSpec {
+            directives: Default::default(),
+            roots: Default::default(),
             capabilities: None,
-            extensions: BTreeMap::new(),
+            extensions,
             namespace,
             name,
             kind: Kind::Odata,
             remote: Remote {
+                variables: Default::default(),
                 base_urls: vec!["/".into()],
                 transport: format!("odata-v{}", self.protocol),
             },
@@ -733,6 +1132,83 @@ impl Model {
             definitions: self.definitions,
             instructions: None,
         })
+    }
+
+    /// What an entity set or singleton allows (Capabilities restrictions; all by default) and
+    /// the facts its endpoints carry in `meta`: its other annotations and its navigation
+    /// property bindings.
+    fn set_facts(&self, container: &str, set: &str) -> (Allowed, Option<Value>) {
+        let mut annotations = self.annotations_of(&format!("{container}/{set}"));
+        let mut flag = |term: &str, property: &str| match annotations
+            .get_mut(&format!("{CAPABILITIES}{term}"))
+        {
+            Some(value) => {
+                let allowed = take_record_bool(value, property).unwrap_or(true);
+                if is_empty_annotation(value) {
+                    annotations.remove(&format!("{CAPABILITIES}{term}"));
+                }
+                allowed
+            }
+            None => true,
+        };
+        let allowed = Allowed {
+            insert: flag("InsertRestrictions", "Insertable"),
+            update: flag("UpdateRestrictions", "Updatable"),
+            delete: flag("DeleteRestrictions", "Deletable"),
+            read: flag("ReadRestrictions", "Readable"),
+        };
+        let mut meta = Map::new();
+        if !annotations.is_empty() {
+            meta.insert("annotations".into(), json!(annotations));
+        }
+        if let Some(bindings) = self.bindings.get(set) {
+            meta.insert("bindings".into(), json!(bindings));
+        }
+        (allowed, (!meta.is_empty()).then_some(Value::Object(meta)))
+    }
+
+    /// The facts an operation's endpoint carries in `meta`: `IsComposable`, an import's
+    /// `EntitySet`, and the annotations of the operation, its parameters, its return type and
+    /// its import.
+    fn operation_meta(
+        &self,
+        op: &Operation,
+        import: Option<&Import>,
+        container: &str,
+    ) -> Option<Value> {
+        let mut meta = Map::new();
+        if op.composable {
+            meta.insert("composable".into(), json!(true));
+        }
+        let mut annotations = Map::new();
+        let prefix = format!("{}/", op.qualified);
+        let targets: Vec<&String> = self
+            .annotations
+            .keys()
+            .filter(|t| *t == &op.qualified || t.starts_with(&prefix))
+            .collect();
+        for target in targets {
+            let below = target.strip_prefix(&prefix);
+            for (term, value) in self.annotations_of(target) {
+                let key = match below {
+                    Some(sub) => format!("{sub}/{term}"),
+                    None => term,
+                };
+                annotations.insert(key, value);
+            }
+        }
+        if let Some(import) = import {
+            if let Some(set) = &import.entity_set {
+                meta.insert("entitySet".into(), json!(set));
+            }
+            for (term, value) in self.annotations_of(&format!("{container}/{}", import.name)) {
+                annotations.insert(format!("import/{term}"), value);
+            }
+        }
+        if !annotations.is_empty() {
+            meta.insert("annotations".into(), Value::Object(annotations));
+        }
+        (!meta.is_empty()).then_some(Value::Object(meta))
     }
 
     fn key_parameters(&self, entity: &str) -> Vec<ParameterSpec> {
@@ -754,6 +1230,111 @@ impl Model {
     }
 }
 
+/// What the Capabilities restrictions of an entity set allow.
+struct Allowed {
+    insert: bool,
+    update: bool,
+    delete: bool,
+    read: bool,
+}
+
+/// An XML element as JSON, verbatim: `{"@": tag, attribute: value, ..., "children": [...],
+/// "text": ...}` (the depth is bounded by `MAX_XML_DEPTH`).
+fn xml_value(node: Node) -> Value {
+    let mut map = Map::new();
+    map.insert("@".into(), json!(node.tag_name().name()));
+    for a in node.attributes() {
+        map.insert(a.name().to_string(), json!(a.value()));
+    }
+    let children: Vec<Value> = node
+        .children()
+        .filter(|c| c.is_element())
+        .map(xml_value)
+        .collect();
+    if !children.is_empty() {
+        map.insert("children".into(), Value::Array(children));
+    }
+    let text: String = node
+        .children()
+        .filter(|c| c.is_text())
+        .filter_map(|c| c.text())
+        .collect();
+    if !text.trim().is_empty() {
+        map.insert("text".into(), json!(text.trim()));
+    }
+    Value::Object(map)
+}
+
+/// The boolean an annotation states (`Bool="false"`, `<Bool>false</Bool>`; absent: true).
+fn annotation_bool(value: &Value) -> bool {
+    match value.get("Bool").and_then(Value::as_str) {
+        Some(b) => b != "false",
+        None => !value
+            .get("children")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .any(|c| c["@"] == "Bool" && c["text"] == "false"),
+    }
+}
+
+/// Removes `<PropertyValue Property=property .../>` from an annotation's record and answers
+/// its boolean.
+fn take_record_bool(value: &mut Value, property: &str) -> Option<bool> {
+    let records = value.get_mut("children")?.as_array_mut()?;
+    for record in records.iter_mut().filter(|r| r["@"] == "Record") {
+        let Some(items) = record.get_mut("children").and_then(Value::as_array_mut) else {
+            continue;
+        };
+        if let Some(i) = items
+            .iter()
+            .position(|p| p["@"] == "PropertyValue" && p["Property"] == property)
+        {
+            let found = annotation_bool(&items[i]);
+            items.remove(i);
+            if items.is_empty() {
+                if let Value::Object(r) = record {
+                    r.remove("children");
+                }
+            }
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// An annotation whose record says nothing more (every property taken out).
+fn is_empty_annotation(value: &Value) -> bool {
+    let only_tag = |v: &Value| v.as_object().is_some_and(|m| m.keys().all(|k| k == "@"));
+    match value.get("children").and_then(Value::as_array) {
+        None => only_tag(value),
+        Some(items) => {
+            value
+                .as_object()
+                .is_some_and(|m| m.keys().all(|k| k == "@" || k == "children"))
+                && items.iter().all(only_tag)
+        }
+    }
+}
+
+/// A bare `$ref` (its siblings would be hidden from the classifier).
+fn is_reference(schema: &Value) -> bool {
+    schema.get("$ref").is_some()
+}
+
+/// Adds keywords to a schema, wrapping a bare `$ref` in `allOf` so they are compared.
+fn add_keywords(schema: &mut Value, extra: Map<String, Value>) {
+    if extra.is_empty() {
+        return;
+    }
+    if is_reference(schema) {
+        *schema = json!({ "allOf": [schema.clone()] });
+    }
+    if let Value::Object(map) = schema {
+        map.extend(extra);
+    }
+}
+
 fn collection_of(name: &str) -> Option<&str> {
     name.strip_prefix("Collection(")?.strip_suffix(')')
 }
@@ -772,6 +1353,8 @@ fn overload_suffix(op: &Operation, overloaded: bool) -> String {
 
 fn base_endpoint(name: &str, method: &str, path: &str) -> EndpointSpec {
     EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

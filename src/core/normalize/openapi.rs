@@ -22,6 +22,105 @@ const METHODS: [&str; 8] = [
 ];
 const MAX_REF_HOPS: usize = 32;
 
+/// The descriptive allow-list of an OpenAPI / Swagger document (`docs/allow-list.md`): what
+/// stays out of the fingerprint, and why. Every other keyword the model has no place for is
+/// kept verbatim (deny by default): at the document level in `ToolSpec::extensions`, inside a
+/// path item or operation in the endpoint's `extensions` (`responses.200.x-cache`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "info",
+        "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
+    ),
+    ("tags, paths.*.*.tags", "documentation grouping"),
+    (
+        "openapi (beyond `3.0` / `3.1`)",
+        "the patch version is descriptive (`metadata.format`)",
+    ),
+    (
+        "paths.*.*.parameters[].name (Swagger 2.0 `in: body` parameters)",
+        "a body parameter's name is never sent",
+    ),
+    (
+        "externalDocs, paths.*.*.externalDocs",
+        "links to documentation",
+    ),
+    (
+        "example, examples (parameters, media types, headers)",
+        "sample values, not constraints",
+    ),
+    (
+        "components (entries no endpoint references)",
+        "unreachable: outside every endpoint's contract",
+    ),
+    (
+        "(key order, `$ref` vs inline)",
+        "references are resolved; maps are compared by key",
+    ),
+];
+/// Keys that are examples wherever they sit (media types, parameters, headers).
+const EXAMPLES: &[&str] = &["example", "examples"];
+
+/// The descriptive text of servers (their `description` and their variables'), kept as
+/// documentation at `prefix.<url>.description` and `prefix.<url>.variables.<name>.description`
+/// (what a server is called is not where calls go, but it is text a reader or a model sees).
+fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    for server in servers.and_then(Value::as_array).into_iter().flatten() {
+        let Some(url) = server_url(server) else {
+            continue;
+        };
+        if let Some(d) = server.get("description") {
+            out.insert(format!("{prefix}.{url}.description"), d.clone());
+        }
+        for (name, var) in server
+            .get("variables")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(d) = var.get("description") {
+                out.insert(
+                    format!("{prefix}.{url}.variables.{name}.description"),
+                    d.clone(),
+                );
+            }
+        }
+    }
+}
+
+/// The keywords of `obj` the model has no place for, verbatim, at `prefix.key` (deny by
+/// default); `modelled` and `descriptive` keys are skipped.
+fn keep_unmodelled(
+    obj: &Value,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
+    if let Value::Object(map) = obj {
+        keep_unmodelled_map(map, modelled, descriptive, prefix, out);
+    }
+}
+
+/// [`keep_unmodelled`] of an object already in hand (no copy of it is made).
+fn keep_unmodelled_map(
+    map: &Map<String, Value>,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
+    for (key, value) in map {
+        if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
+            let at = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            out.insert(at, value.clone());
+        }
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Version {
     Swagger2,
@@ -173,14 +272,63 @@ fn normalize_operations(
         }
     }
     endpoints.sort_by_key(|e| e.identity());
+    let mut extensions = BTreeMap::new();
+    let modelled: &[&str] = match version {
+        Version::OpenApi3 => &[
+            "openapi",
+            "servers",
+            "paths",
+            "webhooks",
+            "components",
+            "security",
+        ],
+        Version::Swagger2 => &[
+            "swagger",
+            "host",
+            "basePath",
+            "schemes",
+            "consumes",
+            "produces",
+            "paths",
+            "definitions",
+            "parameters",
+            "responses",
+            "securityDefinitions",
+            "security",
+        ],
+    };
+    keep_unmodelled(
+        root,
+        modelled,
+        &["info", "tags", "externalDocs"],
+        "",
+        &mut extensions,
+    );
+    keep_server_text(doc.get("servers"), "servers", &mut extensions);
+    if let Some(paths) = doc.get("paths") {
+        // Extensions beside the paths.
+        let not_paths: Vec<String> = paths
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k.clone())
+            .filter(|k| !k.starts_with('/'))
+            .collect();
+        for key in not_paths {
+            extensions.insert(format!("paths.{key}"), paths[&key].clone());
+        }
+    }
 
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
-        extensions: BTreeMap::new(),
+        extensions,
         namespace,
         name,
         kind: Kind::Openapi,
         remote: Remote {
+            variables: ctx.server_variables(doc),
             base_urls: ctx.base_urls(doc),
             transport: "http".into(),
         },
@@ -364,6 +512,36 @@ impl<'a> Context<'a> {
             .as_object()
             .ok_or_else(|| invalid(&at, "operation must be an object"))?;
         let verb = method.to_ascii_uppercase();
+        let mut kept = BTreeMap::new();
+        let mut item_modelled = vec!["$ref", "servers", "parameters"];
+        item_modelled.extend(METHODS);
+        keep_unmodelled_map(item, &item_modelled, &[], "path", &mut kept);
+        let mut op_modelled = vec![
+            "operationId",
+            "description",
+            "parameters",
+            "requestBody",
+            "responses",
+            "callbacks",
+            "deprecated",
+            "security",
+            "servers",
+            "consumes",
+            "produces",
+        ];
+        if !op.contains_key("description") {
+            // The summary is the description when there is none.
+            op_modelled.push("summary");
+        }
+        keep_unmodelled(
+            operation,
+            &op_modelled,
+            &["tags", "externalDocs"],
+            "",
+            &mut kept,
+        );
+        keep_server_text(item.get("servers"), "path.servers", &mut kept);
+        keep_server_text(op.get("servers"), "servers", &mut kept);
         let operation_id = op
             .get("operationId")
             .and_then(Value::as_str)
@@ -396,6 +574,11 @@ impl<'a> Context<'a> {
                 if pname.is_empty() || location.is_empty() {
                     return Err(invalid(&at, "a parameter lacks \"name\" or \"in\""));
                 }
+                if self.version == Version::OpenApi3 {
+                    let p_at = format!("parameters.{location}.{pname}");
+                    keep_unmodelled(p, PARAMETER_KEYS, EXAMPLES, &p_at, &mut kept);
+                    self.keep_media(p.get("content"), &p_at, &mut kept);
+                }
                 // Header names are case-insensitive.
                 let key_name = if location == "header" {
                     pname.to_ascii_lowercase()
@@ -415,6 +598,7 @@ impl<'a> Context<'a> {
                 (Version::Swagger2, "body") => {
                     let schema = normalize_schema(p.get("schema").unwrap_or(&json!({})));
                     request_body = Some(RequestBody {
+                        encoding: Default::default(),
                         required: p.get("required").and_then(Value::as_bool).unwrap_or(false),
                         description: p
                             .get("description")
@@ -459,6 +643,7 @@ impl<'a> Context<'a> {
                 media
             };
             request_body = Some(RequestBody {
+                encoding: Default::default(),
                 required: !required.is_empty(),
                 description: None,
                 content: media.into_iter().map(|m| (m, schema.clone())).collect(),
@@ -466,7 +651,16 @@ impl<'a> Context<'a> {
         }
         if let Some(body) = op.get("requestBody") {
             let body = self.resolve(body, &at)?;
+            keep_unmodelled(
+                body,
+                &["description", "content", "required"],
+                &[],
+                "requestBody",
+                &mut kept,
+            );
+            self.keep_media(body.get("content"), "requestBody", &mut kept);
             request_body = Some(RequestBody {
+                encoding: self.encoding(body.get("content"), &at)?,
                 required: body
                     .get("required")
                     .and_then(Value::as_bool)
@@ -487,9 +681,19 @@ impl<'a> Context<'a> {
             let produces = self.media_list(op, "produces", "application/json");
             for (status, response) in resps {
                 if status.starts_with("x-") {
+                    kept.insert(format!("responses.{status}"), response.clone());
                     continue;
                 }
                 let response = self.resolve(response, &at)?;
+                let r_at = format!("responses.{}", status.to_ascii_uppercase());
+                let modelled: &[&str] = match self.version {
+                    Version::OpenApi3 => &["description", "headers", "content", "links"],
+                    Version::Swagger2 => &["description", "headers", "schema"],
+                };
+                keep_unmodelled(response, modelled, EXAMPLES, &r_at, &mut kept);
+                if self.version == Version::OpenApi3 {
+                    self.keep_media(response.get("content"), &r_at, &mut kept);
+                }
                 let content = match self.version {
                     Version::OpenApi3 => self.content(response.get("content"), &at)?,
                     Version::Swagger2 => match response.get("schema") {
@@ -504,20 +708,40 @@ impl<'a> Context<'a> {
                     },
                 };
                 let mut headers = BTreeMap::new();
+                let mut header_facts = BTreeMap::new();
                 if let Some(Value::Object(hs)) = response.get("headers") {
                     for (hname, header) in hs {
                         let header = self.resolve(header, &at)?;
-                        let schema = match (self.version, header.get("schema")) {
-                            (Version::OpenApi3, Some(s)) => normalize_schema(s),
-                            (Version::OpenApi3, None) => json!({}),
-                            (Version::Swagger2, _) => swagger_param_schema(header),
-                        };
+                        let h_at = format!("{r_at}.headers.{}", hname.to_ascii_lowercase());
+                        match self.version {
+                            Version::OpenApi3 => {
+                                keep_unmodelled(header, HEADER_KEYS, EXAMPLES, &h_at, &mut kept)
+                            }
+                            // Every other Swagger 2.0 header key is its schema.
+                            Version::Swagger2 => {
+                                if let Some(d) = header.get("description") {
+                                    kept.insert(format!("{h_at}.description"), d.clone());
+                                }
+                            }
+                        }
+                        let (schema, facts) = self.header(header);
+                        if !facts.is_empty() {
+                            header_facts.insert(hname.to_ascii_lowercase(), facts);
+                        }
                         headers.insert(hname.to_ascii_lowercase(), schema);
+                    }
+                }
+                let mut links = BTreeMap::new();
+                if let Some(Value::Object(ls)) = response.get("links") {
+                    for (lname, link) in ls {
+                        links.insert(lname.clone(), self.resolve(link, &at)?.clone());
                     }
                 }
                 responses.insert(
                     status.to_ascii_uppercase(),
                     ResponseSpec {
+                        header_facts,
+                        links,
                         description: response
                             .get("description")
                             .and_then(Value::as_str)
@@ -538,6 +762,8 @@ impl<'a> Context<'a> {
             .map(String::from);
 
         Ok(EndpointSpec {
+            extensions: kept,
+            servers: self.servers_override(item, op),
             name,
             method: verb.clone(),
             path: normalize_path(path),
@@ -624,6 +850,136 @@ impl<'a> Context<'a> {
             e.destructive = false;
             e.idempotent = true;
             out.push(e);
+        }
+        Ok(out)
+    }
+
+    /// The unmodelled keywords of each media type object of a `content` map (the request
+    /// body's `encoding` is modelled, a response's is not).
+    fn keep_media(
+        &self,
+        content: Option<&Value>,
+        prefix: &str,
+        kept: &mut BTreeMap<String, Value>,
+    ) {
+        let Some(Value::Object(content)) = content else {
+            return;
+        };
+        let modelled: &[&str] = if prefix == "requestBody" {
+            &["schema", "encoding"]
+        } else {
+            &["schema"]
+        };
+        for (media, m) in content {
+            let m_at = format!("{prefix}.content.{}", media.to_ascii_lowercase());
+            keep_unmodelled(m, modelled, EXAMPLES, &m_at, kept);
+        }
+    }
+
+    /// A response header's schema and the facts of the header object around it (`required`,
+    /// `deprecated`, `style`, `explode`, the `content` media type), as stated.
+    fn header(&self, header: &Value) -> (Value, BTreeMap<String, Value>) {
+        let mut facts = BTreeMap::new();
+        if self.version == Version::Swagger2 {
+            return (swagger_param_schema(header), facts);
+        }
+        for key in ["required", "deprecated", "style", "explode"] {
+            if let Some(v) = header.get(key) {
+                facts.insert(key.to_string(), v.clone());
+            }
+        }
+        let schema = match (
+            header.get("schema"),
+            header.get("content").and_then(Value::as_object),
+        ) {
+            (Some(s), _) => normalize_schema(s),
+            (None, Some(content)) => match content.iter().next() {
+                Some((media, m)) => {
+                    facts.insert("content".into(), Value::String(media.to_ascii_lowercase()));
+                    normalize_schema(m.get("schema").unwrap_or(&json!({})))
+                }
+                None => json!({}),
+            },
+            (None, None) => json!({}),
+        };
+        (schema, facts)
+    }
+
+    /// Operation- or path-level `servers` (3.x): where this endpoint's calls go when they
+    /// override the document's. Empty when neither states any.
+    fn servers_override(&self, item: &Map<String, Value>, op: &Map<String, Value>) -> Vec<Value> {
+        if self.version != Version::OpenApi3 {
+            return Vec::new();
+        }
+        let Some(Value::Array(list)) = op.get("servers").or_else(|| item.get("servers")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Value> = list
+            .iter()
+            .filter_map(|server| {
+                let mut entry = Map::new();
+                entry.insert("url".into(), Value::String(server_url(server)?));
+                if let Some(vars) = server_variables(server) {
+                    entry.insert("variables".into(), vars);
+                }
+                Some(Value::Object(entry))
+            })
+            .collect();
+        out.sort_by_key(crate::core::json::to_canonical_string);
+        out.dedup();
+        out
+    }
+
+    /// The document's server variables (3.x): server URL (defaults substituted, as in
+    /// `base_urls`) → its variables.
+    fn server_variables(&self, doc: &Map<String, Value>) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        if self.version != Version::OpenApi3 {
+            return out;
+        }
+        for server in doc
+            .get("servers")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(url), Some(vars)) = (server_url(server), server_variables(server)) {
+                out.insert(url, vars);
+            }
+        }
+        out
+    }
+
+    /// The Encoding objects of a request body's media types (multipart and form bodies):
+    /// media type → property → encoding, its headers resolved and their schemas normalized.
+    fn encoding(
+        &self,
+        content: Option<&Value>,
+        at: &str,
+    ) -> Result<BTreeMap<String, Value>, NormalizeError> {
+        let mut out = BTreeMap::new();
+        let Some(Value::Object(content)) = content else {
+            return Ok(out);
+        };
+        for (media, m) in content {
+            let Some(Value::Object(encoding)) = m.get("encoding") else {
+                continue;
+            };
+            let mut props = Map::new();
+            for (property, e) in encoding {
+                let mut e = e.clone();
+                if let Some(Value::Object(headers)) = e.get_mut("headers") {
+                    for header in headers.values_mut() {
+                        let (schema, facts) = self.header(self.resolve(header, at)?);
+                        let mut kept = Map::new();
+                        kept.insert("schema".into(), schema);
+                        kept.extend(facts);
+                        *header = Value::Object(kept);
+                    }
+                }
+                props.insert(property.clone(), e);
+            }
+            out.insert(media.to_ascii_lowercase(), Value::Object(props));
         }
         Ok(out)
     }
@@ -820,6 +1176,50 @@ fn server_url(server: &Value) -> Option<String> {
         }
     }
     Some(url)
+}
+
+/// Parameter keywords with a place in the model (3.x).
+const PARAMETER_KEYS: &[&str] = &[
+    "name",
+    "in",
+    "description",
+    "required",
+    "deprecated",
+    "allowEmptyValue",
+    "style",
+    "explode",
+    "allowReserved",
+    "schema",
+    "content",
+];
+/// Header keywords with a place in the model (3.x); its description is kept (documentation).
+const HEADER_KEYS: &[&str] = &[
+    "required",
+    "deprecated",
+    "style",
+    "explode",
+    "schema",
+    "content",
+];
+
+/// A server's variables as the contract keeps them: name → `{"default", "enum"?}` (enum
+/// values sorted; the description is descriptive). `None` without variables.
+pub(crate) fn server_variables(server: &Value) -> Option<Value> {
+    let vars = server.get("variables")?.as_object()?;
+    let mut out = Map::new();
+    for (name, var) in vars {
+        let mut kept = Map::new();
+        if let Some(d) = var.get("default") {
+            kept.insert("default".into(), d.clone());
+        }
+        if let Some(Value::Array(values)) = var.get("enum") {
+            let mut values = values.clone();
+            values.sort_by_key(crate::core::json::to_canonical_string);
+            kept.insert("enum".into(), Value::Array(values));
+        }
+        out.insert(name.clone(), Value::Object(kept));
+    }
+    (!out.is_empty()).then_some(Value::Object(out))
 }
 
 /// A Swagger 2.0 non-body parameter or header carries its schema inline.

@@ -14,8 +14,10 @@
 //! - Content descriptors and errors given by `$ref` (`#/components/contentDescriptors/...`,
 //!   `#/components/errors/...`) are resolved in place; schema `$ref`s stay named and the
 //!   definitions they reach are collected by JSON pointer, as for OpenAPI.
-//! - `servers` (document and method level) are the execution target; without any, the spec's
-//!   default `localhost:8545`.
+//! - `servers` (document and method level) are the execution target, their `variables`
+//!   (`default`, `enum`) included; without any, the spec's default `localhost:8545`.
+//! - `result.required: true` is `meta.resultRequired` (the result is never null).
+//! - `paramStructure` is judged as the method's (`either` is the loosest), not per param.
 //! - Side effects are unknown (the format states none): `read_only` false, `destructive`
 //!   false, `idempotent` false, `open_world` true, so a new method is `endpoint-added-write`.
 
@@ -30,6 +32,105 @@ use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
 const MAX_REF_HOPS: usize = 32;
+
+/// The descriptive allow-list of an OpenRPC document (`docs/allow-list.md`). Every other
+/// keyword the model has no place for is kept verbatim (deny by default): at the document
+/// level in `ToolSpec::extensions`, in a method or content descriptor in the endpoint's
+/// `extensions` (`x-…` keys are `extension-changed`, others `unclassified-change`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    (
+        "info",
+        "descriptive metadata (`metadata.title`, `metadata.version`; the license is evidence)",
+    ),
+    ("methods[].tags", "documentation grouping"),
+    (
+        "openrpc (beyond `1.`)",
+        "the minor and patch version are descriptive (`metadata.format`)",
+    ),
+    (
+        "externalDocs, methods[].externalDocs",
+        "links to documentation",
+    ),
+    (
+        "methods[].examples, examples of content descriptors",
+        "sample calls, not constraints",
+    ),
+    (
+        "components (entries no method references)",
+        "unreachable: outside every method's contract",
+    ),
+    (
+        "(method order)",
+        "methods are matched by name; param order is `style.position`",
+    ),
+];
+const METHOD_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "params",
+    "result",
+    "errors",
+    "paramStructure",
+    "deprecated",
+    "servers",
+];
+const DESCRIPTOR_KEYS: &[&str] = &[
+    "name",
+    "summary",
+    "description",
+    "required",
+    "schema",
+    "deprecated",
+];
+
+/// The descriptive text of servers (`name`, `summary`, `description`, variables'
+/// `description`), kept as documentation at `prefix.<url>.<key>.description`.
+fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    for server in servers.and_then(Value::as_array).into_iter().flatten() {
+        let Some(url) = server_url(server) else {
+            continue;
+        };
+        for key in ["name", "summary", "description"] {
+            if let Some(v) = server.get(key) {
+                out.insert(format!("{prefix}.{url}.{key}.description"), v.clone());
+            }
+        }
+        for (name, var) in server
+            .get("variables")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(d) = var.get("description") {
+                out.insert(
+                    format!("{prefix}.{url}.variables.{name}.description"),
+                    d.clone(),
+                );
+            }
+        }
+    }
+}
+
+/// The keywords of `obj` outside `modelled` and `descriptive`, at `prefix.key`.
+fn keep_unmodelled(
+    obj: &Value,
+    modelled: &[&str],
+    descriptive: &[&str],
+    prefix: &str,
+    out: &mut BTreeMap<String, Value>,
+) {
+    let Value::Object(map) = obj else { return };
+    for (key, value) in map {
+        if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
+            let at = if prefix.is_empty() {
+                key.clone()
+            } else {
+                format!("{prefix}.{key}")
+            };
+            out.insert(at, value.clone());
+        }
+    }
+}
 /// The server the OpenRPC specification assumes when `servers` is absent or empty.
 const DEFAULT_SERVER: &str = "localhost:8545";
 
@@ -85,6 +186,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         .map(String::from);
 
     let mut base_urls: BTreeSet<String> = server_urls(doc.get("servers"));
+    let mut variables = server_variables(doc.get("servers"));
     let mut endpoints = Vec::new();
     let mut seen = BTreeSet::new();
     for (i, method) in methods.iter().enumerate() {
@@ -95,6 +197,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
         }
         base_urls.extend(server_urls(method.get("servers")));
+        variables.extend(server_variables(method.get("servers")));
         endpoints.push(endpoint);
     }
     endpoints.sort_by_key(|e| e.identity());
@@ -102,13 +205,32 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         base_urls.insert(DEFAULT_SERVER.to_string());
     }
     let definitions = collect_definitions(root, &endpoints)?;
+    let mut extensions = BTreeMap::new();
+    keep_unmodelled(
+        root,
+        &["openrpc", "servers", "methods", "components"],
+        &["info", "externalDocs"],
+        "",
+        &mut extensions,
+    );
+    keep_server_text(doc.get("servers"), "servers", &mut extensions);
+    for method in methods {
+        let method = resolve(root, method, "methods")?;
+        if let Some(name) = method.get("name").and_then(Value::as_str) {
+            let prefix = format!("methods.{name}.servers");
+            keep_server_text(method.get("servers"), &prefix, &mut extensions);
+        }
+    }
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
-        extensions: BTreeMap::new(),
+        extensions,
         namespace,
         name,
         kind: Kind::Openrpc,
         remote: Remote {
+            variables,
             base_urls: base_urls.into_iter().collect(),
             transport: "json-rpc".into(),
         },
@@ -150,20 +272,31 @@ fn server_urls(servers: Option<&Value>) -> BTreeSet<String> {
     let Some(Value::Array(servers)) = servers else {
         return BTreeSet::new();
     };
+    servers.iter().filter_map(server_url).collect()
+}
+
+/// A server's URL with its variables' defaults substituted (`${name}` or `{name}`).
+fn server_url(server: &Value) -> Option<String> {
+    let mut url = server.get("url")?.as_str()?.to_string();
+    if let Some(Value::Object(vars)) = server.get("variables") {
+        for (name, var) in vars {
+            if let Some(default) = var.get("default").and_then(Value::as_str) {
+                url = url.replace(&format!("${{{name}}}"), default);
+                url = url.replace(&format!("{{{name}}}"), default);
+            }
+        }
+    }
+    Some(url)
+}
+
+/// Server URL → its variables (`default`, `enum`), for the servers that have any.
+fn server_variables(servers: Option<&Value>) -> BTreeMap<String, Value> {
+    let Some(Value::Array(servers)) = servers else {
+        return BTreeMap::new();
+    };
     servers
         .iter()
-        .filter_map(|server| {
-            let mut url = server.get("url")?.as_str()?.to_string();
-            if let Some(Value::Object(vars)) = server.get("variables") {
-                for (name, var) in vars {
-                    if let Some(default) = var.get("default").and_then(Value::as_str) {
-                        url = url.replace(&format!("${{{name}}}"), default);
-                        url = url.replace(&format!("{{{name}}}"), default);
-                    }
-                }
-            }
-            Some(url)
-        })
+        .filter_map(|s| Some((server_url(s)?, super::openapi::server_variables(s)?)))
         .collect()
 }
 
@@ -178,6 +311,18 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         .ok_or_else(|| invalid(at, "method has no \"name\""))?
         .to_string();
     let at = format!("methods.{name}");
+    let mut kept = BTreeMap::new();
+    keep_unmodelled(
+        method,
+        METHOD_KEYS,
+        &["tags", "externalDocs", "examples"],
+        "",
+        &mut kept,
+    );
+    if !m.get("description").is_some_and(Value::is_string) {
+        // The summary is the description when there is none.
+        kept.remove("summary");
+    }
     let structure = match m.get("paramStructure") {
         None => None,
         Some(Value::String(s)) if matches!(s.as_str(), "by-name" | "by-position" | "either") => {
@@ -204,6 +349,15 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     for (i, param) in params.iter().enumerate() {
         let p_at = format!("{at}.params.{i}");
         let p = resolve(root, param, &p_at)?;
+        if let Some(n) = p.get("name").and_then(Value::as_str) {
+            keep_unmodelled(
+                p,
+                DESCRIPTOR_KEYS,
+                &["examples"],
+                &format!("params.{n}"),
+                &mut kept,
+            );
+        }
         let pname = p
             .get("name")
             .and_then(Value::as_str)
@@ -244,9 +398,14 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         "type": "object", "properties": properties, "required": required
     }));
 
+    let mut meta = Map::new();
     let output_schema = match m.get("result") {
         Some(result) => {
             let r = resolve(root, result, &format!("{at}.result"))?;
+            keep_unmodelled(r, &DESCRIPTOR_KEYS[1..], &["examples"], "result", &mut kept);
+            if r.get("required") == Some(&Value::Bool(true)) {
+                meta.insert("resultRequired".into(), json!(true));
+            }
             Some(normalize_schema(r.get("schema").unwrap_or(&json!({}))))
         }
         None => None,
@@ -272,6 +431,8 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
             responses.insert(
                 format!("error {code}"),
                 ResponseSpec {
+                    header_facts: Default::default(),
+                    links: Default::default(),
                     content,
                     description: str_field(e, "message"),
                     headers: BTreeMap::new(),
@@ -281,6 +442,8 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
     }
 
     Ok(EndpointSpec {
+        extensions: kept,
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: m
             .get("deprecated")
@@ -290,7 +453,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         destructive: false,
         idempotent: false,
         input_schema: Some(input_schema),
-        meta: None,
+        meta: (!meta.is_empty()).then_some(Value::Object(meta)),
         method: "CALL".into(),
         name: name.clone(),
         open_world: true,

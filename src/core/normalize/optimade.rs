@@ -283,12 +283,15 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        directives: Default::default(),
+        roots: Default::default(),
         capabilities: None,
         extensions: BTreeMap::new(),
         namespace,
         name,
         kind: Kind::Optimade,
         remote: Remote {
+            variables: Default::default(),
             base_urls: base_urls.into_iter().collect(),
             transport: "http".into(),
         },
@@ -312,6 +315,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
 
 fn read_endpoint(name: &str, path: &str) -> EndpointSpec {
     EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

@@ -300,6 +300,8 @@ fn relation_endpoint(r: &Relation) -> Result<EndpointSpec, NormalizeError> {
         s
     };
     Ok(EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,
@@ -354,6 +356,8 @@ fn function_endpoint(f: &Function) -> Result<EndpointSpec, NormalizeError> {
         "privileges": grants(&f.privileges),
     });
     Ok(EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

@@ -262,6 +262,8 @@ fn relation_endpoint(
 
     let method = if is_view { "VIEW" } else { "TABLE" };
     Ok(EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
         description: None,

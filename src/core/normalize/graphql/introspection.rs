@@ -3,8 +3,8 @@
 
 use super::literal::parse_value;
 use super::{
-    invalid, Deprecation, EnumValue, Field, InputValue, Schema, TypeDef, TypeKind, TypeRef,
-    BUILTIN_SCALARS, DEFAULT_DEPRECATION_REASON,
+    invalid, Deprecation, DirectiveDef, EnumValue, Field, InputValue, Schema, TypeDef, TypeKind,
+    TypeRef, BUILTIN_DIRECTIVES, BUILTIN_SCALARS, DEFAULT_DEPRECATION_REASON,
 };
 use crate::core::json::parse_json;
 use crate::core::normalize::NormalizeError;
@@ -42,7 +42,35 @@ pub(super) fn read(text: &str) -> Result<Schema, NormalizeError> {
         mutation: root_name("mutationType")?,
         subscription: root_name("subscriptionType")?,
         types: Default::default(),
+        directives: Default::default(),
+        // Introspection does not show applied directives (docs/graphql.md).
+        schema_directives: Vec::new(),
+        description: opt_str(schema, "description"),
     };
+    for d in list(schema, "directives") {
+        let name = str_field(d, "name", "__schema.directives[]")?;
+        if BUILTIN_DIRECTIVES.contains(&name.as_str()) {
+            continue;
+        }
+        let at = format!("@{name}");
+        let mut locations = Vec::new();
+        for l in list(d, "locations") {
+            locations.push(
+                l.as_str()
+                    .ok_or_else(|| invalid(&at, "a location must be a string"))?
+                    .to_string(),
+            );
+        }
+        let def = DirectiveDef {
+            description: opt_str(d, "description"),
+            args: input_values(list(d, "args"), &at)?,
+            locations,
+            repeatable: d.get("isRepeatable").and_then(Value::as_bool) == Some(true),
+        };
+        if out.directives.insert(name, def).is_some() {
+            return Err(invalid(&at, "directive listed twice"));
+        }
+    }
     let types = schema
         .get("types")
         .and_then(Value::as_array)
@@ -72,6 +100,7 @@ pub(super) fn read(text: &str) -> Result<Schema, NormalizeError> {
                         args: input_values(list(f, "args"), &at)?,
                         ty: type_ref(f.get("type"), &at, 0)?,
                         deprecated: deprecation(f),
+                        directives: Vec::new(),
                         name: fname,
                     });
                 }
@@ -92,13 +121,15 @@ pub(super) fn read(text: &str) -> Result<Schema, NormalizeError> {
                         name: str_field(v, "name", &name)?,
                         description: opt_str(v, "description"),
                         deprecated: deprecation(v),
+                        directives: Vec::new(),
                     });
                 }
             }
             TypeKind::InputObject => {
                 def.input_fields = input_values(list(t, "inputFields"), &name)?;
+                def.one_of = t.get("isOneOf").and_then(Value::as_bool) == Some(true);
             }
-            TypeKind::Scalar => {}
+            TypeKind::Scalar => def.specified_by = opt_str(t, "specifiedByURL"),
         }
         if out.types.insert(name.clone(), def).is_some() {
             return Err(invalid(&name, "type listed twice"));
@@ -150,6 +181,7 @@ fn input_values<'v>(
             ty: type_ref(v.get("type"), &at, 0)?,
             default,
             deprecated: deprecation(v),
+            directives: Vec::new(),
             name,
         });
     }

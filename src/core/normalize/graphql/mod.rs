@@ -37,6 +37,17 @@ use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, 
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
+/// The descriptive allow-list of a GraphQL schema (`docs/allow-list.md`). SDL has no open
+/// keywords: every definition, field, argument, enum value, default, description and applied
+/// directive is in the contract (directive applications are `directive-applied-changed`).
+pub const DESCRIPTIVE: &[(&str, &str)] = &[
+    ("(comments `#`)", "not part of the schema"),
+    ("(definition, field and value order)", "matched by name"),
+    ("(description line wrapping)", "whitespace runs are one space"),
+    ("types no root field reaches", "unreachable: outside every endpoint's contract (a schema without a query root makes every type an endpoint)"),
+    ("built-in directive definitions (`@skip`, `@include`, `@deprecated`, `@specifiedBy`, `@oneOf`)", "every server has them; introspection lists them, SDL usually does not"),
+];
+
 /// Definitions pointer prefix of named GraphQL types.
 pub const TYPE_POINTER: &str = "#/types/";
 
@@ -59,6 +70,71 @@ impl TypeRef {
             TypeRef::List(t) | TypeRef::NonNull(t) => t.named(),
         }
     }
+
+    /// The reference as SDL writes it (`[String!]!`).
+    fn sdl(&self) -> String {
+        match self {
+            TypeRef::Named(n) => n.clone(),
+            TypeRef::List(t) => format!("[{}]", t.sdl()),
+            TypeRef::NonNull(t) => format!("{}!", t.sdl()),
+        }
+    }
+}
+
+/// A directive applied to a type, field, argument, enum value or input field (`@key(fields:
+/// "id")`), other than the ones the model reads itself (`@deprecated`, `@oneOf`,
+/// `@specifiedBy`). Arguments as JSON (literals decoded like defaults).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Applied {
+    pub name: String,
+    pub args: BTreeMap<String, Value>,
+}
+
+/// Applied directives as the contract keeps them: `[{"name", "args"?}]` in order of name, then
+/// arguments (a printer's reordering is not a change). `None` when there are none.
+fn applied_value(applied: &[Applied]) -> Option<Value> {
+    if applied.is_empty() {
+        return None;
+    }
+    let mut items: Vec<Value> = applied
+        .iter()
+        .map(|a| {
+            let mut m = Map::new();
+            m.insert("name".into(), json!(a.name));
+            if !a.args.is_empty() {
+                m.insert("args".into(), json!(a.args));
+            }
+            Value::Object(m)
+        })
+        .collect();
+    items.sort_by_key(crate::core::json::to_canonical_string);
+    Some(Value::Array(items))
+}
+
+/// The schema keyword that carries applied directives (normalize/graphql, diff/graphql).
+pub const DIRECTIVES_KEYWORD: &str = "x-graphql-directives";
+/// The keyword of a custom scalar's own applied directives (inline wherever it is used, beside
+/// the field's).
+pub const SCALAR_DIRECTIVES_KEYWORD: &str = "x-graphql-scalar-directives";
+/// The keyword of an enum's applied directives per value.
+pub const VALUE_DIRECTIVES_KEYWORD: &str = "x-graphql-value-directives";
+/// `@oneOf` on an input object.
+pub const ONE_OF_KEYWORD: &str = "x-graphql-one-of";
+/// `@specifiedBy(url:)` on a custom scalar.
+pub const SPECIFIED_BY_KEYWORD: &str = "x-graphql-specified-by";
+
+/// Directives every GraphQL server has (the specification's); introspection lists them, SDL
+/// usually does not, so they are outside the contract either way.
+pub(crate) const BUILTIN_DIRECTIVES: [&str; 5] =
+    ["skip", "include", "deprecated", "specifiedBy", "oneOf"];
+
+/// A directive definition (`directive @name(args) repeatable on LOCATIONS`).
+#[derive(Debug, Clone)]
+pub(crate) struct DirectiveDef {
+    pub description: Option<String>,
+    pub args: Vec<InputValue>,
+    pub locations: Vec<String>,
+    pub repeatable: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -83,6 +159,7 @@ pub(crate) struct InputValue {
     pub ty: TypeRef,
     pub default: Option<Value>,
     pub deprecated: Deprecation,
+    pub directives: Vec<Applied>,
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +169,7 @@ pub(crate) struct Field {
     pub args: Vec<InputValue>,
     pub ty: TypeRef,
     pub deprecated: Deprecation,
+    pub directives: Vec<Applied>,
 }
 
 #[derive(Debug, Clone)]
@@ -99,6 +177,7 @@ pub(crate) struct EnumValue {
     pub name: String,
     pub description: Option<String>,
     pub deprecated: Deprecation,
+    pub directives: Vec<Applied>,
 }
 
 #[derive(Debug, Clone)]
@@ -112,6 +191,11 @@ pub(crate) struct TypeDef {
     /// Union members.
     pub members: Vec<String>,
     pub values: Vec<EnumValue>,
+    pub directives: Vec<Applied>,
+    /// `@oneOf` (input objects; introspection `isOneOf`).
+    pub one_of: bool,
+    /// `@specifiedBy(url:)` (scalars; introspection `specifiedByURL`).
+    pub specified_by: Option<String>,
 }
 
 impl TypeDef {
@@ -124,6 +208,9 @@ impl TypeDef {
             interfaces: Vec::new(),
             members: Vec::new(),
             values: Vec::new(),
+            directives: Vec::new(),
+            one_of: false,
+            specified_by: None,
         }
     }
 }
@@ -135,6 +222,12 @@ pub(crate) struct Schema {
     pub mutation: Option<String>,
     pub subscription: Option<String>,
     pub types: BTreeMap<String, TypeDef>,
+    /// Directive definitions but the built-in ones, by name.
+    pub directives: BTreeMap<String, DirectiveDef>,
+    /// Directives applied to the schema itself (`schema @link(...)`, `extend schema @foo`).
+    pub schema_directives: Vec<Applied>,
+    /// The schema definition's description (SDL; introspection `__schema.description`).
+    pub description: Option<String>,
 }
 
 pub(crate) fn invalid(at: impl Into<String>, problem: impl Into<String>) -> NormalizeError {
@@ -207,6 +300,11 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
             collapse_reason(&mut v.deprecated);
         }
     }
+    collapse(&mut schema.description);
+    for d in schema.directives.values_mut() {
+        collapse(&mut d.description);
+        d.args.iter_mut().for_each(collapse_input);
+    }
     let schema = &schema;
     validate(schema)?;
     let builder = Builder { schema };
@@ -216,7 +314,10 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
         (&schema.mutation, "MUTATION", "Mutation"),
         (&schema.subscription, "SUBSCRIPTION", "Subscription"),
     ] {
-        let Some(root) = root else { continue };
+        // Without a query root the document is not a schema yet: roots are plain types.
+        let Some(root) = root.as_ref().filter(|_| schema.query.is_some()) else {
+            continue;
+        };
         let def = schema
             .types
             .get(root)
@@ -224,6 +325,12 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
             .ok_or_else(|| invalid("schema", format!("root type {root} is not an object type")))?;
         for field in &def.fields {
             endpoints.push(builder.endpoint(field, method, label)?);
+        }
+    }
+    if schema.query.is_none() {
+        // A type library or a subgraph fragment: every named type is an endpoint of its own.
+        for (name, def) in &schema.types {
+            endpoints.push(builder.type_endpoint(name, def));
         }
     }
     endpoints.sort_by_key(|e| e.identity());
@@ -249,10 +356,35 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
         definitions.insert(pointer, value);
     }
 
+    let mut directives = BTreeMap::new();
+    for (name, d) in &schema.directives {
+        directives.insert(name.clone(), builder.directive(d));
+    }
+    // Only names that differ from the default are kept: every schema with the default names
+    // keeps its fingerprint.
+    let mut roots = BTreeMap::new();
+    for (operation, ty, default) in [
+        ("query", &schema.query, "Query"),
+        ("mutation", &schema.mutation, "Mutation"),
+        ("subscription", &schema.subscription, "Subscription"),
+    ] {
+        if let Some(ty) = ty.as_ref().filter(|t| t.as_str() != default) {
+            roots.insert(operation.to_string(), ty.clone());
+        }
+    }
+    let mut extensions = BTreeMap::new();
+    if let Some(applied) = applied_value(&schema.schema_directives) {
+        extensions.insert("schema.directives".to_string(), applied);
+    }
+    if let Some(text) = &schema.description {
+        extensions.insert("schema.description".to_string(), json!(text));
+    }
     let (namespace, name) = split_watch_name(watch);
     Ok(ToolSpec {
+        directives,
+        roots,
         capabilities: None,
-        extensions: BTreeMap::new(),
+        extensions,
         definitions,
         endpoints,
         evidence: Evidence {
@@ -269,6 +401,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
         name,
         namespace,
         remote: Remote {
+            variables: Default::default(),
             base_urls: Vec::new(),
             transport: "graphql".into(),
         },
@@ -277,9 +410,6 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
 
 /// Every referenced type exists and has a kind that fits where it is used.
 fn validate(schema: &Schema) -> Result<(), NormalizeError> {
-    if schema.query.is_none() {
-        return Err(invalid("schema", "no query root type"));
-    }
     let kind_of = |name: &str| -> Option<TypeKind> {
         if BUILTIN_SCALARS.contains(&name) {
             Some(TypeKind::Scalar)
@@ -362,10 +492,12 @@ impl Builder<'_> {
         parameters.sort_by(|a, b| (&a.location, &a.name).cmp(&(&b.location, &b.name)));
         let mut output = Map::new();
         output.insert("type".into(), json!("object"));
-        output.insert(
-            "properties".into(),
-            json!({ field.name.clone(): self.type_schema(&field.ty) }),
-        );
+        let mut result = self.type_schema(&field.ty);
+        if let (Some(applied), Value::Object(map)) = (applied_value(&field.directives), &mut result)
+        {
+            map.insert(DIRECTIVES_KEYWORD.into(), applied);
+        }
+        output.insert("properties".into(), json!({ field.name.clone(): result }));
         if field.ty.is_non_null() {
             output.insert("required".into(), json!([field.name]));
         }
@@ -376,6 +508,8 @@ impl Builder<'_> {
             _ => (false, true, false),
         };
         Ok(EndpointSpec {
+            extensions: Default::default(),
+            servers: Vec::new(),
             aliases: Vec::new(),
             deprecated: field.deprecated.is_some(),
             description: field.description.clone(),
@@ -446,12 +580,92 @@ impl Builder<'_> {
                 "String" => json!({"type": "string"}),
                 "Boolean" => json!({"type": "boolean"}),
                 "ID" => json!({"type": "string", "format": "ID"}),
-                other => match self.schema.types.get(other).map(|d| d.kind) {
-                    Some(TypeKind::Scalar) | None => json!({ "format": other }),
+                other => match self.schema.types.get(other) {
+                    Some(def) if def.kind == TypeKind::Scalar => self.scalar_schema(other, def),
+                    None => json!({ "format": other }),
                     Some(_) => json!({ "$ref": format!("{TYPE_POINTER}{other}") }),
                 },
             },
         }
+    }
+
+    /// A custom scalar: its name as `format`, its `@specifiedBy` URL and applied directives.
+    fn scalar_schema(&self, name: &str, def: &TypeDef) -> Value {
+        let mut map = Map::new();
+        map.insert("format".into(), json!(name));
+        if let Some(text) = &def.description {
+            map.insert("description".into(), json!(text));
+        }
+        if let Some(url) = &def.specified_by {
+            map.insert(SPECIFIED_BY_KEYWORD.into(), json!(url));
+        }
+        if let Some(applied) = applied_value(&def.directives) {
+            map.insert(SCALAR_DIRECTIVES_KEYWORD.into(), applied);
+        }
+        Value::Object(map)
+    }
+
+    /// One named type as an endpoint (`TYPE Name`) of a schema without a query root: an
+    /// input object is what a caller sends, any other type what it receives.
+    fn type_endpoint(&self, name: &str, def: &TypeDef) -> EndpointSpec {
+        let schema = self.type_schema(&TypeRef::Named(name.to_string()));
+        let (input_schema, output_schema) = if def.kind == TypeKind::InputObject {
+            (Some(schema), None)
+        } else {
+            (None, Some(schema))
+        };
+        EndpointSpec {
+            extensions: Default::default(),
+            servers: Vec::new(),
+            aliases: Vec::new(),
+            deprecated: false,
+            description: def.description.clone(),
+            destructive: false,
+            idempotent: true,
+            input_schema,
+            meta: None,
+            method: "TYPE".into(),
+            name: name.to_string(),
+            open_world: false,
+            operation_id: None,
+            output_schema,
+            parameters: Vec::new(),
+            path: name.to_string(),
+            path_template: name.to_string(),
+            read_only: true,
+            request_body: None,
+            responses: BTreeMap::new(),
+            security: Vec::new(),
+            title: None,
+        }
+    }
+
+    /// A directive definition as the contract keeps it (`ToolSpec::directives`).
+    fn directive(&self, d: &DirectiveDef) -> Value {
+        let mut arguments = Map::new();
+        for arg in &d.args {
+            let mut a = Map::new();
+            a.insert("type".into(), json!(arg.ty.sdl()));
+            if let Some(default) = &arg.default {
+                a.insert("default".into(), default.clone());
+            }
+            if let Some(text) = &arg.description {
+                a.insert("description".into(), json!(text));
+            }
+            add_deprecation(&mut a, &arg.deprecated);
+            arguments.insert(arg.name.clone(), Value::Object(a));
+        }
+        let mut locations = d.locations.clone();
+        locations.sort();
+        locations.dedup();
+        let mut map = Map::new();
+        map.insert("arguments".into(), Value::Object(arguments));
+        if let Some(text) = &d.description {
+            map.insert("description".into(), json!(text));
+        }
+        map.insert("locations".into(), json!(locations));
+        map.insert("repeatable".into(), json!(d.repeatable));
+        Value::Object(map)
     }
 
     fn input_value_schema(&self, v: &InputValue) -> Value {
@@ -459,6 +673,9 @@ impl Builder<'_> {
         let Value::Object(map) = &mut schema else {
             return schema;
         };
+        if let Some(applied) = applied_value(&v.directives) {
+            map.insert(DIRECTIVES_KEYWORD.into(), applied);
+        }
         if let Some(d) = &v.description {
             map.insert("description".into(), json!(d));
         }
@@ -477,6 +694,9 @@ impl Builder<'_> {
         let mut map = Map::new();
         if let Some(d) = &def.description {
             map.insert("description".into(), json!(d));
+        }
+        if let Some(applied) = applied_value(&def.directives) {
+            map.insert(DIRECTIVES_KEYWORD.into(), applied);
         }
         match def.kind {
             TypeKind::Object | TypeKind::Interface => {
@@ -536,6 +756,18 @@ impl Builder<'_> {
                 if !notes.is_empty() {
                     map.insert("x-graphql-enum-values".into(), Value::Object(notes));
                 }
+                let mut value_directives = Map::new();
+                for v in &def.values {
+                    if let Some(applied) = applied_value(&v.directives) {
+                        value_directives.insert(v.name.clone(), applied);
+                    }
+                }
+                if !value_directives.is_empty() {
+                    map.insert(
+                        VALUE_DIRECTIVES_KEYWORD.into(),
+                        Value::Object(value_directives),
+                    );
+                }
                 map.insert("x-graphql-kind".into(), json!("enum"));
             }
             TypeKind::InputObject => {
@@ -554,6 +786,9 @@ impl Builder<'_> {
                     map.insert("required".into(), json!(required));
                 }
                 map.insert("x-graphql-kind".into(), json!("input"));
+                if def.one_of {
+                    map.insert(ONE_OF_KEYWORD.into(), json!(true));
+                }
             }
             TypeKind::Scalar => {
                 return Err(invalid(name, "a scalar is not a definition"));
@@ -569,6 +804,9 @@ impl Builder<'_> {
         };
         if let Some(d) = &field.description {
             map.insert("description".into(), json!(d));
+        }
+        if let Some(applied) = applied_value(&field.directives) {
+            map.insert(DIRECTIVES_KEYWORD.into(), applied);
         }
         add_deprecation(map, &field.deprecated);
         if !field.args.is_empty() {

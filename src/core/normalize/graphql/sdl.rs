@@ -3,8 +3,8 @@
 
 use super::literal::{decode_string_token, parse_value};
 use super::{
-    invalid, Deprecation, EnumValue, Field, InputValue, Schema, TypeDef, TypeKind, TypeRef,
-    DEFAULT_DEPRECATION_REASON,
+    invalid, Applied, Deprecation, DirectiveDef, EnumValue, Field, InputValue, Schema, TypeDef,
+    TypeKind, TypeRef, BUILTIN_DIRECTIVES, DEFAULT_DEPRECATION_REASON,
 };
 use crate::core::normalize::NormalizeError;
 use apollo_parser::cst::{self, CstNode};
@@ -45,16 +45,46 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
                     "an executable document (operation or fragment), not a schema",
                 ))
             }
-            cst::Definition::DirectiveDefinition(_) => {}
+            cst::Definition::DirectiveDefinition(d) => {
+                let name = name_of(d.name(), "directive")?;
+                if BUILTIN_DIRECTIVES.contains(&name.as_str()) {
+                    continue;
+                }
+                let at = format!("@{name}");
+                let def = DirectiveDef {
+                    description: description(d.description())?,
+                    args: input_values(
+                        &at,
+                        d.arguments_definition()
+                            .map(|a| a.input_value_definitions()),
+                    )?,
+                    locations: d
+                        .directive_locations()
+                        .into_iter()
+                        .flat_map(|l| l.directive_locations())
+                        .map(|l| l.syntax().text().to_string().trim().to_string())
+                        .collect(),
+                    repeatable: d.repeatable_token().is_some(),
+                };
+                if schema.directives.insert(name, def).is_some() {
+                    return Err(invalid(&at, "directive defined twice"));
+                }
+            }
             cst::Definition::SchemaDefinition(s) => {
                 if roots.is_some() {
                     return Err(invalid("schema", "more than one schema definition"));
                 }
                 roots = Some(root_operations(s.root_operation_type_definitions())?);
+                schema.description = description(s.description())?;
+                schema
+                    .schema_directives
+                    .extend(applied(s.directives(), "schema")?);
             }
             cst::Definition::ScalarTypeDefinition(t) => {
                 let name = name_of(t.name(), "scalar")?;
-                let def = TypeDef::new(TypeKind::Scalar, description(t.description())?);
+                let mut def = TypeDef::new(TypeKind::Scalar, description(t.description())?);
+                def.specified_by = specified_by(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name)?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::ObjectTypeDefinition(t) => {
@@ -62,29 +92,35 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
                 let mut def = TypeDef::new(TypeKind::Object, description(t.description())?);
                 def.interfaces = implements(t.implements_interfaces())?;
                 def.fields = fields(&name, t.fields_definition())?;
+                def.directives = applied(t.directives(), &name)?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::InterfaceTypeDefinition(t) => {
                 let name = name_of(t.name(), "interface")?;
                 let mut def = TypeDef::new(TypeKind::Interface, description(t.description())?);
                 def.fields = fields(&name, t.fields_definition())?;
+                def.directives = applied(t.directives(), &name)?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::UnionTypeDefinition(t) => {
                 let name = name_of(t.name(), "union")?;
                 let mut def = TypeDef::new(TypeKind::Union, description(t.description())?);
                 def.members = members(t.union_member_types())?;
+                def.directives = applied(t.directives(), &name)?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::EnumTypeDefinition(t) => {
                 let name = name_of(t.name(), "enum")?;
                 let mut def = TypeDef::new(TypeKind::Enum, description(t.description())?);
                 def.values = enum_values(t.enum_values_definition())?;
+                def.directives = applied(t.directives(), &name)?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::InputObjectTypeDefinition(t) => {
                 let name = name_of(t.name(), "input")?;
                 let mut def = TypeDef::new(TypeKind::InputObject, description(t.description())?);
+                def.one_of = has_directive(t.directives(), "oneOf");
+                def.directives = applied(t.directives(), &name)?;
                 def.input_fields = input_values(
                     &name,
                     t.input_fields_definition()
@@ -128,11 +164,30 @@ fn apply_extension(
 ) -> Result<(), NormalizeError> {
     let (name, kind) = match &ext {
         cst::Definition::SchemaExtension(s) => {
+            // `extend schema @link(...)` names no operation types: as in graphql-js, the
+            // default root names still apply.
             let extra = root_operations(s.root_operation_type_definitions())?;
-            roots.get_or_insert_with(Vec::new).extend(extra);
+            if !extra.is_empty() {
+                roots.get_or_insert_with(Vec::new).extend(extra);
+            }
+            schema
+                .schema_directives
+                .extend(applied(s.directives(), "extend schema")?);
             return Ok(());
         }
-        cst::Definition::ScalarTypeExtension(_) => return Ok(()),
+        cst::Definition::ScalarTypeExtension(t) => {
+            let name = name_of(t.name(), "extend scalar")?;
+            let def = schema
+                .types
+                .get_mut(&name)
+                .filter(|d| d.kind == TypeKind::Scalar)
+                .ok_or_else(|| invalid(&name, "extension of a scalar that is not defined"))?;
+            if let Some(url) = specified_by(t.directives(), &name)? {
+                def.specified_by = Some(url);
+            }
+            def.directives.extend(applied(t.directives(), &name)?);
+            return Ok(());
+        }
         cst::Definition::ObjectTypeExtension(t) => {
             (name_of(t.name(), "extend type")?, TypeKind::Object)
         }
@@ -165,21 +220,29 @@ fn apply_extension(
             def.interfaces
                 .extend(implements(t.implements_interfaces())?);
             def.fields.extend(fields(&name, t.fields_definition())?);
+            def.directives.extend(applied(t.directives(), &name)?);
         }
         cst::Definition::InterfaceTypeExtension(t) => {
             def.fields.extend(fields(&name, t.fields_definition())?);
+            def.directives.extend(applied(t.directives(), &name)?);
         }
         cst::Definition::UnionTypeExtension(t) => {
-            def.members.extend(members(t.union_member_types())?)
+            def.members.extend(members(t.union_member_types())?);
+            def.directives.extend(applied(t.directives(), &name)?);
         }
         cst::Definition::EnumTypeExtension(t) => {
-            def.values.extend(enum_values(t.enum_values_definition())?)
+            def.values.extend(enum_values(t.enum_values_definition())?);
+            def.directives.extend(applied(t.directives(), &name)?);
         }
-        cst::Definition::InputObjectTypeExtension(t) => def.input_fields.extend(input_values(
-            &name,
-            t.input_fields_definition()
-                .map(|d| d.input_value_definitions()),
-        )?),
+        cst::Definition::InputObjectTypeExtension(t) => {
+            def.input_fields.extend(input_values(
+                &name,
+                t.input_fields_definition()
+                    .map(|d| d.input_value_definitions()),
+            )?);
+            def.one_of |= has_directive(t.directives(), "oneOf");
+            def.directives.extend(applied(t.directives(), &name)?);
+        }
         _ => {}
     }
     dedupe(def);
@@ -290,6 +353,65 @@ fn type_ref(ty: Option<cst::Type>, at: &str) -> Result<TypeRef, NormalizeError> 
     }
 }
 
+/// Whether `name` is among the directives.
+fn has_directive(d: Option<cst::Directives>, name: &str) -> bool {
+    d.is_some_and(|d| {
+        d.directives()
+            .any(|x| x.name().is_some_and(|n| n.text() == name))
+    })
+}
+
+/// The arguments of one applied directive, decoded like default values.
+fn directive_args(
+    directive: &cst::Directive,
+    at: &str,
+) -> Result<std::collections::BTreeMap<String, serde_json::Value>, NormalizeError> {
+    let mut args = std::collections::BTreeMap::new();
+    for arg in directive
+        .arguments()
+        .into_iter()
+        .flat_map(|a| a.arguments())
+    {
+        let name = name_of(arg.name(), at)?;
+        let text = arg.value().map(|v| v.syntax().text().to_string());
+        let value = parse_value(text.as_deref().unwrap_or(""))
+            .map_err(|e| invalid(at, format!("argument {name} of a directive: {e}")))?;
+        args.insert(name, value);
+    }
+    Ok(args)
+}
+
+/// The directives applied, but the ones the model reads itself (`@deprecated`, `@oneOf`,
+/// `@specifiedBy`).
+fn applied(d: Option<cst::Directives>, at: &str) -> Result<Vec<Applied>, NormalizeError> {
+    let mut out = Vec::new();
+    for directive in d.into_iter().flat_map(|d| d.directives()) {
+        let name = name_of(directive.name(), at)?;
+        if ["deprecated", "oneOf", "specifiedBy"].contains(&name.as_str()) {
+            continue;
+        }
+        out.push(Applied {
+            args: directive_args(&directive, &format!("{at}.@{name}"))?,
+            name,
+        });
+    }
+    Ok(out)
+}
+
+/// `@specifiedBy(url: ...)` of a scalar, if present.
+fn specified_by(d: Option<cst::Directives>, at: &str) -> Result<Option<String>, NormalizeError> {
+    for directive in d.into_iter().flat_map(|d| d.directives()) {
+        if directive.name().is_some_and(|n| n.text() == "specifiedBy") {
+            let args = directive_args(&directive, at)?;
+            return match args.get("url") {
+                Some(serde_json::Value::String(url)) => Ok(Some(url.clone())),
+                _ => Err(invalid(at, "@specifiedBy needs a string url")),
+            };
+        }
+    }
+    Ok(None)
+}
+
 /// `@deprecated(reason: ...)` among the directives, if present.
 fn deprecation(d: Option<cst::Directives>, at: &str) -> Result<Deprecation, NormalizeError> {
     let Some(d) = d else { return Ok(None) };
@@ -331,6 +453,7 @@ fn fields(owner: &str, f: Option<cst::FieldsDefinition>) -> Result<Vec<Field>, N
             )?,
             ty: type_ref(field.ty(), &at)?,
             deprecated: deprecation(field.directives(), &at)?,
+            directives: applied(field.directives(), &at)?,
             name,
         });
     }
@@ -358,6 +481,7 @@ fn input_values(
             ty: type_ref(v.ty(), &at)?,
             default,
             deprecated: deprecation(v.directives(), &at)?,
+            directives: applied(v.directives(), &at)?,
             name,
         });
     }
@@ -372,6 +496,7 @@ fn enum_values(e: Option<cst::EnumValuesDefinition>) -> Result<Vec<EnumValue>, N
         out.push(EnumValue {
             description: description(v.description())?,
             deprecated: deprecation(v.directives(), &name)?,
+            directives: applied(v.directives(), &name)?,
             name,
         });
     }
