@@ -704,6 +704,14 @@ impl Config {
         }
     }
 
+    /// The position of watch `name` in `watches`.
+    pub fn watch_index(&self, name: &str) -> Option<usize> {
+        match self.index.get(name) {
+            Some(i) if self.watches.get(*i).is_some_and(|w| w.name == name) => Some(*i),
+            _ => self.watches.iter().position(|w| w.name == name),
+        }
+    }
+
     pub fn watch(&self, name: &str) -> Option<&WatchConfig> {
         match self.index.get(name).and_then(|i| self.watches.get(*i)) {
             Some(w) if w.name == name => Some(w),

@@ -14,7 +14,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::AtomicU64;
 use std::sync::Mutex;
 
@@ -46,6 +46,19 @@ pub struct Metrics {
     pub reload_successful: Gauge,
     pub reload_success_timestamp: FloatGauge,
     pub reloads: Family<Labels, Counter>,
+    /// The series one refresh moves, by (kind, action), created on first use and then reused:
+    /// a refresh builds no label sets.
+    handles: Mutex<HashMap<(&'static str, &'static str), RefreshHandles>>,
+    /// `watches_by_status`, one gauge per `WatchStatus::ALL` entry, created up front.
+    by_status_handles: Vec<Gauge>,
+}
+
+#[derive(Clone)]
+struct RefreshHandles {
+    fetch_bytes: Counter,
+    not_modified: Counter,
+    refreshes: Counter,
+    duration: Histogram,
 }
 
 fn duration_histogram() -> Histogram {
@@ -113,7 +126,18 @@ impl Metrics {
             reload_successful: Gauge::default(),
             reload_success_timestamp: FloatGauge::default(),
             reloads: Family::default(),
+            handles: Mutex::new(HashMap::new()),
+            by_status_handles: Vec::new(),
         };
+        let mut m = m;
+        m.by_status_handles = WatchStatus::ALL
+            .iter()
+            .map(|s| {
+                m.by_status
+                    .get_or_create(&labels(&[("status", s.as_str())]))
+                    .clone()
+            })
+            .collect();
         if per_watch {
             registry.register(
                 "watch_last_check_timestamp_seconds",
@@ -223,7 +247,33 @@ impl Metrics {
 
     /// Records one completed refresh of a watch of `kind` (its status is moved by the caller,
     /// which keeps the per-status counts).
-    pub fn record(&self, kind: &str, outcome: &Outcome, seconds: f64, consecutive_failures: i64) {
+    fn handles(&self, kind: &'static str, action: &'static str) -> RefreshHandles {
+        let mut handles = match self.handles.lock() {
+            Ok(h) => h,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        handles
+            .entry((kind, action))
+            .or_insert_with(|| {
+                let by_kind = labels(&[("kind", kind)]);
+                let action = action_labels(kind, action);
+                RefreshHandles {
+                    fetch_bytes: self.fetch_bytes.get_or_create(&by_kind).clone(),
+                    not_modified: self.not_modified.get_or_create(&by_kind).clone(),
+                    refreshes: self.refreshes.get_or_create(&action).clone(),
+                    duration: self.duration.get_or_create(&action).clone(),
+                }
+            })
+            .clone()
+    }
+
+    pub fn record(
+        &self,
+        kind: &'static str,
+        outcome: &Outcome,
+        seconds: f64,
+        consecutive_failures: i64,
+    ) {
         if self.per_watch {
             let labels = watch_label(&outcome.watch);
             let now = unix_now();
@@ -235,17 +285,13 @@ impl Metrics {
                 .get_or_create(&labels)
                 .set(consecutive_failures);
         }
-        let by_kind = labels(&[("kind", kind)]);
-        self.fetch_bytes
-            .get_or_create(&by_kind)
-            .inc_by(outcome.fetched_bytes);
-        let not_modified = self.not_modified.get_or_create(&by_kind);
+        let h = self.handles(kind, outcome.action.as_str());
+        h.fetch_bytes.inc_by(outcome.fetched_bytes);
         if outcome.not_modified {
-            not_modified.inc();
+            h.not_modified.inc();
         }
-        let action = action_labels(kind, outcome.action.as_str());
-        self.refreshes.get_or_create(&action).inc();
-        self.duration.get_or_create(&action).observe(seconds);
+        h.refreshes.inc();
+        h.duration.observe(seconds);
         if let Some(class) = outcome.error_class {
             self.record_error(kind, class);
         }
@@ -294,19 +340,25 @@ impl Metrics {
         if old == new {
             return;
         }
+        let gauge = |s: WatchStatus| {
+            WatchStatus::ALL
+                .iter()
+                .position(|x| *x == s)
+                .and_then(|i| self.by_status_handles.get(i))
+        };
         if let Some(old) = old {
-            self.by_status
-                .get_or_create(&labels(&[("status", old.as_str())]))
-                .dec();
+            if let Some(g) = gauge(old) {
+                g.dec();
+            }
             if self.per_watch {
                 self.status
                     .remove(&labels(&[("watch", watch), ("status", old.as_str())]));
             }
         }
         if let Some(new) = new {
-            self.by_status
-                .get_or_create(&labels(&[("status", new.as_str())]))
-                .inc();
+            if let Some(g) = gauge(new) {
+                g.inc();
+            }
             if self.per_watch {
                 self.status
                     .get_or_create(&labels(&[("watch", watch), ("status", new.as_str())]))

@@ -183,6 +183,13 @@ pub struct Outcome {
     /// `too_large`, `fetch`, `parse`, `registry`, `conflict`) when the cycle failed.
     #[serde(skip)]
     pub error_class: Option<&'static str>,
+    /// The watch's failed refreshes in a row after this cycle (the daemon's backoff).
+    #[serde(skip)]
+    pub consecutive_failures: i64,
+    /// A 304 that changed nothing but `last_checked_at`, with [`refresh_deferring`]: the
+    /// time to group-commit (nothing was written).
+    #[serde(skip)]
+    pub checked_at_deferred: Option<String>,
 }
 
 impl Outcome {
@@ -197,6 +204,8 @@ impl Outcome {
             fetched_bytes: 0,
             not_modified: false,
             error_class: None,
+            consecutive_failures: 0,
+            checked_at_deferred: None,
         }
     }
 }
@@ -325,7 +334,29 @@ pub fn watch_policy(watch: &WatchConfig) -> Result<ClassifyPolicy, String> {
 
 /// Runs one refresh cycle of `watch` against `registry`.
 pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions: u32) -> Outcome {
-    let mut stats = Stats::default();
+    refresh_with(registry, watch, keep_versions, false).await
+}
+
+/// [`refresh`], except that a 304 changing nothing but `last_checked_at` writes nothing and
+/// answers the time in [`Outcome::checked_at_deferred`] for the caller to group-commit.
+pub async fn refresh_deferring(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    keep_versions: u32,
+) -> Outcome {
+    refresh_with(registry, watch, keep_versions, true).await
+}
+
+async fn refresh_with(
+    registry: &mut Registry,
+    watch: &WatchConfig,
+    keep_versions: u32,
+    defer: bool,
+) -> Outcome {
+    let mut stats = Stats {
+        defer,
+        ..Stats::default()
+    };
     let mut outcome = refresh_recorded(registry, watch, keep_versions, &mut stats).await;
     outcome.fetched_bytes = stats.fetched_bytes;
     outcome.not_modified = stats.not_modified;
@@ -337,6 +368,8 @@ pub async fn refresh(registry: &mut Registry, watch: &WatchConfig, keep_versions
 struct Stats {
     fetched_bytes: u64,
     not_modified: bool,
+    /// Defer bookkeeping-only writes (the daemon's group commit).
+    defer: bool,
 }
 
 fn bundle_error_class(e: &BundleError) -> &'static str {
@@ -375,6 +408,7 @@ async fn refresh_recorded(
             let mut outcome = Outcome::new(&watch.name, Action::Error);
             outcome.error = Some(message);
             outcome.error_class = Some(error.class());
+            outcome.consecutive_failures = state.consecutive_failures;
             outcome
         }
     }
@@ -397,12 +431,12 @@ async fn refresh_inner(
 ) -> Result<Outcome, RefreshError> {
     let identity = source_identity(&watch.source);
     let source_digest = digest_text("schemawatch.source.v1", &identity);
-    let mut state = registry
-        .watch_state(&watch.name)?
-        .unwrap_or_else(|| idle_state(watch));
-    // Only whether one exists: the accepted contract is read again after the candidate is
-    // normalized, so the two never share the peak of parsing a large document.
-    let existing = registry.tool(&watch.name)?.is_some();
+    // One cached point read; the stored spec is parsed (and its fingerprint checked) only on
+    // the paths that use it, below.
+    let view = registry.conditional(&watch.name, &source_digest)?;
+    let stored_state = view.state;
+    let mut state = stored_state.clone().unwrap_or_else(|| idle_state(watch));
+    let existing = view.fingerprint.is_some();
 
     if existing {
         if let Some(previous) = &state.source_identity {
@@ -428,6 +462,7 @@ async fn refresh_inner(
                 tracing::warn!(event = "watch_stale", watch = %watch.name);
                 let mut outcome = Outcome::new(&watch.name, Action::Stale);
                 outcome.error = state.last_error.clone();
+                outcome.consecutive_failures = state.consecutive_failures;
                 return Ok(outcome);
             }
         }
@@ -437,12 +472,10 @@ async fn refresh_inner(
     state.last_checked_at = Some(now_rfc3339());
 
     let stored_validators = if existing {
-        registry
-            .validators(&watch.name, &source_digest)?
-            .map(|(etag, last_modified)| Validators {
-                etag,
-                last_modified,
-            })
+        view.validators.map(|(etag, last_modified)| Validators {
+            etag,
+            last_modified,
+        })
     } else {
         None
     };
@@ -454,9 +487,21 @@ async fn refresh_inner(
         FetchOutcome::NotModified => {
             stats.not_modified = true;
             mark_ok(&mut state, WatchStatus::Unchanged, None);
-            registry.record_unchanged(&state, None)?;
+            let mut outcome = Outcome::new(&watch.name, Action::Unchanged);
+            // Nothing but the time moved: no write transaction now, a group commit later.
+            let only_checked = stored_state.as_ref().is_some_and(|stored| {
+                WatchState {
+                    last_checked_at: stored.last_checked_at.clone(),
+                    ..state.clone()
+                } == *stored
+            });
+            if stats.defer && only_checked && !view.open_review {
+                outcome.checked_at_deferred = state.last_checked_at.take();
+            } else {
+                registry.record_not_modified(&state, view.open_review)?;
+            }
             tracing::debug!(event = "refresh", watch = %watch.name, action = "unchanged", not_modified = true);
-            return Ok(Outcome::new(&watch.name, Action::Unchanged));
+            return Ok(outcome);
         }
         FetchOutcome::Body {
             bytes,

@@ -9,7 +9,7 @@
 
 use crate::config::{Config, WatchConfig};
 use crate::metrics::Metrics;
-use crate::refresh::{refresh, Action, Outcome};
+use crate::refresh::{refresh_deferring, Action, Outcome};
 use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -92,6 +92,9 @@ pub struct Shared {
     /// A connection that watches `PRAGMA data_version`, and the value last recounted at
     /// (`None`: recount at the next look).
     observer: Mutex<(Option<Registry>, Option<i64>)>,
+    /// Bookkeeping waiting for the group commit ([`Shared::flush_checked`]): watch → the
+    /// `last_checked_at` of its latest 304 that changed nothing else.
+    checked: Mutex<HashMap<String, String>>,
 }
 
 fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
@@ -141,6 +144,7 @@ impl Shared {
             moving: Mutex::new(()),
             epoch: Instant::now(),
             observer: Mutex::new((observer, None)),
+            checked: Mutex::new(HashMap::new()),
             admin_token: RwLock::new(read_token(&config)),
             allowed_hosts: allowed_hosts(&config.server.listen, bound),
             registry_path: config.storage.path.clone(),
@@ -189,11 +193,12 @@ impl Shared {
         }
     }
 
-    pub(crate) fn set_config(&self, config: Config) {
+    /// Puts `config` in force (the scheduler holds the same `Arc`).
+    pub(crate) fn set_config_arc(&self, config: Arc<Config>) {
         let token = read_token(&config);
         match self.config.write() {
-            Ok(mut c) => *c = Arc::new(config),
-            Err(poisoned) => *poisoned.into_inner() = Arc::new(config),
+            Ok(mut c) => *c = config,
+            Err(poisoned) => *poisoned.into_inner() = config,
         }
         match self.admin_token.write() {
             Ok(mut t) => *t = token,
@@ -260,7 +265,64 @@ impl Shared {
             Ok(l) => l,
             Err(poisoned) => poisoned.into_inner(),
         };
+        if let Some(lock) = locks.get(name) {
+            return lock.clone();
+        }
         locks.entry(name.to_string()).or_default().clone()
+    }
+
+    /// Group-commits the deferred bookkeeping (every second, and at the end of a drain): one
+    /// transaction; a newer stored `last_checked_at` is never overwritten. Blocking: call
+    /// off the async threads. Returns how many watches it wrote.
+    pub fn flush_checked(&self) -> usize {
+        let batch: Vec<(String, String)> = {
+            let mut checked = match self.checked.lock() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if checked.is_empty() {
+                return 0;
+            }
+            std::mem::take(&mut *checked).into_iter().collect()
+        };
+        let written = self.take_registry().and_then(|mut r| {
+            let n = r.flush_checked(&batch);
+            self.give_back(r);
+            n
+        });
+        match written {
+            Ok(n) => n,
+            Err(e) => {
+                tracing::error!(event = "state_write_failed", watches = batch.len(), error = %e);
+                // Kept for the next flush, unless a newer time arrived meanwhile.
+                let mut checked = match self.checked.lock() {
+                    Ok(c) => c,
+                    Err(poisoned) => poisoned.into_inner(),
+                };
+                for (watch, at) in batch {
+                    checked.entry(watch).or_insert(at);
+                }
+                0
+            }
+        }
+    }
+
+    fn defer_checked(&self, watch: &str, at: String) {
+        let mut checked = match self.checked.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        match checked.get_mut(watch) {
+            Some(t) => *t = at,
+            None => {
+                checked.insert(watch.to_string(), at);
+            }
+        }
+    }
+
+    /// The refresh slots (the scheduler waits on them too).
+    pub(crate) fn semaphore(&self) -> Arc<Semaphore> {
+        self.semaphore.clone()
     }
 
     /// Waits for one of the `max_concurrency` refresh slots.
@@ -310,6 +372,17 @@ impl Shared {
         watch: &WatchConfig,
         permit: OwnedSemaphorePermit,
     ) -> Option<Outcome> {
+        self.run_refresh_counted(watch, permit)
+            .await
+            .map(|(o, _)| o)
+    }
+
+    /// [`Shared::run_refresh`], also answering the watch's errors in a row (for the backoff).
+    pub async fn run_refresh_counted(
+        &self,
+        watch: &WatchConfig,
+        permit: OwnedSemaphorePermit,
+    ) -> Option<(Outcome, i64)> {
         let lock = self.watch_lock(&watch.name);
         let _serialized = lock.lock().await;
         let keep_versions = self.config().storage.keep_versions;
@@ -324,8 +397,11 @@ impl Shared {
         let started = Instant::now();
         self.metrics.in_flight.inc();
         let deadline = watch.timeout.saturating_add(REGISTRY_MARGIN);
-        let result =
-            tokio::time::timeout(deadline, refresh(&mut registry, watch, keep_versions)).await;
+        let result = tokio::time::timeout(
+            deadline,
+            refresh_deferring(&mut registry, watch, keep_versions),
+        )
+        .await;
         self.metrics.in_flight.dec();
         drop(permit);
         let seconds = started.elapsed().as_secs_f64();
@@ -337,7 +413,7 @@ impl Shared {
                     "the refresh did not finish within its deadline of {}",
                     humantime::format_duration(deadline)
                 );
-                record_deadline(&mut registry, watch, &message);
+                let failures = record_deadline(&mut registry, watch, &message);
                 self.metrics.record_deadline(kind, &watch.name, seconds);
                 Outcome {
                     watch: watch.name.clone(),
@@ -349,14 +425,15 @@ impl Shared {
                     fetched_bytes: 0,
                     not_modified: false,
                     error_class: Some("deadline"),
+                    consecutive_failures: failures,
+                    checked_at_deferred: None,
                 }
             }
         };
-        let failures = registry
-            .watch_state(&watch.name)
-            .ok()
-            .flatten()
-            .map_or(0, |s| s.consecutive_failures);
+        let failures = outcome.consecutive_failures;
+        if let Some(at) = outcome.checked_at_deferred.clone() {
+            self.defer_checked(&watch.name, at);
+        }
         if outcome.error_class != Some("deadline") {
             self.metrics.record(kind, &outcome, seconds, failures);
         }
@@ -368,7 +445,7 @@ impl Shared {
             self.update_registry_gauges(&registry);
         }
         self.give_back(registry);
-        Some(outcome)
+        Some((outcome, failures))
     }
 
     /// Logs a failure at WARN for the first of a streak and every `error_log_every` after
@@ -563,26 +640,46 @@ impl Shared {
         if last == Some(version) {
             return false;
         }
-        let Ok(states) = registry.watch_state_map() else {
-            return false;
+        // One pass over (watch, status), no allocation per row; the moves are applied after.
+        let mut moves: Vec<(String, WatchStatus)> = Vec::new();
+        let mut matched = 0usize;
+        let visited = {
+            let cells = match self.cells.read() {
+                Ok(c) => c,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            let visited = registry.for_each_status(|name, status| {
+                if let Some(cell) = cells.get(name) {
+                    matched += 1;
+                    if status_at(cell.status.load(Ordering::SeqCst)) != status {
+                        moves.push((name.to_string(), status));
+                    }
+                }
+            });
+            if visited.is_ok() && matched < cells.len() {
+                // Some configured watch has no stored state (forgotten, never refreshed): idle.
+                let stored: std::collections::HashSet<String> = registry
+                    .watch_state_map()
+                    .map(|m| m.into_keys().collect())
+                    .unwrap_or_default();
+                for (name, cell) in cells.iter() {
+                    if !stored.contains(name)
+                        && status_at(cell.status.load(Ordering::SeqCst)) != WatchStatus::Idle
+                    {
+                        moves.push((name.clone(), WatchStatus::Idle));
+                    }
+                }
+            }
+            visited
         };
+        if visited.is_err() {
+            return false;
+        }
         self.update_registry_gauges(registry);
         observer.1 = Some(version);
         drop(observer);
-        let cells: Vec<(String, Arc<WatchCell>)> = match self.cells.read() {
-            Ok(c) => c.iter().map(|(n, c)| (n.clone(), c.clone())).collect(),
-            Err(poisoned) => poisoned
-                .into_inner()
-                .iter()
-                .map(|(n, c)| (n.clone(), c.clone()))
-                .collect(),
-        };
-        for (name, cell) in cells {
-            let stored = states.get(&name);
-            let status = stored.map_or(WatchStatus::Idle, |s| s.status);
-            if status_at(cell.status.load(Ordering::SeqCst)) != status {
-                self.set_status(&name, status);
-            }
+        for (name, status) in moves {
+            self.set_status(&name, status);
         }
         true
     }
@@ -599,7 +696,8 @@ impl Shared {
     }
 }
 
-fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) {
+/// Records a refresh abandoned at its deadline; answers the watch's errors in a row.
+fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) -> i64 {
     let mut state = registry
         .watch_state(&watch.name)
         .ok()
@@ -616,6 +714,7 @@ fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) 
     if let Err(e) = registry.record_watch(&state) {
         tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
     }
+    state.consecutive_failures
 }
 
 #[cfg(test)]

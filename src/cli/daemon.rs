@@ -19,9 +19,11 @@ pub struct HealthcheckArgs {
 }
 
 pub async fn run(args: RunArgs) -> Outcome {
+    // Our own signal handlers, first (docs/reliability.md P17).
+    let events = schemawatch::daemon::signal_events().map_err(|e| Failure::Usage(e.into()))?;
     let config = load_config(&args.config)?;
     super::init_logging(args.log_format.unwrap_or(config.daemon.log_format), "info");
-    schemawatch::daemon::run(config)
+    schemawatch::daemon::run(config, events)
         .await
         .map_err(|e| Failure::Usage(e.into()))
 }

@@ -1,9 +1,10 @@
 //! The long-running daemon: the HTTP API, a scheduler that refreshes each watch on its own
 //! interval, signals (SIGTERM/SIGINT drain, SIGHUP reload) and systemd notifications.
 //!
-//! Scheduling, in short (docs/reliability.md P19 and §3):
-//! - one task per watch; its first refresh comes after a deterministic per-watch offset
-//!   within `min(interval, 30 s)`, so watches are spread instead of firing together;
+//! Scheduling, in short (docs/reliability.md P19 and §3; `schedule.rs`):
+//! - one scheduler over a timer heap; a watch's first refresh comes after a deterministic
+//!   per-watch offset within `min(interval, 30 s)`, so watches are spread instead of firing
+//!   together, and a refresh task exists only while that refresh runs;
 //! - the next refresh is scheduled from the end of the previous one (`interval` ± 10%), so a
 //!   paused process (SIGSTOP, suspend) runs each watch at most once on resume: no burst;
 //! - a global semaphore of `max_concurrency` permits bounds refreshes in flight, and a
@@ -18,19 +19,19 @@
 //!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
 mod notify;
+pub mod schedule;
 pub mod serve;
 
-use crate::config::{Config, ConfigError, WatchConfig};
+use crate::config::{Config, ConfigError};
 use crate::refresh::Action;
 use crate::registry::{Registry, RegistryError};
 use crate::state::read_token;
 pub use crate::state::{Shared, REGISTRY_MARGIN};
-use std::collections::BTreeMap;
+use schedule::{Control, Scheduler};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 #[derive(Debug, thiserror::Error)]
@@ -49,73 +50,13 @@ pub enum DaemonError {
     },
 }
 
-/// Longest wait between retries of a failing watch (the backoff may exceed its interval).
-pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
-/// The first retry after an error comes after about this long (jittered down to half).
-pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-/// The first refresh of a watch comes within `min(interval, FIRST_SPREAD)`.
-pub const FIRST_SPREAD: Duration = Duration::from_secs(30);
+pub use schedule::{
+    backoff, first_delay, later, next_interval, Jitter, FIRST_BACKOFF, FIRST_SPREAD, MAX_BACKOFF,
+};
 
-/// A small PRNG for jitter (xorshift64*).
-pub struct Jitter(u64);
-
-impl Jitter {
-    pub fn seeded(seed: u64) -> Jitter {
-        let clock = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(0x9E37_79B9_7F4A_7C15);
-        Jitter((seed ^ clock) | 1)
-    }
-
-    /// A fraction in [0, 1).
-    pub fn fraction(&mut self) -> f64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
-/// FNV-1a of a watch name: a deterministic per-watch offset (stable across restarts).
-/// FNV-1a alone leaves similar names (`ns.w1`, `ns.w2`) close in the high bits, so the
-/// result goes through the splitmix64 finalizer.
-fn name_hash(name: &str) -> u64 {
-    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
-    let z = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
-/// Delay before a watch's first refresh: a fixed fraction (from its name) of
-/// `min(interval, FIRST_SPREAD)`.
-pub fn first_delay(watch: &WatchConfig) -> Duration {
-    let fraction = (name_hash(&watch.name) >> 11) as f64 / (1u64 << 53) as f64;
-    watch.interval.min(FIRST_SPREAD).mul_f64(fraction)
-}
-
-/// Wait after a failed refresh: `min(interval, FIRST_BACKOFF) * 2^(failures-1)`, capped by
-/// `MAX_BACKOFF` (not by the interval: a 1 s watch of a failing server backs off to minutes),
-/// times a jitter factor in [0.5, 1).
-pub fn backoff(failures: i64, interval: Duration, jitter: f64) -> Duration {
-    let exponent = (failures.max(1) - 1).min(16) as u32;
-    FIRST_BACKOFF
-        .min(interval)
-        .saturating_mul(1u32 << exponent)
-        .min(MAX_BACKOFF)
-        .mul_f64(0.5 + jitter.clamp(0.0, 1.0) / 2.0)
-}
-
-/// Wait after a successful refresh: the interval ± 10% (saturating: never a panic).
-pub fn next_interval(interval: Duration, jitter: f64) -> Duration {
-    Duration::try_from_secs_f64(interval.as_secs_f64() * (0.9 + jitter.clamp(0.0, 1.0) / 5.0))
-        .unwrap_or(Duration::MAX)
-}
-
-/// Deadline arithmetic lives with the fetch layer, below every user of it (mcp included).
-pub use crate::fetch::later;
+/// How often deferred watch bookkeeping is group-committed: a crash (kill -9, power loss)
+/// loses at most this much of `last_checked_at`, and nothing else.
+pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// How often the daemon looks at the registry's `data_version` to recount its gauges.
 pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
@@ -148,88 +89,11 @@ pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
     Ok(())
 }
 
-/// The scheduling loop of one watch. Stops when `stop` turns true (before starting a new
-/// refresh; an in-flight one finishes) or when its config sender is dropped.
-async fn watch_task(
-    shared: Arc<Shared>,
-    mut config: watch::Receiver<Arc<WatchConfig>>,
-    mut stop: watch::Receiver<bool>,
-) {
-    let mut current = config.borrow_and_update().clone();
-    let mut jitter = Jitter::seeded(name_hash(&current.name));
-    let mut next = later(Instant::now(), first_delay(&current));
-    loop {
-        shared.schedule(&current.name, next);
-        tokio::select! {
-            _ = tokio::time::sleep_until(next) => {}
-            changed = config.changed() => {
-                if changed.is_err() {
-                    return;
-                }
-                let new = config.borrow_and_update().clone();
-                if new.interval < current.interval {
-                    next = next.min(later(Instant::now(), next_interval(new.interval, jitter.fraction())));
-                }
-                shared.schedule(&new.name, next);
-                current = new;
-                continue;
-            }
-            _ = stop.wait_for(|s| *s) => return,
-        }
-        let permit = tokio::select! {
-            p = shared.permit() => match p {
-                Some(p) => p,
-                None => return,
-            },
-            _ = stop.wait_for(|s| *s) => return,
-        };
-        shared.starting(&current.name, next);
-        let wait = match shared.run_refresh(&current, permit).await {
-            Some(o) if o.action != Action::Error => {
-                next_interval(current.interval, jitter.fraction())
-            }
-            _ => {
-                let failures = shared
-                    .take_registry()
-                    .ok()
-                    .map(|r| {
-                        let f = r
-                            .watch_state(&current.name)
-                            .ok()
-                            .flatten()
-                            .map_or(1, |s| s.consecutive_failures);
-                        shared.give_back(r);
-                        f
-                    })
-                    .unwrap_or(1);
-                backoff(failures, current.interval, jitter.fraction())
-            }
-        };
-        next = later(Instant::now(), wait);
-    }
-}
-
-struct WatchTask {
-    config: watch::Sender<Arc<WatchConfig>>,
-    handle: JoinHandle<()>,
-}
-
-fn spawn_watch(
-    shared: &Arc<Shared>,
-    watch: &WatchConfig,
-    stop: &watch::Receiver<bool>,
-) -> WatchTask {
-    let (tx, rx) = watch::channel(Arc::new(watch.clone()));
-    let handle = tokio::spawn(watch_task(shared.clone(), rx, stop.clone()));
-    WatchTask { config: tx, handle }
-}
-
 /// Reads the config again (SIGHUP). A valid config adds, removes and changes watches in
 /// place; an invalid one is logged and the running config stays.
-fn reload(
+async fn reload(
     shared: &Arc<Shared>,
-    tasks: &mut BTreeMap<String, WatchTask>,
-    stop: &watch::Receiver<bool>,
+    control: &mpsc::Sender<Control>,
     path: &std::path::Path,
 ) -> Result<(), ConfigError> {
     let started = std::time::Instant::now();
@@ -256,42 +120,25 @@ fn reload(
         );
     }
     shared.set_max_concurrency(new.daemon.max_concurrency);
-    let (mut added, mut changed, mut unchanged, mut removed) = (0, 0, 0, 0);
-    tasks.retain(|name, task| {
-        if new.watch(name).is_some() {
-            true
-        } else {
-            task.handle.abort();
-            removed += 1;
-            false
-        }
-    });
     shared.set_watches(&new.watches, &Default::default());
-    for w in &new.watches {
-        match tasks.get(&w.name) {
-            // Unchanged: its task keeps its schedule, and is not even woken.
-            Some(_) if old.watch(&w.name) == Some(w) => unchanged += 1,
-            Some(task) => {
-                task.config.send_replace(Arc::new(w.clone()));
-                changed += 1;
-            }
-            None => {
-                tasks.insert(w.name.clone(), spawn_watch(shared, w, stop));
-                added += 1;
-            }
-        }
-    }
+    let new = Arc::new(new);
+    // The scheduler moves to the same Arc the API reads: one copy of every watch config.
+    let (reply_tx, reply_rx) = tokio::sync::oneshot::channel();
+    let r = match control.send(Control::Reload(new.clone(), reply_tx)).await {
+        Ok(()) => reply_rx.await.unwrap_or_default(),
+        Err(_) => Default::default(),
+    };
     // A re-added watch starts idle above: its stored status comes with the next recount.
     shared.invalidate_counts();
-    shared.set_config(new);
+    shared.set_config_arc(new.clone());
     tracing::info!(
         event = "config_reloaded",
-        watches = tasks.len(),
-        added,
-        removed,
-        kept = changed + unchanged,
-        changed,
-        unchanged,
+        watches = new.watches.len(),
+        added = r.added,
+        removed = r.removed,
+        kept = r.changed + r.unchanged,
+        changed = r.changed,
+        unchanged = r.unchanged,
         millis = started.elapsed().as_millis() as u64
     );
     Ok(())
@@ -346,15 +193,68 @@ fn log_summary(shared: &Shared) {
     );
 }
 
-/// Runs until SIGTERM/SIGINT: binds the API, starts the scheduler, handles SIGHUP.
-pub async fn run(config: Config) -> Result<(), DaemonError> {
+/// What drives a running daemon from outside: the binary forwards its signals
+/// ([`signal_events`]); tests send these directly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    /// Drain and stop (a second one while draining stops at once). Carries the signal name.
+    Stop(&'static str),
+    /// Read the config again.
+    Reload,
+}
+
+/// Installs the daemon's signal handlers (SIGTERM, SIGINT: stop; SIGHUP: reload) and forwards
+/// them as [`Event`]s. Called first by the binary: as PID 1 in a container, unhandled signals
+/// are ignored (docs/reliability.md P17).
+pub fn signal_events() -> Result<mpsc::Receiver<Event>, DaemonError> {
     use tokio::signal::unix::{signal, SignalKind};
-    // Our own handlers, first: as PID 1 in a container, unhandled signals are ignored
-    // (docs/reliability.md P17).
     let mut term = signal(SignalKind::terminate()).map_err(DaemonError::Signal)?;
     let mut int = signal(SignalKind::interrupt()).map_err(DaemonError::Signal)?;
     let mut hup = signal(SignalKind::hangup()).map_err(DaemonError::Signal)?;
+    let (tx, rx) = mpsc::channel(8);
+    tokio::spawn(async move {
+        loop {
+            let event = tokio::select! {
+                _ = term.recv() => Event::Stop("SIGTERM"),
+                _ = int.recv() => Event::Stop("SIGINT"),
+                _ = hup.recv() => Event::Reload,
+            };
+            if tx.send(event).await.is_err() {
+                return;
+            }
+        }
+    });
+    Ok(rx)
+}
 
+/// The production refresher of the scheduler: one `Shared::run_refresh`.
+fn refresher(shared: Arc<Shared>) -> schedule::Refresher {
+    Arc::new(move |config: Arc<Config>, index, permit| {
+        let shared = shared.clone();
+        Box::pin(async move {
+            let Some(watch) = config.watches.get(index) else {
+                return (false, 1);
+            };
+            match shared.run_refresh_counted(watch, permit).await {
+                Some((outcome, failures)) => (outcome.action != Action::Error, failures),
+                None => (false, 1),
+            }
+        })
+    })
+}
+
+impl schedule::Observer for Shared {
+    fn scheduled(&self, name: &str, due: Instant) {
+        self.schedule(name, due);
+    }
+
+    fn starting(&self, name: &str, due: Instant) {
+        Shared::starting(self, name, due);
+    }
+}
+
+/// Runs until `events` says stop (or closes): binds the API, starts the scheduler, reloads.
+pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<(), DaemonError> {
     check_startup(&config)?;
     // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
     // re-parented to us: reap them (docs/reliability.md H1).
@@ -376,14 +276,14 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         .map_err(|source| DaemonError::Bind { listen, source })?;
     let path = config.path.clone();
     let drain_timeout = config.daemon.drain_timeout;
-    let watches = config.watches.clone();
     let per_watch = config.server.per_watch_metrics;
     let summary_every = config.daemon.summary_interval;
     let shared = Shared::new(config, registry, bound);
+    let config = shared.config();
     if !shared.metrics.per_watch() && per_watch == crate::config::PerWatchMetrics::Auto {
         tracing::warn!(
             event = "per_watch_metrics_off",
-            watches = watches.len(),
+            watches = config.watches.len(),
             threshold = crate::config::PER_WATCH_METRICS_AUTO_MAX,
             "per-watch metrics are off: more watches than the threshold (set [server] per_watch_metrics = true to keep them; decided at start)"
         );
@@ -398,7 +298,7 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
         }
         Err(_) => Default::default(),
     };
-    shared.set_watches(&watches, &states);
+    shared.set_watches(&config.watches, &states);
     drop(states);
     // The registry as read now is what the counts reflect.
     let _ = shared.recount_if_changed();
@@ -406,18 +306,23 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
-    let slots = shared.config().daemon.max_concurrency;
+    let slots = config.daemon.max_concurrency;
     let server = spawn_api(listener, app, slots, api_stop_rx)?;
     tracing::info!(event = "api_listening", addr = %bound);
 
     let (stop_tx, stop_rx) = watch::channel(false);
-    let mut tasks: BTreeMap<String, WatchTask> = watches
-        .iter()
-        .map(|w| (w.name.clone(), spawn_watch(&shared, w, &stop_rx)))
-        .collect();
+    let (control_tx, control_rx) = mpsc::channel(1);
+    let watches = config.watches.len();
+    let scheduler = tokio::spawn(schedule::drive(
+        Scheduler::new(config, Instant::now()),
+        shared.semaphore(),
+        refresher(shared.clone()),
+        shared.clone(),
+        control_rx,
+        stop_rx,
+    ));
     shared.set_ready(true);
-    tracing::info!(event = "daemon_started", watches = watches.len(), registry = %shared.registry_path().display(), api = %bound);
-    drop(watches);
+    tracing::info!(event = "daemon_started", watches, registry = %shared.registry_path().display(), api = %bound);
     notify::ready(&shared.status_line());
 
     let watchdog = notify::watchdog_interval();
@@ -427,27 +332,36 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     recount.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut summary = tokio::time::interval_at(later(Instant::now(), summary_every), summary_every);
     summary.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut flush = tokio::time::interval(FLUSH_EVERY);
+    flush.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let which = loop {
         tokio::select! {
-            _ = term.recv() => break "SIGTERM",
-            _ = int.recv() => break "SIGINT",
-            _ = hup.recv() => {
-                notify::reloading();
-                match reload(&shared, &mut tasks, &stop_rx, &path) {
-                    Ok(()) => shared.metrics.record_reload(true),
-                    Err(e) => {
-                        shared.metrics.record_reload(false);
-                        tracing::error!(event = "config_reload_failed", error = %e, "keeping the running config");
+            event = events.recv() => match event {
+                Some(Event::Stop(which)) => break which,
+                None => break "shutdown",
+                Some(Event::Reload) => {
+                    notify::reloading();
+                    match reload(&shared, &control_tx, &path).await {
+                        Ok(()) => shared.metrics.record_reload(true),
+                        Err(e) => {
+                            shared.metrics.record_reload(false);
+                            tracing::error!(event = "config_reload_failed", error = %e, "keeping the running config");
+                        }
                     }
+                    notify::ready(&shared.status_line());
                 }
-                notify::ready(&shared.status_line());
-            }
+            },
             _ = recount.tick() => {
                 // A registry changed by another process (a CLI accept, a reset, a cron check).
                 let s = shared.clone();
                 let _ = tokio::task::spawn_blocking(move || s.recount_if_changed()).await;
             }
             _ = summary.tick() => log_summary(&shared),
+            _ = flush.tick() => {
+                // The group commit of 304 bookkeeping (`last_checked_at`).
+                let s = shared.clone();
+                let _ = tokio::task::spawn_blocking(move || s.flush_checked()).await;
+            }
             _ = tick.tick() => {
                 // From this loop, not a separate timer: a wedged loop stops the watchdog.
                 if watchdog.is_some() {
@@ -467,21 +381,42 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     let deadline = later(Instant::now(), drain_timeout);
     let mut abandoned = 0usize;
     let mut forced = false;
-    for (name, task) in tasks.iter_mut() {
-        if forced {
-            task.handle.abort();
-            continue;
-        }
-        tokio::select! {
-            r = tokio::time::timeout_at(deadline, &mut task.handle) => {
-                if r.is_err() {
-                    task.handle.abort();
-                    abandoned += 1;
-                    tracing::warn!(event = "refresh_abandoned", watch = %name);
+    let mut listening = true;
+    if let Ok(schedule::InFlight {
+        mut tasks,
+        mut watches,
+    }) = scheduler.await
+    {
+        loop {
+            tokio::select! {
+                r = tokio::time::timeout_at(deadline, tasks.join_next_with_id()) => match r {
+                    Ok(Some(joined)) => {
+                        let id = match joined {
+                            Ok((id, _)) => id,
+                            Err(e) => e.id(),
+                        };
+                        watches.remove(&id);
+                    }
+                    Ok(None) => break,
+                    Err(_) => {
+                        for name in watches.values() {
+                            tracing::warn!(event = "refresh_abandoned", watch = %name);
+                        }
+                        abandoned = watches.len();
+                        tasks.abort_all();
+                        break;
+                    }
+                },
+                event = events.recv(), if listening => match event {
+                    Some(Event::Stop(_)) => {
+                        forced = true;
+                        tasks.abort_all();
+                        break;
+                    }
+                    Some(Event::Reload) => {}
+                    None => listening = false,
                 }
             }
-            _ = term.recv() => { forced = true; task.handle.abort(); }
-            _ = int.recv() => { forced = true; task.handle.abort(); }
         }
     }
     let _ = api_stop_tx.send(());
@@ -496,6 +431,9 @@ pub async fn run(config: Config) -> Result<(), DaemonError> {
     };
     // Past the grace the API thread is left to the process exit.
     let _ = tokio::time::timeout(api_grace, server).await;
+    // What the drained refreshes (and API checks) deferred.
+    let s = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || s.flush_checked()).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
     Ok(())
 }

@@ -20,6 +20,9 @@ pub struct ReviewHead {
     pub candidate_fingerprint: String,
 }
 
+/// Page cache of each pooled connection, in KiB.
+pub const POOLED_CACHE_KIB: i64 = 256;
+
 impl Registry {
     /// Another connection to a registry this process already opened with [`Registry::open`]
     /// (or `open_existing`), which ran `quick_check` and the migrations: the daemon's pooled
@@ -33,6 +36,9 @@ impl Registry {
         // Per connection, as `open_existing` sets them (journal_mode is already WAL in the file).
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;
+        // A daemon keeps up to `max_concurrency + 2` of these: a small page cache each
+        // (SQLite's default is 2 MiB), which point reads of a few B-tree pages do not miss.
+        conn.pragma_update(None, "cache_size", -POOLED_CACHE_KIB)?;
         Ok(Registry { conn })
     }
 

@@ -7,6 +7,7 @@
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
 mod codec;
+mod conditional;
 pub mod failpoint;
 mod listing;
 mod migrate;
@@ -14,6 +15,7 @@ mod state;
 mod upgrade;
 
 pub use codec::source_digest;
+pub use conditional::Conditional;
 pub use listing::ReviewHead;
 pub use state::{ReviewState, WatchStatus};
 

@@ -369,3 +369,70 @@ fn failpoints_on_every_write_step() {
     }
     eprintln!("failpoints: {cases} cases, 0 invariant violations");
 }
+
+/// C12: the daemon group-commits 304 bookkeeping (`last_checked_at`, at most once a second);
+/// a kill -9 loses at most that last second of it, and nothing else: every watch still has
+/// its contract and state, and its stored `last_checked_at` is no older than its last
+/// refresh before the kill by more than the flush period (plus the interval and a second
+/// of timestamp rounding).
+#[test]
+fn kill9_daemon_loses_at_most_a_second_of_bookkeeping() {
+    let server = common::DocServer::start(document(0));
+    let sb = common::Sandbox::new();
+    let mut text = String::from(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[server]\nlisten = \"127.0.0.1:0\"\n",
+    );
+    for w in WATCHES {
+        text.push_str(&format!(
+            "\n[[watch]]\nname = \"{w}\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n",
+            server.url()
+        ));
+    }
+    sb.write_config(&text);
+    let db = sb.path("registry.sqlite3");
+    let mut child = sb
+        .command(&["run", "--config", &sb.config_arg()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn run");
+    // Long enough that bookkeeping never flushed would be visibly old (registration time).
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while server.counters().not_modified < 6 * WATCHES.len() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let killed_at = std::time::SystemTime::now();
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    assert!(
+        server.counters().not_modified >= 6 * WATCHES.len(),
+        "the daemon never settled into 304s"
+    );
+    let expect = oracle::Expect {
+        acked: WATCHES
+            .iter()
+            .map(|w| (w.to_string(), fingerprint(w, &document(0))))
+            .collect(),
+        ..Default::default()
+    };
+    oracle::assert_invariants(&db, &expect);
+    let conn = rusqlite::Connection::open(&db).expect("open registry");
+    for w in WATCHES {
+        let (status, checked): (String, String) = conn
+            .query_row(
+                "SELECT status, last_checked_at FROM watch_state WHERE watch = ?1",
+                [w],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .expect("watch state");
+        assert_eq!(status, "unchanged", "{w}");
+        let checked = humantime::parse_rfc3339(&checked).expect("rfc3339");
+        let age = killed_at.duration_since(checked).unwrap_or_default();
+        // interval (1.1 s) + flush period (1 s) + rounding to seconds (1 s) + scheduling slack.
+        assert!(
+            age <= Duration::from_secs(5),
+            "{w}: last_checked_at {age:?} before the kill"
+        );
+    }
+}

@@ -1,0 +1,126 @@
+//! The registry side of a conditional refresh, kept cheap for the common case (a 304):
+//! one cached prepared statement reads what the refresh needs — the accepted fingerprint
+//! (not the stored spec: no parse, no re-fingerprinting), the watch state, the validators of
+//! the current source and whether a review is open. It is a cached *statement*, not cached
+//! state: a write by another process (a CLI `pending accept`, a cron `check`) is always seen.
+//!
+//! Watch bookkeeping that changes nothing but `last_checked_at` can be group-committed
+//! ([`Registry::flush_checked`]): many watches, one transaction, at most once a second.
+
+use super::{failpoint, Registry, Result, WatchState, WatchStatus};
+use rusqlite::{params, OptionalExtension};
+
+/// What a conditional refresh starts from.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conditional {
+    /// The accepted contract's fingerprint; `None`: no accepted contract.
+    pub fingerprint: Option<String>,
+    pub state: Option<WatchState>,
+    /// ETag and Last-Modified stored for the current source, when any row is stored.
+    pub validators: Option<(Option<String>, Option<String>)>,
+    pub open_review: bool,
+}
+
+impl Registry {
+    /// One point read (a cached statement) of what a conditional refresh of `watch`, whose
+    /// source has digest `source_digest`, needs.
+    pub fn conditional(&self, watch: &str, source_digest: &str) -> Result<Conditional> {
+        // `state = 'open'` is spelled out so the partial index `one_open_review_per_watch`
+        // answers the EXISTS (a bound parameter would not match the index's WHERE).
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT t.fingerprint,
+                    s.watch, s.kind, s.status, s.last_compatibility, s.last_checked_at,
+                    s.last_error, s.consecutive_failures, s.source_identity,
+                    v.watch IS NOT NULL, v.etag, v.last_modified,
+                    EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = 'open')
+             FROM (SELECT ?1 AS name) q
+             LEFT JOIN tools t ON t.name = q.name
+             LEFT JOIN watch_state s ON s.watch = q.name
+             LEFT JOIN validators v ON v.watch = q.name AND v.source_digest = ?2",
+        )?;
+        let row = stmt
+            .query_row(params![watch, source_digest], |r| {
+                let state = match r.get::<_, Option<String>>(1)? {
+                    Some(name) => Some(WatchState {
+                        watch: name,
+                        kind: r.get(2)?,
+                        status: r.get(3)?,
+                        last_compatibility: r.get(4)?,
+                        last_checked_at: r.get(5)?,
+                        last_error: r.get(6)?,
+                        consecutive_failures: r.get(7)?,
+                        source_identity: r.get(8)?,
+                    }),
+                    None => None,
+                };
+                let validators = if r.get::<_, bool>(9)? {
+                    Some((r.get(10)?, r.get(11)?))
+                } else {
+                    None
+                };
+                Ok(Conditional {
+                    fingerprint: r.get(0)?,
+                    state,
+                    validators,
+                    open_review: r.get(12)?,
+                })
+            })
+            .optional()?;
+        Ok(row.unwrap_or_default())
+    }
+
+    /// Visits every stored (watch, status) without allocating per row (the daemon's recount
+    /// of 100,000 watches every few seconds). Returns how many rows it visited.
+    pub fn for_each_status(&self, mut visit: impl FnMut(&str, WatchStatus)) -> Result<usize> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT watch, status FROM watch_state")?;
+        let mut rows = stmt.query([])?;
+        let mut n = 0;
+        while let Some(row) = rows.next()? {
+            let watch = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+            let status: WatchStatus = row.get(1)?;
+            visit(watch, status);
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Records a 304 that changed more than `last_checked_at` (a status, an error streak
+    /// ended): the state in one transaction, superseding the open review only when
+    /// `open_review` (the source is back at the accepted contract).
+    pub fn record_not_modified(&mut self, state: &WatchState, open_review: bool) -> Result<()> {
+        let tx = self.write_tx()?;
+        if open_review {
+            super::supersede_open_reviews(&tx, &state.watch)?;
+        }
+        super::upsert_watch(&tx, state)?;
+        failpoint::hit("unchanged.before_commit")?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Group commit of deferred bookkeeping: each watch's `last_checked_at`, in one
+    /// transaction. A stored value that is newer (written since, by this process or another)
+    /// is never overwritten; a watch without a stored state is skipped (its first write is
+    /// never deferred). Returns how many rows moved.
+    pub fn flush_checked(&mut self, checked: &[(String, String)]) -> Result<usize> {
+        if checked.is_empty() {
+            return Ok(0);
+        }
+        let tx = self.write_tx()?;
+        let mut moved = 0;
+        {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE watch_state SET last_checked_at = ?2
+                 WHERE watch = ?1 AND (last_checked_at IS NULL OR last_checked_at < ?2)",
+            )?;
+            for (watch, at) in checked {
+                moved += stmt.execute(params![watch, at])?;
+            }
+        }
+        failpoint::hit("flush.before_commit")?;
+        tx.commit()?;
+        Ok(moved)
+    }
+}
