@@ -801,6 +801,37 @@ fn rebaseline_mcp(
         .filter(|e| e.method != "TOOL")
         .map(|e| e.name.clone())
         .collect();
+    let Some(version) = apply_projection_upgrade(
+        registry,
+        current,
+        spec,
+        keep_versions,
+        state,
+        validators,
+        source,
+    )?
+    else {
+        return Ok(None);
+    };
+    tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
+        baselined = %baselined.join(", "), capabilities = true,
+        "MCP prompts, resource templates and capabilities baselined without review");
+    Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
+}
+
+/// Applies `spec` as the same document read by a wider projection (no review; history reason
+/// `projection-upgrade`, reviewer `schemawatch`): the new registry version, or `None` when
+/// someone else moved the contract meanwhile (then it is classified against that as usual).
+#[allow(clippy::too_many_arguments)]
+fn apply_projection_upgrade(
+    registry: &mut Registry,
+    current: &crate::registry::StoredTool,
+    spec: &crate::core::model::ToolSpec,
+    keep_versions: u32,
+    state: &mut WatchState,
+    validators: (&str, Option<&str>, Option<&str>),
+    source: &StoredSource,
+) -> Result<Option<i64>, RefreshError> {
     mark_ok(state, WatchStatus::Unchanged, None);
     let provenance = Provenance {
         compatibility: None,
@@ -820,13 +851,7 @@ fn rebaseline_mcp(
         Some(validators),
         source,
     ) {
-        Ok(version) => {
-            tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
-                baselined = %baselined.join(", "), capabilities = true,
-                "MCP prompts, resource templates and capabilities baselined without review");
-            Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
-        }
-        // Someone else moved the contract: classify against it as usual.
+        Ok(version) => Ok(Some(version)),
         Err(RegistryError::Conflict { .. }) => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -877,34 +902,22 @@ fn rebaseline_legacy(
         .take(20)
         .map(|c| c.path.as_str())
         .collect();
-    mark_ok(state, WatchStatus::Unchanged, None);
-    let provenance = Provenance {
-        compatibility: None,
-        review_id: None,
-        reviewer: Some("schemawatch".into()),
-        reason: Some("projection-upgrade".into()),
-    };
-    match registry.apply_with_state(
+    let Some(version) = apply_projection_upgrade(
+        registry,
+        current,
         spec,
-        Some(&CasBase {
-            registry_version: current.registry_version,
-            fingerprint: current.fingerprint.clone(),
-        }),
-        &provenance,
         keep_versions,
         state,
-        Some(validators),
+        validators,
         source,
-    ) {
-        Ok(version) => {
-            tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
-                change_count = report.changes.len(), baselined = %baselined.join(", "),
-                "a contract stored by an earlier release, read more completely, baselined without review");
-            Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
-        }
-        Err(RegistryError::Conflict { .. }) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+    )?
+    else {
+        return Ok(None);
+    };
+    tracing::warn!(event = "projection_upgrade", watch = %watch.name, registry_version = version,
+        change_count = report.changes.len(), baselined = %baselined.join(", "),
+        "a contract stored by an earlier release, read more completely, baselined without review");
+    Ok(Some(Outcome::new(&watch.name, Action::Unchanged)))
 }
 
 fn rebaseline_mcp_candidate(
