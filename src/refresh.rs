@@ -899,7 +899,7 @@ fn rebaseline_legacy(
     let baselined: Vec<&str> = report
         .changes
         .iter()
-        .take(20)
+        .take(crate::registry::LOGGED_PATHS)
         .map(|c| c.path.as_str())
         .collect();
     let Some(version) = apply_projection_upgrade(

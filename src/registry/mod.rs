@@ -13,6 +13,7 @@ mod listing;
 mod migrate;
 mod state;
 mod upgrade;
+pub use upgrade::LOGGED_PATHS;
 
 pub use codec::source_digest;
 pub use conditional::Conditional;

@@ -12,7 +12,7 @@ use crate::core::model::{DriftReport, ToolSpec};
 use rusqlite::{params, Transaction};
 
 /// How many baselined change paths the WARN line names (the rest are counted).
-const LOGGED_PATHS: usize = 20;
+pub const LOGGED_PATHS: usize = 20;
 
 /// The stored document of `key`, normalized by this release; `None` (logged) when it no longer
 /// normalizes, is another tool's, or gains hidden characters against `before`.

@@ -88,8 +88,8 @@ fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<St
 }
 
 /// The keywords of `obj` the model has no place for, verbatim, at `prefix.key` (deny by
-/// default); `modelled` and `descriptive` keys are skipped.
-fn keep_unmodelled(
+/// default); `modelled` and `descriptive` keys are skipped. OpenRPC uses it too.
+pub(super) fn keep_unmodelled(
     obj: &Value,
     modelled: &[&str],
     descriptive: &[&str],

@@ -21,7 +21,7 @@
 //! - Side effects are unknown (the format states none): `read_only` false, `destructive`
 //!   false, `idempotent` false, `open_world` true, so a new method is `endpoint-added-write`.
 
-use super::openapi::resolve_pointer;
+use super::openapi::{keep_unmodelled, resolve_pointer};
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
@@ -111,26 +111,6 @@ fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<St
     }
 }
 
-/// The keywords of `obj` outside `modelled` and `descriptive`, at `prefix.key`.
-fn keep_unmodelled(
-    obj: &Value,
-    modelled: &[&str],
-    descriptive: &[&str],
-    prefix: &str,
-    out: &mut BTreeMap<String, Value>,
-) {
-    let Value::Object(map) = obj else { return };
-    for (key, value) in map {
-        if !modelled.contains(&key.as_str()) && !descriptive.contains(&key.as_str()) {
-            let at = if prefix.is_empty() {
-                key.clone()
-            } else {
-                format!("{prefix}.{key}")
-            };
-            out.insert(at, value.clone());
-        }
-    }
-}
 /// The server the OpenRPC specification assumes when `servers` is absent or empty.
 const DEFAULT_SERVER: &str = "localhost:8545";
 
