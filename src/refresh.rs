@@ -9,8 +9,8 @@ use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::fetch::openapi_refs::BundleError;
 use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
-    now_rfc3339, CasBase, Provenance, Queued, Registry, RegistryError, StoredSource, WatchState,
-    WatchStatus,
+    now_rfc3339, CasBase, Fetched, Provenance, Queued, Registry, RegistryError, StoredSource,
+    WatchState, WatchStatus,
 };
 use crate::sources::{self, fetch_error_class};
 use serde::Serialize;
@@ -560,7 +560,18 @@ async fn refresh_inner(
         apply_compatible: watch.apply_compatible,
     };
     for _ in 0..CAS_ATTEMPTS {
-        let current = registry.tool(&watch.name)?;
+        // An accepted snapshot stored as this very document reads as the contract just made.
+        let current = match &source.digest {
+            Some(digest) => registry.tool_given(
+                &watch.name,
+                Fetched {
+                    digest,
+                    spec: &spec,
+                    fingerprint: &fingerprint,
+                },
+            )?,
+            None => registry.tool(&watch.name)?,
+        };
         let accepted = current.as_ref().map(|c| Accepted {
             fingerprint: &c.fingerprint,
         });

@@ -109,9 +109,9 @@ pub fn watch_row(
         return Ok(None);
     };
     let state = registry.watch_state(&watch.name)?;
-    let tool = registry.tool(&watch.name)?;
+    // The fingerprint only, like the listing: no contract is read (or normalized again).
+    let fingerprint = registry.fingerprint(&watch.name)?;
     let pending = registry.open_change_count(&watch.name)?;
-    let fingerprint = tool.map(|t| t.fingerprint);
     Ok(Some(row_json(
         watch,
         state.as_ref(),

@@ -25,20 +25,27 @@ pub use state::{ReviewState, WatchStatus};
 pub const DEFAULT_KEEP_REVIEWS: u32 = 100;
 
 /// The source document a contract was normalized from, as the registry keeps it: its digest
-/// (with every accepted snapshot and review candidate) and the compressed document (with the
-/// current accepted snapshot and open candidates), so a projection change can re-normalize it.
+/// (with every accepted snapshot and review candidate) and the compressed document, stored
+/// once in `sources` however many rows use it. When `derivable`, the rows store no contract:
+/// it is read back by normalizing the source again (checked against the stored fingerprint).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StoredSource {
     pub digest: Option<String>,
     pub gz: Option<Vec<u8>>,
+    /// The contract is this document as normalized by `core::normalize::normalize` (kind,
+    /// watch name, bytes), and the document cannot spell a hidden character (so a projection
+    /// upgrade never needs the earlier reading to compare newly modelled text against).
+    pub derivable: bool,
 }
 
 impl StoredSource {
-    /// The source of a contract read from exactly these bytes.
+    /// The source of a contract normalized from exactly these bytes (by `normalize`, with the
+    /// watch's kind and name: no external `$ref`s).
     pub fn of(bytes: &[u8]) -> StoredSource {
         StoredSource {
             digest: Some(codec::source_digest(bytes)),
             gz: Some(codec::gz_bytes(bytes)),
+            derivable: !codec::can_spell_hidden(bytes),
         }
     }
 
@@ -46,6 +53,11 @@ impl StoredSource {
     /// `$ref`s), or it came from an older release.
     pub fn none() -> StoredSource {
         StoredSource::default()
+    }
+
+    /// Whether rows written with this source store no contract of their own.
+    fn derived(&self) -> bool {
+        self.derivable && self.digest.is_some() && self.gz.is_some()
     }
 }
 
@@ -83,6 +95,14 @@ pub enum RegistryError {
     ReviewNotFound { id: i64 },
     #[error("review {id} is superseded: {why}")]
     Superseded { id: i64, why: String },
+    /// A contract read from its stored source (migration 0004) that this release's normalizer
+    /// no longer reads: the row fails closed; `forget` the watch to register it afresh.
+    #[error("registry row {table}/{key} is invalid: {problem}")]
+    SourceUnreadable {
+        table: &'static str,
+        key: String,
+        problem: String,
+    },
     #[error("injected failure at failpoint {0}")]
     Failpoint(&'static str),
     /// No registry file at the configured path, and creating one is not allowed
@@ -388,17 +408,49 @@ impl Registry {
     /// applied with, contract).
     pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<String>, ToolSpec)>> {
         let mut stmt = self.conn.prepare(
-            "SELECT version, compatibility, spec_json, spec_gz FROM tool_versions WHERE tool = ?1 ORDER BY version",
+            "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
+                    fingerprint, fingerprint_version
+             FROM tool_versions WHERE tool = ?1 ORDER BY version",
         )?;
-        type Row = (i64, Option<String>, String, Option<Vec<u8>>);
+        type Row = (
+            (i64, Option<String>, String, Option<Vec<u8>>),
+            (Option<String>, Option<String>, String, i64),
+        );
         let rows: Vec<Row> = stmt
-            .query_map([tool], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+            .query_map([tool], |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?),
+                    (r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?),
+                ))
+            })?
             .collect::<rusqlite::Result<_>>()?;
         rows.into_iter()
-            .map(|(version, compatibility, json, gz)| {
-                let spec = stored_spec("tool_versions", &format!("{tool}@{version}"), &json, gz)?;
-                Ok((version, compatibility, spec))
-            })
+            .map(
+                |((version, compatibility, json, gz), (kind, digest, fingerprint, fp_version))| {
+                    let key = format!("{tool}@{version}");
+                    let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
+                    let spec = stored_spec(
+                        &self.conn,
+                        ("tool_versions", &key, tool),
+                        &json,
+                        gz,
+                        from_source,
+                    )?;
+                    // A contract read from its source must be the one recorded (tampering).
+                    if from_source.is_some()
+                        && json.is_empty()
+                        && fp_version == FINGERPRINT_VERSION
+                        && tool_fingerprint(&spec) != fingerprint
+                    {
+                        return Err(RegistryError::BadRow {
+                            table: "tool_versions",
+                            key,
+                            problem: "the stored fingerprint does not match the contract read from its source".into(),
+                        });
+                    }
+                    Ok((version, compatibility, spec))
+                },
+            )
             .collect()
     }
 
@@ -418,6 +470,13 @@ impl Registry {
 
     pub fn tool(&self, name: &str) -> Result<Option<StoredTool>> {
         read_tool(&self.conn, name)
+    }
+
+    /// [`Registry::tool`], given the contract just normalized from a fetched document: when
+    /// the accepted snapshot is stored as that very document, its contract is `fetched.spec`
+    /// (no second normalization of the stored copy).
+    pub fn tool_given(&self, name: &str, fetched: Fetched<'_>) -> Result<Option<StoredTool>> {
+        read_tool_given(&self.conn, name, Some(fetched))
     }
 
     /// Every accepted tool, in registration order.
@@ -698,9 +757,18 @@ impl Registry {
         let result = match open {
             Some((id, fp)) if fp == report.new_fingerprint => Queued::AlreadyOpen { id },
             other => {
+                // One copy of the candidate: its source when it can be read back from it.
+                let derived = source.derived();
+                store_source(&tx, source)?;
                 let now = now_rfc3339();
+                let mut dropped = Vec::new();
                 let superseded = match other {
                     Some((old_id, _)) => {
+                        dropped = digests(
+                            &tx,
+                            "SELECT source_digest FROM reviews WHERE id = ?1",
+                            [old_id],
+                        )?;
                         tx.execute(
                             "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
                             params![old_id, now, ReviewState::Superseded],
@@ -712,8 +780,9 @@ impl Registry {
                 tx.execute(
                     "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
                         base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
-                        candidate_spec_json, report_json, candidate_gz, report_gz, source_digest, source_gz)
-                     VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, ?13)",
+                        candidate_spec_json, report_json, candidate_gz, report_gz, source_digest, source_gz,
+                        source_kind)
+                     VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, NULL, ?13)",
                     params![
                         state.watch,
                         report.compatibility.as_str(),
@@ -724,15 +793,16 @@ impl Registry {
                         report.new_fingerprint,
                         FINGERPRINT_VERSION,
                         ReviewState::Open,
-                        codec::gz_json(candidate),
+                        (!derived).then(|| codec::gz_json(candidate)),
                         codec::gz_json(report),
                         source.digest,
-                        source.gz,
+                        derived.then(|| candidate.kind.as_str()),
                     ],
                 )?;
                 let id = tx.last_insert_rowid();
                 failpoint::hit("review.after_insert")?;
-                prune_reviews(&tx, &state.watch, keep_reviews)?;
+                dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
+                release_sources(&tx, dropped)?;
                 Queued::New { id, superseded }
             }
         };
@@ -767,7 +837,7 @@ impl Registry {
             tx.execute(
                 "UPDATE reviews SET candidate_fingerprint = ?2, fingerprint_version = ?3,
                     candidate_spec_json = '', report_json = '', candidate_gz = ?4, report_gz = ?5,
-                    compatibility = ?6, change_count = ?7
+                    compatibility = ?6, change_count = ?7, source_kind = NULL
                  WHERE id = ?1",
                 params![
                     id,
@@ -885,6 +955,7 @@ impl Registry {
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL WHERE id = ?1",
             params![id, now, reviewer, reason, ReviewState::Accepted],
         )?;
+        release_sources(&tx, source.digest.into_iter().collect())?;
         tx.execute(
             "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
             params![review.watch, review.compatibility, WatchStatus::Applied],
@@ -917,6 +988,7 @@ impl Registry {
             [id],
             |r| r.get(0),
         )?;
+        release_sources(&tx, digest.iter().cloned().collect())?;
         tx.execute(
             "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
                 source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
@@ -934,6 +1006,13 @@ impl Registry {
     /// Returns whether anything existed. Removing a tool bumps the registry version.
     pub fn forget(&mut self, watch: &str) -> Result<bool> {
         let tx = self.write_tx()?;
+        let dropped = digests(
+            &tx,
+            "SELECT source_digest FROM tools WHERE name = ?1
+             UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
+             UNION SELECT source_digest FROM reviews WHERE watch = ?1",
+            [watch],
+        )?;
         let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
         let mut removed = had_tool as usize;
         for sql in [
@@ -945,6 +1024,7 @@ impl Registry {
         ] {
             removed += tx.execute(sql, [watch])?;
         }
+        release_sources(&tx, dropped)?;
         if had_tool {
             tx.execute(
                 "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",
@@ -1010,42 +1090,90 @@ impl Registry {
         // Whatever has no source (older releases, external `$ref`s), or whose source the new
         // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
         // contract as before; the first full fetch then classifies it.
-        for (table, key_col, spec_col, gz_col, fp_col) in [
-            ("tools", "name", "spec_json", "NULL", "fingerprint"),
+        for (table, key_col, name_col, spec_col, gz_col, fp_col, source_cols) in [
+            (
+                "tools",
+                "name",
+                "name",
+                "spec_json",
+                "NULL",
+                "fingerprint",
+                "NULL, NULL",
+            ),
             (
                 "tool_versions",
                 "rowid",
+                "tool",
                 "spec_json",
                 "spec_gz",
                 "fingerprint",
+                "source_kind, source_digest",
             ),
             (
                 "reviews",
                 "id",
+                "watch",
                 "candidate_spec_json",
                 "candidate_gz",
                 "candidate_fingerprint",
+                "source_kind, source_digest",
             ),
         ] {
-            type Row = (String, String, Option<Vec<u8>>);
+            type Row = (
+                String,
+                String,
+                String,
+                Option<Vec<u8>>,
+                Option<String>,
+                Option<String>,
+            );
             let rows: Vec<Row> = tx
                 .prepare(&format!(
-                    "SELECT CAST({key_col} AS TEXT), {spec_col}, {gz_col} FROM {table} WHERE fingerprint_version < ?1"
+                    "SELECT CAST({key_col} AS TEXT), {name_col}, {spec_col}, {gz_col}, {source_cols}
+                     FROM {table} WHERE fingerprint_version < ?1"
                 ))?
-                .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .query_map([FINGERPRINT_VERSION], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                })?
                 .collect::<rusqlite::Result<_>>()?;
-            for (key, json, gz) in rows {
-                let fingerprint = match table {
+            for (key, name, json, gz, kind, digest) in rows {
+                let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
+                let read = match table {
                     // A new `tools` row keeps its contract in the current history row.
-                    "tools" => read_tool(&tx, &key)?.map(|t| tool_fingerprint(&t.spec)),
+                    "tools" => read_tool(&tx, &key).map(|t| t.map(|t| tool_fingerprint(&t.spec))),
                     // A pruned review keeps the fingerprint it was decided on (metadata only).
-                    "reviews" if json.is_empty() && gz.is_none() => None,
-                    _ => Some(tool_fingerprint(&stored_spec(
-                        table_name(table),
-                        &key,
+                    "reviews" if json.is_empty() && gz.is_none() && from_source.is_none() => {
+                        Ok(None)
+                    }
+                    _ => stored_spec(
+                        &tx,
+                        (table_name(table), &key, &name),
                         &json,
                         gz,
-                    )?)),
+                        from_source,
+                    )
+                    .map(|spec| Some(tool_fingerprint(&spec))),
+                };
+                let fingerprint = match read {
+                    // A contract read from a source this release no longer reads keeps its
+                    // fingerprint; reading it fails closed until the watch is forgotten.
+                    Err(RegistryError::SourceUnreadable {
+                        table,
+                        key,
+                        problem,
+                    }) => {
+                        tracing::error!(event = "projection_upgrade_failed", table, key = %key,
+                            problem = %problem, "a contract stored as its source cannot be read by this release");
+                        None
+                    }
+                    other => other?,
                 };
                 match fingerprint {
                     Some(fp) => tx.execute(
@@ -1080,17 +1208,108 @@ fn candidate_key(spec: &ToolSpec) -> String {
     }
 }
 
-/// A stored contract: compressed JSON (`gz`, rows of migration 0003 on) or text (older rows).
+/// A row's contract read from its source: the `source_kind` and `source_digest` columns.
+type FromSource<'a> = Option<(&'a str, Option<&'a str>)>;
+
+/// A stored contract: its source normalized again (`from_source`, rows of migration 0004 on
+/// whose document could be re-read), compressed JSON (`gz`, rows of migration 0003 on) or text
+/// (older rows). `name` is the row's watch (what the normalizer was given).
 fn stored_spec(
-    table: &'static str,
-    key: &str,
+    conn: &Connection,
+    (table, key, name): (&'static str, &str, &str),
     json: &str,
     gz: Option<Vec<u8>>,
+    from_source: FromSource<'_>,
 ) -> Result<ToolSpec> {
+    if json.is_empty() && gz.is_none() {
+        if let Some((kind, digest)) = from_source {
+            return source_spec(conn, (table, key, name), kind, digest);
+        }
+    }
     match gz {
         Some(blob) => stored_json(table, key, &blob, "contract"),
         None => parse_spec(table, key, json),
     }
+}
+
+/// The contract of a row that stores none: its source document (one copy in `sources`),
+/// checked against its digest and normalized as when it was stored. Normalizing is
+/// deterministic, so the reading is the stored contract; the callers check the fingerprint.
+fn source_spec(
+    conn: &Connection,
+    (table, key, name): (&'static str, &str, &str),
+    kind: &str,
+    digest: Option<&str>,
+) -> Result<ToolSpec> {
+    let bad = |problem: String| RegistryError::BadRow {
+        table,
+        key: key.to_string(),
+        problem,
+    };
+    let digest =
+        digest.ok_or_else(|| bad("no source digest for a contract read from its source".into()))?;
+    let kind = crate::core::model::Kind::parse(kind)
+        .ok_or_else(|| bad(format!("unknown source kind {kind:?}")))?;
+    let gz: Vec<u8> = conn
+        .query_row("SELECT gz FROM sources WHERE digest = ?1", [digest], |r| {
+            r.get(0)
+        })
+        .optional()?
+        .ok_or_else(|| bad("its stored source document is missing".into()))?;
+    let bytes = codec::gunzip(table, key, &gz)?;
+    drop(gz);
+    if codec::source_digest(&bytes) != digest {
+        return Err(bad("the stored source does not match its digest".into()));
+    }
+    crate::core::normalize::normalize(kind, name, &bytes).map_err(|e| {
+        RegistryError::SourceUnreadable {
+            table,
+            key: key.to_string(),
+            problem: format!("the stored source no longer normalizes ({e}); `schemawatch forget` the watch to register it afresh"),
+        }
+    })
+}
+
+/// Stores a source document once (by digest) for rows about to use it.
+fn store_source(tx: &Transaction<'_>, source: &StoredSource) -> Result<()> {
+    if let (Some(digest), Some(gz)) = (&source.digest, &source.gz) {
+        tx.execute(
+            "INSERT OR IGNORE INTO sources (digest, gz) VALUES (?1, ?2)",
+            params![digest, gz],
+        )?;
+    }
+    Ok(())
+}
+
+/// The source digests `sql` (with `params`) selects, to release after a write drops uses.
+fn digests<P: rusqlite::Params>(tx: &Transaction<'_>, sql: &str, params: P) -> Result<Vec<String>> {
+    Ok(tx
+        .prepare(sql)?
+        .query_map(params, |r| r.get::<_, Option<String>>(0))?
+        .collect::<rusqlite::Result<Vec<_>>>()?
+        .into_iter()
+        .flatten()
+        .collect())
+}
+
+/// Deletes the stored sources among `digests` that no row uses any more: the current accepted
+/// snapshot (a projection upgrade re-reads it), a row whose contract is read from it, an open
+/// review (re-read like the accepted snapshot).
+fn release_sources(tx: &Transaction<'_>, mut digests: Vec<String>) -> Result<()> {
+    digests.sort();
+    digests.dedup();
+    for digest in digests {
+        tx.execute(
+            "DELETE FROM sources WHERE digest = ?1
+               AND NOT EXISTS (SELECT 1 FROM tools WHERE source_digest = ?1)
+               AND NOT EXISTS (SELECT 1 FROM tool_versions
+                               WHERE source_digest = ?1 AND source_kind IS NOT NULL)
+               AND NOT EXISTS (SELECT 1 FROM reviews WHERE source_digest = ?1 AND pruned_at IS NULL
+                               AND (source_kind IS NOT NULL OR state = ?2))",
+            params![digest, ReviewState::Open],
+        )?;
+    }
+    Ok(())
 }
 
 /// A compressed JSON value of `table`/`key`, inflated and deserialized without an
@@ -1107,31 +1326,44 @@ fn stored_json<T: serde::de::DeserializeOwned>(
 /// Drops the candidate and report of a watch's closed reviews beyond the newest
 /// `keep_reviews` (`[storage] keep_reviews`); their metadata stays. Open reviews are never
 /// pruned.
-fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result<()> {
+/// Answers the source digests of the pruned reviews (to release).
+fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result<Vec<String>> {
+    const PRUNED: &str = "WHERE watch = ?1 AND state != ?3 AND pruned_at IS NULL
+           AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?3
+                          ORDER BY id DESC LIMIT ?2)";
+    let dropped = digests(
+        tx,
+        &format!("SELECT source_digest FROM reviews {PRUNED}"),
+        params![watch, i64::from(keep_reviews), ReviewState::Open],
+    )?;
     tx.execute(
-        "UPDATE reviews SET candidate_spec_json = '', report_json = '', candidate_gz = NULL,
-                report_gz = NULL, source_gz = NULL, pruned_at = ?3
-         WHERE watch = ?1 AND state != ?4 AND pruned_at IS NULL
-           AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?4
-                          ORDER BY id DESC LIMIT ?2)",
+        &format!(
+            "UPDATE reviews SET candidate_spec_json = '', report_json = '', candidate_gz = NULL,
+                report_gz = NULL, source_gz = NULL, source_kind = NULL, pruned_at = ?4 {PRUNED}"
+        ),
         params![
             watch,
             i64::from(keep_reviews),
-            now_rfc3339(),
-            ReviewState::Open
+            ReviewState::Open,
+            now_rfc3339()
         ],
     )?;
-    Ok(())
+    Ok(dropped)
 }
 
 /// The stored source of a review's candidate (kept while it is open).
 fn review_source(conn: &Connection, id: i64) -> Result<StoredSource> {
-    let (digest, gz): (Option<String>, Option<Vec<u8>>) = conn.query_row(
-        "SELECT source_digest, source_gz FROM reviews WHERE id = ?1",
+    let (digest, gz, derivable): (Option<String>, Option<Vec<u8>>, bool) = conn.query_row(
+        "SELECT r.source_digest, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
+         FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest WHERE r.id = ?1",
         [id],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
     )?;
-    Ok(StoredSource { digest, gz })
+    Ok(StoredSource {
+        digest,
+        gz,
+        derivable,
+    })
 }
 
 fn parse_spec(table: &'static str, key: &str, json: &str) -> Result<ToolSpec> {
@@ -1147,42 +1379,83 @@ fn parse_spec(table: &'static str, key: &str, json: &str) -> Result<ToolSpec> {
     })
 }
 
+/// A contract just normalized from a document, offered to [`read_tool_given`]: when the
+/// accepted snapshot is that very document (same digest, same projection, same fingerprint),
+/// it is the snapshot's contract, and its stored source need not be normalized again.
+#[derive(Clone, Copy)]
+pub struct Fetched<'a> {
+    pub digest: &'a str,
+    pub spec: &'a ToolSpec,
+    pub fingerprint: &'a str,
+}
+
 fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
-    type Row = (i64, i64, String, i64, String, String, Option<Vec<u8>>);
+    read_tool_given(conn, name, None)
+}
+
+fn read_tool_given(
+    conn: &Connection,
+    name: &str,
+    fetched: Option<Fetched<'_>>,
+) -> Result<Option<StoredTool>> {
+    type Row = (
+        (i64, i64, String, i64, String, String),
+        (Option<Vec<u8>>, Option<String>, Option<String>, bool),
+    );
     let row: Option<Row> = conn
         .query_row(
             "SELECT t.version, t.registry_version, t.fingerprint, t.fingerprint_version, t.spec_json,
-                    t.applied_at, COALESCE(t.spec_gz, v.spec_gz)
+                    t.applied_at, COALESCE(t.spec_gz, v.spec_gz), v.source_kind, v.source_digest,
+                    v.tool IS NOT NULL
              FROM tools t LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
              WHERE t.name = ?1",
             [name],
             |r| {
                 Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    r.get(2)?,
-                    r.get(3)?,
-                    r.get(4)?,
-                    r.get(5)?,
-                    r.get(6)?,
+                    (
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ),
+                    (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
                 ))
             },
         )
         .optional()?;
-    let Some((version, registry_version, fingerprint, fp_version, json, applied_at, gz)) = row
+    let Some((
+        (version, registry_version, fingerprint, fp_version, json, applied_at),
+        (gz, source_kind, source_digest, has_row),
+    )) = row
     else {
         return Ok(None);
     };
-    // An older row keeps its text; a new one has '' there and the contract compressed.
+    // An older row keeps its text; a new one has '' there and the contract in the current
+    // history row (compressed, or read from its source).
     let gz = if json.is_empty() { gz } else { None };
-    if json.is_empty() && gz.is_none() {
+    let from_source = match (&source_kind, json.is_empty() && gz.is_none()) {
+        (Some(kind), true) => Some((kind.as_str(), source_digest.as_deref())),
+        _ => None,
+    };
+    if json.is_empty() && gz.is_none() && (from_source.is_none() || !has_row) {
         return Err(RegistryError::BadRow {
             table: "tools",
             key: name.to_string(),
             problem: format!("no stored contract (history row {version} is missing)"),
         });
     }
-    let spec = stored_spec("tools", name, &json, gz)?;
+    // The document just fetched is the stored one: its fresh reading is the stored contract.
+    let reuse = fetched.filter(|f| {
+        from_source.is_some_and(|(_, d)| d == Some(f.digest))
+            && fp_version == FINGERPRINT_VERSION
+            && f.fingerprint == fingerprint
+    });
+    let spec = match reuse {
+        Some(f) => f.spec.clone(),
+        None => stored_spec(conn, ("tools", name, name), &json, gz, from_source)?,
+    };
     let bad = |problem: String| RegistryError::BadRow {
         table: "tools",
         key: name.to_string(),
@@ -1194,7 +1467,10 @@ fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
             candidate_key(&spec)
         )));
     }
-    if fp_version == FINGERPRINT_VERSION && tool_fingerprint(&spec) != fingerprint {
+    if reuse.is_none()
+        && fp_version == FINGERPRINT_VERSION
+        && tool_fingerprint(&spec) != fingerprint
+    {
         return Err(bad(
             "the stored fingerprint does not match the stored contract".into(),
         ));
@@ -1215,12 +1491,14 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
         (Option<String>, String, String, String),
         (Option<String>, Option<String>, Option<String>),
         (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>),
+        (Option<String>, Option<String>, i64),
     );
     let row: Option<Row> = conn
         .query_row(
             "SELECT watch, state, compatibility, change_count, created_at, base_registry_version,
                     base_fingerprint, candidate_fingerprint, candidate_spec_json, report_json,
-                    decided_at, reviewer, reason, candidate_gz, report_gz, pruned_at
+                    decided_at, reviewer, reason, candidate_gz, report_gz, pruned_at,
+                    source_kind, source_digest, fingerprint_version
              FROM reviews WHERE id = ?1",
             [id],
             |r| {
@@ -1236,6 +1514,7 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
                     (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
                     (r.get(10)?, r.get(11)?, r.get(12)?),
                     (r.get(13)?, r.get(14)?, r.get(15)?),
+                    (r.get(16)?, r.get(17)?, r.get(18)?),
                 ))
             },
         )
@@ -1245,6 +1524,7 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
         (base_fp, cand_fp, spec, report),
         (decided_at, reviewer, reason),
         (candidate_gz, report_gz, pruned_at),
+        (source_kind, source_digest, fp_version),
     )) = row
     else {
         return Ok(None);
@@ -1261,7 +1541,16 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
     let (candidate, report) = if pruned_at.is_some() {
         (None, None)
     } else {
-        let candidate = stored_spec("reviews", &key, &spec, candidate_gz)?;
+        let from_source = source_kind
+            .as_deref()
+            .map(|k| (k, source_digest.as_deref()));
+        let candidate = stored_spec(
+            conn,
+            ("reviews", &key, &watch),
+            &spec,
+            candidate_gz,
+            from_source,
+        )?;
         let report: DriftReport = match report_gz {
             Some(blob) => stored_json("reviews", &key, &blob, "report")?,
             None => {
@@ -1273,6 +1562,15 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
         };
         if candidate_key(&candidate) != watch {
             return Err(bad("candidate belongs to another watch".into()));
+        }
+        // A candidate read from its source is checked like the accepted snapshot (tampering).
+        if from_source.is_some()
+            && fp_version == FINGERPRINT_VERSION
+            && tool_fingerprint(&candidate) != cand_fp
+        {
+            return Err(bad(
+                "the stored fingerprint does not match the candidate read from its source".into(),
+            ));
         }
         (Some(candidate), Some(report))
     };
@@ -1327,8 +1625,18 @@ fn apply_in(
     )?;
     let new_head = head + 1;
     let fingerprint = tool_fingerprint(spec);
-    // Compressed once, stored in the history row; the `tools` row reads it from there.
-    let gz = codec::gz_json(spec);
+    // One copy of the contract, in the history row (the `tools` row reads it from there): its
+    // source document when the contract can be read back from it, else the contract
+    // compressed. The document itself is stored once, in `sources`.
+    let derived = source.derived();
+    let gz = (!derived).then(|| codec::gz_json(spec));
+    store_source(tx, source)?;
+    let dropped = digests(
+        tx,
+        "SELECT source_digest FROM tools WHERE name = ?1
+         UNION ALL SELECT source_digest FROM tool_versions WHERE tool = ?1 AND version <= ?2",
+        params![name, next_tool_version - i64::from(keep_versions)],
+    )?;
     let now = now_rfc3339();
     let position: i64 = match &current {
         Some(_) => tx.query_row("SELECT position FROM tools WHERE name = ?1", [&name], |r| {
@@ -1345,14 +1653,15 @@ fn apply_in(
     tx.execute(
         "INSERT OR REPLACE INTO tools (name, kind, position, version, registry_version, fingerprint,
             fingerprint_version, spec_json, applied_at, spec_gz, source_digest, source_gz)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, ?10)",
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, NULL)",
         params![name, spec.kind.as_str(), position, next_tool_version, new_head, fingerprint,
-            FINGERPRINT_VERSION, now, source.digest, source.gz],
+            FINGERPRINT_VERSION, now, source.digest],
     )?;
     tx.execute(
         "INSERT INTO tool_versions (tool, version, registry_version, fingerprint, fingerprint_version,
-            spec_json, applied_at, compatibility, review_id, reviewer, reason, spec_gz, source_digest)
-         VALUES (?1, ?2, ?3, ?4, ?5, '', ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            spec_json, applied_at, compatibility, review_id, reviewer, reason, spec_gz, source_digest,
+            source_kind)
+         VALUES (?1, ?2, ?3, ?4, ?5, '', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
         params![
             name,
             next_tool_version,
@@ -1366,12 +1675,14 @@ fn apply_in(
             provenance.reason,
             gz,
             source.digest,
+            derived.then(|| spec.kind.as_str()),
         ],
     )?;
     tx.execute(
         "DELETE FROM tool_versions WHERE tool = ?1 AND version <= ?2",
         params![name, next_tool_version - i64::from(keep_versions)],
     )?;
+    release_sources(tx, dropped)?;
     let bumped = tx.execute(
         "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",
         params![head, new_head],
@@ -1383,6 +1694,11 @@ fn apply_in(
 }
 
 fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
+    let dropped = digests(
+        tx,
+        "SELECT source_digest FROM reviews WHERE watch = ?1 AND state = ?2",
+        params![watch, ReviewState::Open],
+    )?;
     tx.execute(
         "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE watch = ?1 AND state = ?4",
         params![
@@ -1392,6 +1708,7 @@ fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
             ReviewState::Open
         ],
     )?;
+    release_sources(tx, dropped)?;
     Ok(())
 }
 

@@ -5,13 +5,16 @@ use super::*;
 use crate::core::diff::classify;
 use crate::core::normalize::openapi::normalize;
 
-fn spec(max: u32) -> ToolSpec {
-    let doc = format!(
+fn doc(max: u32) -> String {
+    format!(
         r#"{{"openapi":"3.0.3","info":{{"title":"t","version":"1"}},"paths":{{"/pets":{{"get":{{"operationId":"listPets",
         "parameters":[{{"name":"limit","in":"query","schema":{{"type":"integer","maximum":{max}}}}}],
         "responses":{{"200":{{"description":"ok"}}}}}}}}}}}}"#
-    );
-    normalize("acme.pets", doc.as_bytes()).unwrap()
+    )
+}
+
+fn spec(max: u32) -> ToolSpec {
+    normalize("acme.pets", doc(max).as_bytes()).unwrap()
 }
 
 fn state(status: &str) -> WatchState {
@@ -413,7 +416,7 @@ fn closed_reviews_beyond_keep_reviews_keep_their_metadata_only() {
     for max in [10, 20, 30, 40, 50] {
         let candidate = spec(max);
         let report = classify(&t.spec, &candidate, &Default::default());
-        let source = StoredSource::of(format!("doc {max}").as_bytes());
+        let source = StoredSource::of(doc(max).as_bytes());
         match r
             .queue_review(
                 &base,
@@ -520,4 +523,135 @@ fn newly_read_text_with_hidden_characters_is_not_baselined() {
         Some("Reads a file.")
     );
     assert_eq!(r.history("acme.tools").unwrap()[0].note, None);
+}
+
+fn count(path: &Path, sql: &str) -> i64 {
+    Connection::open(path)
+        .unwrap()
+        .query_row(sql, [], |r| r.get(0))
+        .unwrap()
+}
+
+#[test]
+fn contracts_are_read_from_their_one_stored_source_which_is_dropped_with_its_last_use() {
+    let (dir, mut r) = open();
+    let path = dir.path().join("nested/registry.sqlite3");
+    let apply = |r: &mut Registry, max: u32| {
+        let base = r.tool("acme.pets").unwrap().map(|t| CasBase {
+            registry_version: t.registry_version,
+            fingerprint: t.fingerprint,
+        });
+        r.apply_with_state(
+            &spec(max),
+            base.as_ref(),
+            &Provenance::default(),
+            2,
+            &state("applied"),
+            None,
+            &StoredSource::of(doc(max).as_bytes()),
+        )
+        .unwrap();
+    };
+    apply(&mut r, 100);
+    // One copy: the source, shared by the `tools` row and its history row; no contract.
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 1);
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM tool_versions WHERE spec_gz IS NULL AND source_kind = 'openapi'"
+        ),
+        1
+    );
+    assert_eq!(
+        count(&path, "SELECT count(*) FROM tools WHERE source_gz IS NULL"),
+        1
+    );
+    let t = r.tool("acme.pets").unwrap().unwrap();
+    assert_eq!(tool_fingerprint(&t.spec), tool_fingerprint(&spec(100)));
+    assert_eq!(t.spec.endpoints, spec(100).endpoints);
+
+    // A review candidate of another document, then accepted: still one copy of each document.
+    let report = classify(&t.spec, &spec(10), &Default::default());
+    let base = CasBase {
+        registry_version: t.registry_version,
+        fingerprint: t.fingerprint.clone(),
+    };
+    let Queued::New { id, .. } = r
+        .queue_review(
+            &base,
+            &spec(10),
+            &report,
+            &state("pending_review"),
+            &StoredSource::of(doc(10).as_bytes()),
+            100,
+        )
+        .unwrap()
+    else {
+        panic!("queued")
+    };
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 2);
+    let review = r.review(id).unwrap();
+    assert_eq!(
+        review.candidate.map(|c| tool_fingerprint(&c)),
+        Some(tool_fingerprint(&spec(10)))
+    );
+    r.accept(id, "alice", "ok", 2).unwrap();
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 2);
+    let snapshots = r.snapshots("acme.pets").unwrap();
+    assert_eq!(
+        snapshots
+            .iter()
+            .map(|(_, _, s)| tool_fingerprint(s))
+            .collect::<Vec<_>>(),
+        vec![tool_fingerprint(&spec(100)), tool_fingerprint(&spec(10))]
+    );
+
+    // `keep_versions = 2`: version 1 leaves the history, and its document (no other row
+    // uses it) goes with it.
+    apply(&mut r, 200);
+    assert_eq!(count(&path, "SELECT count(*) FROM tool_versions"), 2);
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 2);
+    assert_eq!(
+        count(
+            &path,
+            &format!(
+                "SELECT count(*) FROM sources WHERE digest = '{}'",
+                codec::source_digest(doc(100).as_bytes())
+            )
+        ),
+        0
+    );
+    assert!(r.forget("acme.pets").unwrap());
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 0);
+}
+
+#[test]
+fn a_document_that_could_spell_hidden_text_keeps_its_contract_beside_its_source() {
+    let (dir, mut r) = open();
+    let path = dir.path().join("nested/registry.sqlite3");
+    let text = doc(100).replace("\"title\":\"t\"", "\"title\":\"t\\u00e9\"");
+    let spec = normalize("acme.pets", text.as_bytes()).unwrap();
+    r.apply_with_state(
+        &spec,
+        None,
+        &Provenance::default(),
+        100,
+        &state("registered"),
+        None,
+        &StoredSource::of(text.as_bytes()),
+    )
+    .unwrap();
+    assert_eq!(
+        count(
+            &path,
+            "SELECT count(*) FROM tool_versions WHERE spec_gz IS NOT NULL AND source_kind IS NULL"
+        ),
+        1
+    );
+    // The source is kept for a projection upgrade (the current accepted snapshot).
+    assert_eq!(count(&path, "SELECT count(*) FROM sources"), 1);
+    assert_eq!(
+        r.tool("acme.pets").unwrap().unwrap().fingerprint,
+        tool_fingerprint(&spec)
+    );
 }

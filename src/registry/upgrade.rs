@@ -5,7 +5,9 @@
 //! projection models that holds hidden characters is never baselined this way: that row is
 //! left to the next fetch, which classifies it (`hidden-text-added`).
 
-use super::{codec, read_review, read_tool, Result, ReviewState, FINGERPRINT_VERSION};
+use super::{
+    codec, read_review, read_tool, RegistryError, Result, ReviewState, FINGERPRINT_VERSION,
+};
 use crate::core::diff::{classify, ClassifyPolicy};
 use crate::core::fingerprint::tool_fingerprint;
 use crate::core::model::{DriftReport, ToolSpec};
@@ -64,6 +66,15 @@ fn renormalize(
     Ok(Some((spec, report)))
 }
 
+/// A row read from a source this release no longer normalizes is left to the
+/// re-fingerprinting pass (which logs it, and reads of it fail closed), not an open failure.
+fn readable<T>(read: Result<Option<T>>) -> Result<Option<T>> {
+    match read {
+        Err(RegistryError::SourceUnreadable { .. }) => Ok(None),
+        other => other,
+    }
+}
+
 fn before_key(spec: &ToolSpec) -> String {
     super::candidate_key(spec)
 }
@@ -71,20 +82,27 @@ fn before_key(spec: &ToolSpec) -> String {
 /// Accepted snapshots stored with their source: re-normalized in place (the current history
 /// row carries the note), and open reviews based on them follow the new base fingerprint.
 pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
-    let rows: Vec<(String, Vec<u8>)> = tx
+    // The source: in `sources` (migration 0004 on) or in the row (migration 0003).
+    let rows: Vec<(String, Vec<u8>, bool)> = tx
         .prepare(
-            "SELECT name, source_gz FROM tools WHERE fingerprint_version < ?1 AND source_gz IS NOT NULL",
+            "SELECT t.name, COALESCE(t.source_gz, s.gz), v.source_kind IS NOT NULL
+             FROM tools t LEFT JOIN sources s ON s.digest = t.source_digest
+                  LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
+             WHERE t.fingerprint_version < ?1 AND COALESCE(t.source_gz, s.gz) IS NOT NULL",
         )?
-        .query_map([FINGERPRINT_VERSION], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .query_map([FINGERPRINT_VERSION], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
-    for (name, gz) in rows {
-        let Some(current) = read_tool(tx, &name)? else {
+    for (name, gz, from_source) in rows {
+        let Some(current) = readable(read_tool(tx, &name))? else {
             continue;
         };
         let Some((spec, _)) = renormalize("tools", &name, &current.spec, &gz)? else {
             continue;
         };
         let fingerprint = tool_fingerprint(&spec);
+        // A row read from its source stays so: this release's reading of it is `spec`.
         tx.execute(
             "UPDATE tool_versions SET spec_json = '', spec_gz = ?3, fingerprint = ?4,
                 fingerprint_version = ?5, note = 'projection-upgrade'
@@ -92,7 +110,7 @@ pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
             params![
                 name,
                 current.version,
-                codec::gz_json(&spec),
+                (!from_source).then(|| codec::gz_json(&spec)),
                 fingerprint,
                 FINGERPRINT_VERSION
             ],
@@ -114,17 +132,19 @@ pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
 /// Open review candidates stored with their source: re-normalized in place (same id, still
 /// open); the report keeps its changes and takes the new fingerprints.
 pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
-    let rows: Vec<(i64, Vec<u8>)> = tx
+    let rows: Vec<(i64, Vec<u8>, bool)> = tx
         .prepare(
-            "SELECT id, source_gz FROM reviews
-             WHERE state = ?2 AND fingerprint_version < ?1 AND source_gz IS NOT NULL",
+            "SELECT r.id, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
+             FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest
+             WHERE r.state = ?2 AND r.fingerprint_version < ?1
+               AND COALESCE(r.source_gz, s.gz) IS NOT NULL",
         )?
         .query_map(params![FINGERPRINT_VERSION, ReviewState::Open], |r| {
-            Ok((r.get(0)?, r.get(1)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
-    for (id, gz) in rows {
-        let Some(review) = read_review(tx, id)? else {
+    for (id, gz, from_source) in rows {
+        let Some(review) = readable(read_review(tx, id))? else {
             continue;
         };
         let (Some(before), Some(mut report)) = (review.candidate, review.report) else {
@@ -147,7 +167,8 @@ pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
             "UPDATE reviews SET candidate_spec_json = '', candidate_gz = ?2, candidate_fingerprint = ?3,
                 fingerprint_version = ?4, report_json = '', report_gz = ?5
              WHERE id = ?1",
-            params![id, codec::gz_json(&spec), fingerprint, FINGERPRINT_VERSION, codec::gz_json(&report)],
+            params![id, (!from_source).then(|| codec::gz_json(&spec)), fingerprint, FINGERPRINT_VERSION,
+                codec::gz_json(&report)],
         )?;
     }
     Ok(())

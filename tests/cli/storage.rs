@@ -179,3 +179,193 @@ fn h13_max_endpoints_refuses_an_oversized_contract_and_stores_nothing() {
         run.describe()
     );
 }
+
+/// An OpenAPI document of `ops` small operations (each an id, a query parameter and a 200
+/// response, like scripts/gen-large-openapi): its normalized contract, every default written,
+/// compresses to about twice the document's size, so storing contracts shows in the file.
+fn many_ops(ops: usize, skip: Option<usize>) -> Vec<u8> {
+    let mut paths = serde_json::Map::new();
+    for i in (0..ops).filter(|i| Some(*i) != skip) {
+        paths.insert(
+            format!("/items/{i}"),
+            json!({"get": {
+                "operationId": format!("getItem{i}"),
+                "parameters": [{"name": format!("q{i}"), "in": "query", "schema": {"type": "string"}}],
+                "responses": {"200": {"description": "ok"}}
+            }}),
+        );
+    }
+    json!({"openapi": "3.0.3", "info": {"title": "Items", "version": "1"}, "paths": paths})
+        .to_string()
+        .into_bytes()
+}
+
+fn gzip_len(bytes: &[u8]) -> u64 {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(bytes).unwrap();
+    gz.finish().unwrap().len() as u64
+}
+
+/// SQLite stores a blob in whole pages: what one stored value may cost beyond its bytes.
+const PAGE_SLACK: u64 = 4096;
+
+#[test]
+fn h12_each_stored_version_costs_at_most_the_documents_gzip_size_and_reads_back() {
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.items\"\nkind = \"openapi\"\npath = \"items.json\"\napply_compatible = true\n",
+    );
+    let fingerprint = |sb: &Sandbox| sb.status()["watches"][0]["fingerprint"].clone();
+    let mut fingerprints = Vec::new();
+    sb.write_file("items.json", &many_ops(1500, None));
+    let (run, out) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(out["outcomes"][0]["action"], "registered", "{out}");
+    fingerprints.push(fingerprint(&sb));
+    let registered = registry_bytes(&sb);
+
+    // Versions 2..=6: one operation more each (compatible, applied).
+    let versions = 5u64;
+    let mut largest = 0;
+    for k in 1..=versions as usize {
+        let doc = many_ops(1500 + k, None);
+        largest = largest.max(gzip_len(&doc));
+        sb.write_file("items.json", &doc);
+        let (_, out) = sb.check(&[]);
+        assert_eq!(out["outcomes"][0]["action"], "applied", "{out}");
+        fingerprints.push(fingerprint(&sb));
+    }
+    let applied = registry_bytes(&sb);
+    eprintln!(
+        "registry: {registered} bytes after register, {applied} after {versions} more versions; gzip of a document {largest}"
+    );
+    assert!(
+        applied - registered <= versions * (largest + PAGE_SLACK) + 16 * 1024,
+        "{versions} versions grew the registry by {} bytes; each document is {largest} bytes gzipped",
+        applied - registered
+    );
+
+    // A breaking candidate (one operation removed): one more stored version, and its report.
+    let breaking = many_ops(1500 + versions as usize, Some(7));
+    sb.write_file("items.json", &breaking);
+    let (_, out) = sb.check(&[]);
+    assert_eq!(out["outcomes"][0]["action"], "pending_review", "{out}");
+    let id = out["outcomes"][0]["review_id"].as_i64().unwrap();
+    let queued = registry_bytes(&sb);
+    assert!(
+        queued - applied <= gzip_len(&breaking) + 2 * PAGE_SLACK + 8 * 1024,
+        "a review grew the registry by {} bytes",
+        queued - applied
+    );
+    let shown = sb.pending_show(id);
+    assert_eq!(shown["state"], "open", "{shown}");
+    assert_eq!(
+        shown["report"]["changes"].as_array().map(Vec::len),
+        Some(1),
+        "{shown}"
+    );
+
+    // Accepting it stores nothing new: the accepted version is the candidate's document.
+    let cfg = sb.config_arg();
+    sb.run(&[
+        "pending",
+        "accept",
+        &id.to_string(),
+        "--config",
+        &cfg,
+        "--reviewer",
+        "alice",
+        "--reason",
+        "ok",
+    ])
+    .assert_code(0);
+    let accepted = registry_bytes(&sb);
+    assert!(
+        accepted <= queued + 2 * PAGE_SLACK,
+        "accepting grew the registry from {queued} to {accepted} bytes"
+    );
+    fingerprints.push(fingerprint(&sb));
+    assert_eq!(
+        shown["candidate_fingerprint"],
+        fingerprints[fingerprints.len() - 1]
+    );
+
+    // Every version reads back as recorded: history (newest first), the catalog of every
+    // stored snapshot, the accepted contract, and the same document is `unchanged`.
+    let history: Vec<Value> = sb
+        .history("acme.items")
+        .iter()
+        .rev()
+        .map(|h| h["fingerprint"].clone())
+        .collect();
+    assert_eq!(history, fingerprints);
+    sb.run(&["catalog", "export", "--config", &cfg])
+        .assert_code(0);
+    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
+    let inspect = sb.run(&[
+        "inspect",
+        "diff",
+        "acme.items",
+        "--old-db",
+        &db,
+        "--new-db",
+        &db,
+        "--json",
+    ]);
+    inspect.assert_code(0);
+    assert_eq!(
+        inspect.json()["compatibility"],
+        "identical",
+        "{}",
+        inspect.describe()
+    );
+    let (_, out) = sb.check(&[]);
+    assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
+    sb.write_file("items.json", &many_ops(1500, None));
+    let (_, out) = sb.check(&[]);
+    assert_eq!(out["outcomes"][0]["action"], "pending_review", "{out}");
+}
+
+#[test]
+fn h12_a_stored_source_that_was_tampered_with_fails_closed() {
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.items\"\nkind = \"openapi\"\npath = \"items.json\"\n",
+    );
+    sb.write_file("items.json", &many_ops(20, None));
+    sb.check(&[]).0.assert_code(0);
+    // Another (valid) document in place of the stored one: its reading is another contract.
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let other = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&many_ops(19, None)).unwrap();
+        gz.finish().unwrap()
+    };
+    assert_eq!(
+        conn.execute("UPDATE sources SET gz = ?1", [other]).unwrap(),
+        1
+    );
+    drop(conn);
+    let cfg = sb.config_arg();
+    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
+    let inspect = sb.run(&[
+        "inspect",
+        "diff",
+        "acme.items",
+        "--old-db",
+        &db,
+        "--new-db",
+        &db,
+        "--json",
+    ]);
+    assert_ne!(inspect.code, 0, "{}", inspect.describe());
+    assert!(
+        inspect.stderr_text().contains("is invalid"),
+        "{}",
+        inspect.describe()
+    );
+    let export = sb.run(&["catalog", "export", "--config", &cfg]);
+    assert_ne!(export.code, 0, "{}", export.describe());
+}

@@ -108,7 +108,10 @@ fn a_registry_of_the_previous_release_raises_no_review_for_unchanged_documents()
 fn age_projection(registry: &std::path::Path) {
     use std::io::{Read, Write};
     let conn = rusqlite::Connection::open(registry).expect("open registry");
-    let older = |gz: Vec<u8>| -> Vec<u8> {
+    // A contract read from its stored source (migration 0004) has no stored copy to age:
+    // only its fingerprints are the older projection's.
+    let older = |gz: Option<Vec<u8>>| -> Option<Vec<u8>> {
+        let gz = gz?;
         let mut text = Vec::new();
         flate2::read::GzDecoder::new(&gz[..])
             .read_to_end(&mut text)
@@ -120,9 +123,9 @@ fn age_projection(registry: &std::path::Path) {
             .remove(0);
         let mut out = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
         out.write_all(spec.to_string().as_bytes()).expect("deflate");
-        out.finish().expect("deflate")
+        Some(out.finish().expect("deflate"))
     };
-    let rows: Vec<(i64, Vec<u8>)> = conn
+    let rows: Vec<(i64, Option<Vec<u8>>)> = conn
         .prepare("SELECT rowid, spec_gz FROM tool_versions")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -147,7 +150,7 @@ fn age_projection(registry: &std::path::Path) {
         [],
     )
     .unwrap();
-    let rows: Vec<(i64, Vec<u8>)> = conn
+    let rows: Vec<(i64, Option<Vec<u8>>)> = conn
         .prepare("SELECT id, candidate_gz FROM reviews")
         .unwrap()
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -172,10 +175,30 @@ fn age_projection(registry: &std::path::Path) {
 
 #[test]
 fn a_projection_bump_re_normalizes_stored_sources_and_raises_no_review() {
+    // Plain documents: the contracts are read from the stored sources (nothing to age).
+    projection_bump(|pets| pets.bytes(), false);
+}
+
+#[test]
+fn a_projection_bump_re_normalizes_stored_sources_beside_stored_contracts() {
+    // An escape that could spell a hidden character: the contracts are stored beside the
+    // sources, and the aged ones are an older reading (one endpoint fewer).
+    projection_bump(
+        |pets| {
+            String::from_utf8(pets.bytes())
+                .unwrap()
+                .replacen("\"Acme Pets\"", "\"Acme Pets \\u00e9\"", 1)
+                .into_bytes()
+        },
+        true,
+    );
+}
+
+fn projection_bump(bytes: fn(&crate::common::Pets) -> Vec<u8>, stored_contracts: bool) {
     use crate::common::Pets;
     let sb = Sandbox::new();
-    sb.write_file("pets.json", &Pets::v1().bytes());
-    sb.write_file("toys.json", &Pets::v1().bytes());
+    sb.write_file("pets.json", &bytes(&Pets::v1()));
+    sb.write_file("toys.json", &bytes(&Pets::v1()));
     sb.write_config(
         "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n\n[[watch]]\nname = \"acme.toys\"\nkind = \"openapi\"\npath = \"toys.json\"\n",
     );
@@ -186,8 +209,8 @@ fn a_projection_bump_re_normalizes_stored_sources_and_raises_no_review() {
         show_by_id: false,
         ..Pets::v1()
     };
-    sb.write_file("pets.json", &breaking.bytes());
-    sb.write_file("toys.json", &breaking.bytes());
+    sb.write_file("pets.json", &bytes(&breaking));
+    sb.write_file("toys.json", &bytes(&breaking));
     let (_, out) = sb.check(&[]);
     let ids: Vec<i64> = (0..2)
         .map(|i| out["outcomes"][i]["review_id"].as_i64().expect("queued"))
@@ -206,6 +229,16 @@ fn a_projection_bump_re_normalizes_stored_sources_and_raises_no_review() {
     ])
     .assert_code(0);
     let before = sb.registry_version();
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let contracts: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM tool_versions WHERE spec_gz IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(contracts, if stored_contracts { 2 } else { 0 });
+    drop(conn);
     age_projection(&sb.path("registry.sqlite3"));
 
     let (run, out) = sb.check(&[]);
