@@ -99,7 +99,8 @@ pub fn source_digest(bytes: &[u8]) -> String {
 
 /// Whether any reading of `bytes` could hold a hidden character (`core::hidden`): one as
 /// written, an escape that could decode to one (JSON, YAML and GraphQL backslash escapes other
-/// than the plainly visible ones, XML character references and `&lt;`), or an HTML comment.
+/// than the plainly visible ones, XML character references and `&lt;`, a percent-encoded
+/// control or non-ASCII byte), or an HTML comment.
 /// Conservative: a false "yes" only costs storage (the contract is then stored beside the
 /// source, so a projection upgrade can still compare the earlier reading for newly modelled
 /// hidden text); a "no" is sound, because no normalizer can then produce a hidden character.
@@ -108,6 +109,14 @@ pub fn can_spell_hidden(bytes: &[u8]) -> bool {
         return true;
     };
     if text.contains("<!--") || text.contains("&#") || text.contains("&lt;") {
+        return true;
+    }
+    let hex = |b: u8| (b as char).to_digit(16);
+    let percent_encoded = bytes.windows(3).any(|w| {
+        w[0] == b'%'
+            && matches!((hex(w[1]), hex(w[2])), (Some(hi), Some(lo)) if { let v = hi * 16 + lo; v < 0x20 || v >= 0x7F })
+    });
+    if percent_encoded {
         return true;
     }
     let mut chars = text.chars();
@@ -149,7 +158,7 @@ mod tests {
     #[test]
     fn a_document_that_could_spell_a_hidden_character_is_recognized() {
         assert!(!can_spell_hidden(
-            br#"{"a": "plain \"text\" \\d+ \n", "b": [1, 2]}"#
+            br#"{"a": "plain \"text\" \\d+ \n 100% of /a%20b", "b": [1, 2]}"#
         ));
         for doc in [
             &b"{\"a\": \"zero\xe2\x80\x8bwidth\"}"[..],
@@ -160,6 +169,8 @@ mod tests {
             b"<a>&lt;!-- x --&gt;</a>",
             br#"{"description": "<!-- hidden -->"}"#,
             b"\xff\xfe",
+            b"$ref: '#/components/schemas/A%E2%80%8B'",
+            b"a: \"%0b\"",
         ] {
             assert!(can_spell_hidden(doc), "{}", String::from_utf8_lossy(doc));
         }
