@@ -96,7 +96,7 @@ pub enum RegistryError {
     #[error("review {id} is superseded: {why}")]
     Superseded { id: i64, why: String },
     /// A contract read from its stored source (migration 0004) that this release's normalizer
-    /// no longer reads: the row fails closed; `forget` the watch to register it afresh.
+    /// no longer reads: the row fails closed; `watch forget` registers the watch afresh.
     #[error("registry row {table}/{key} is invalid: {problem}")]
     SourceUnreadable {
         table: &'static str,
@@ -1265,7 +1265,7 @@ fn source_spec(
         RegistryError::SourceUnreadable {
             table,
             key: key.to_string(),
-            problem: format!("the stored source no longer normalizes ({e}); `schemawatch forget` the watch to register it afresh"),
+            problem: format!("the stored source no longer normalizes ({e}); `schemawatch watch forget` registers the watch afresh"),
         }
     })
 }
