@@ -119,17 +119,39 @@ pub fn can_spell_hidden(bytes: &[u8]) -> bool {
     if percent_encoded {
         return true;
     }
-    let mut chars = text.chars();
+    let mut chars = text.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '\\' {
-            // `\\`, `\"`, `\/`, `\n`, `\t` decode to visible text (or TAB / LF, which are not
-            // hidden); anything else (`\u`, `\b`, `\r`, `\x`, `\0`, a line break, ...) may not.
-            match chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                // Visible text, or TAB / LF (not hidden).
                 Some('\\' | '"' | '/' | 'n' | 't') => {}
+                // `\uXXXX` (JSON, YAML, GraphQL): safe when it decodes to a visible non-ASCII
+                // character (`é`, which cannot be part of `<!--`), an ASCII letter or digit, or
+                // a space; a surrogate (a pair may spell a tag character) is not.
+                Some('u') => {
+                    let digits: String = chars.by_ref().take(4).collect();
+                    let decoded = u32::from_str_radix(&digits, 16)
+                        .ok()
+                        .filter(|_| {
+                            digits.len() == 4 && digits.bytes().all(|b| b.is_ascii_hexdigit())
+                        })
+                        .and_then(char::from_u32);
+                    let visible = decoded.is_some_and(|d| {
+                        (!d.is_ascii() && !crate::core::hidden::is_hidden(d))
+                            || d.is_ascii_alphanumeric()
+                            || d == ' '
+                    });
+                    if !visible {
+                        return true;
+                    }
+                }
+                // `\b`, `\r`, `\x`, `\U`, `\0`, an escaped line break, ...
                 _ => return true,
-            }
-        } else if crate::core::hidden::is_hidden(c) {
-            return true;
+            },
+            // A CRLF is folded to LF before anything is judged hidden; a lone CR is not.
+            '\r' if chars.peek() == Some(&'\n') => {}
+            c if crate::core::hidden::is_hidden(c) => return true,
+            _ => {}
         }
     }
     false
@@ -158,12 +180,16 @@ mod tests {
     #[test]
     fn a_document_that_could_spell_a_hidden_character_is_recognized() {
         assert!(!can_spell_hidden(
-            br#"{"a": "plain \"text\" \\d+ \n 100% of /a%20b", "b": [1, 2]}"#
+            b"{\"a\": \"plain \\\"text\\\" \\\\d+ \\n 100% of /a%20b caf\\u00e9 \\u0041\",\r\n\"b\": [1, 2]}"
         ));
         for doc in [
             &b"{\"a\": \"zero\xe2\x80\x8bwidth\"}"[..],
             br#"{"a": "\u200b"}"#,
             br#"{"a": "\b"}"#,
+            br#"{"a": "\u003c!-- hidden --\u003e"}"#,
+            br#"{"a": "\udb40\udc41"}"#,
+            br#"{"a": "\u20"}"#,
+            b"a: b\rc",
             b"a: \"\\x0b\"\r\n",
             b"<a>&#x200B;</a>",
             b"<a>&lt;!-- x --&gt;</a>",

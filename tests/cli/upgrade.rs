@@ -187,7 +187,7 @@ fn a_projection_bump_re_normalizes_stored_sources_beside_stored_contracts() {
         |pets| {
             String::from_utf8(pets.bytes())
                 .unwrap()
-                .replacen("\"Acme Pets\"", "\"Acme Pets \\u00e9\"", 1)
+                .replacen("\"Acme Pets\"", "\"Acme Pets \\u0021\"", 1)
                 .into_bytes()
         },
         true,
