@@ -114,7 +114,10 @@ pub fn can_spell_hidden(bytes: &[u8]) -> bool {
     let hex = |b: u8| (b as char).to_digit(16);
     let percent_encoded = bytes.windows(3).any(|w| {
         w[0] == b'%'
-            && matches!((hex(w[1]), hex(w[2])), (Some(hi), Some(lo)) if { let v = hi * 16 + lo; v < 0x20 || v >= 0x7F })
+            && match (hex(w[1]), hex(w[2])) {
+                (Some(hi), Some(lo)) => !(0x20..0x7F).contains(&(hi * 16 + lo)),
+                _ => false,
+            }
     });
     if percent_encoded {
         return true;
