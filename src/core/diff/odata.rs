@@ -8,7 +8,7 @@
 use super::endpoint::META_CHANGED;
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::Emitter;
+use super::{Emitter, UNCLASSIFIED_CHANGE};
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
@@ -353,6 +353,23 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     )
                 },
             ),
+            // Attributes and child elements the model has no place for (deny by default).
+            "unread" => {
+                let map =
+                    |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
+                let (ob, nb) = (map(before), map(after));
+                let names: BTreeSet<&String> = ob.keys().chain(nb.keys()).collect();
+                for name in names.into_iter().filter(|k| ob.get(*k) != nb.get(*k)) {
+                    out.emit(
+                        &UNCLASSIFIED_CHANGE,
+                        &format!("{at}.{name}"),
+                        "unclassified_change",
+                        ob.get(name).cloned(),
+                        nb.get(name).cloned(),
+                        format!("The {name} of {}, kept but not modelled, changed.", n.name),
+                    );
+                }
+            }
             "bindings" | "entitySet" => out.emit(
                 &ADDRESSING_CHANGED,
                 &format!("{at}.{key}"),
