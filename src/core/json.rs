@@ -583,7 +583,7 @@ pub fn to_canonical_string(value: &Value) -> String {
     out
 }
 
-fn write_canonical(value: &Value, out: &mut String) {
+pub fn write_canonical(value: &Value, out: &mut String) {
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),

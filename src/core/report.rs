@@ -4,7 +4,7 @@
 //! (`\u{E0041}`, [`crate::core::hidden`]); JSON keeps the exact strings.
 
 use crate::core::hidden::escape_hidden;
-use crate::core::json::to_canonical_string;
+use crate::core::json::{to_canonical_string, write_canonical, write_json_string};
 use crate::core::model::{Change, DriftReport, Severity};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -22,16 +22,30 @@ pub fn visible(text: &str) -> String {
 pub fn change_id(c: &Change) -> String {
     use sha2::{Digest, Sha256};
     let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
-    let identity = json!({
-        "after": c.after.as_ref().map(|v| &v.0),
-        "before": c.before.as_ref().map(|v| &v.0),
-        "path": c.path,
-        "rule": rule,
-    });
-    let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
-    let mut id = String::from("chg1:");
+    // The canonical text of `{"after", "before", "path", "rule"}` (keys in canonical order),
+    // written in place: building the object would copy both values first.
+    let mut identity = String::with_capacity(64 + c.path.len());
+    identity.push_str("{\"after\":");
+    match &c.after {
+        Some(v) => write_canonical(&v.0, &mut identity),
+        None => identity.push_str("null"),
+    }
+    identity.push_str(",\"before\":");
+    match &c.before {
+        Some(v) => write_canonical(&v.0, &mut identity),
+        None => identity.push_str("null"),
+    }
+    identity.push_str(",\"path\":");
+    write_json_string(&c.path, &mut identity);
+    identity.push_str(",\"rule\":");
+    write_json_string(rule, &mut identity);
+    identity.push('}');
+    let digest = Sha256::digest(identity.as_bytes());
+    let mut id = String::with_capacity(21);
+    id.push_str("chg1:");
     for byte in &digest[..8] {
-        id.push_str(&format!("{byte:02x}"));
+        use std::fmt::Write as _;
+        let _ = write!(id, "{byte:02x}");
     }
     id
 }
@@ -205,4 +219,59 @@ pub fn report_markdown(report: &DriftReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::ValueOrd;
+
+    /// The id as first published: the canonical JSON of the identity object, hashed. Ids are
+    /// what `[accept]` lists pin, so the in-place writer must give the same bytes.
+    fn published_id(c: &Change) -> String {
+        use sha2::{Digest, Sha256};
+        let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
+        let identity = json!({
+            "after": c.after.as_ref().map(|v| &v.0),
+            "before": c.before.as_ref().map(|v| &v.0),
+            "path": c.path,
+            "rule": rule,
+        });
+        let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
+        let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+        format!("chg1:{hex}")
+    }
+
+    #[test]
+    fn change_ids_are_the_published_ones() {
+        let change = |before: Option<Value>, after: Option<Value>, path: &str, rule: &str| Change {
+            path: path.into(),
+            kind: "k".into(),
+            rule: rule.into(),
+            severity: Severity::Breaking,
+            before: before.map(ValueOrd),
+            after: after.map(ValueOrd),
+            message: "m".into(),
+        };
+        let cases = [
+            change(None, None, "", "unclassified-change"),
+            change(
+                Some(json!({"type": "string", "é": [1, 2.5, null], "\u{1F600}": "\"q\"\n"})),
+                None,
+                "endpoints.listPets.parameters.query.limit",
+                "request-parameter-removed",
+            ),
+            change(
+                Some(json!(1)),
+                Some(json!({"b": {"a": true}, "a": "x"})),
+                "p.\u{7}\u{2028}",
+                "no-such-rule",
+            ),
+            // A rule id that was split (its stable id is the published one).
+            change(None, Some(json!("v")), "x", "response-type-changed"),
+        ];
+        for c in &cases {
+            assert_eq!(change_id(c), published_id(c), "{c:?}");
+        }
+    }
 }

@@ -8,7 +8,7 @@
 use super::endpoint::META_CHANGED;
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::Emitter;
+use super::{Emitter, UNCLASSIFIED_CHANGE};
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
@@ -111,6 +111,51 @@ pub static RESPONSE_FACET_TIGHTENED: Rule = Rule::new(
 )
 .keywords(&[FACETS_KEYWORD]);
 
+pub static PERMISSIONS_WRITE_GRANTED: Rule = Rule::new(
+    "permissions-write-granted",
+    Security,
+    Side::Schema,
+    "A value became writable (`Core.Permissions` gained `Write`, or a read-only `Core.Permissions` was dropped): a side-effect escalation.",
+);
+
+pub static PERMISSIONS_WRITE_REVOKED: Rule = Rule::new(
+    "permissions-write-revoked",
+    Breaking,
+    Side::Schema,
+    "A value is no longer writable (`Core.Permissions` lost `Write`, or a read-only one was added): callers that set it fail.",
+);
+
+const PERMISSIONS_TERM: &str = "Org.OData.Core.V1.Permissions";
+
+/// Whether a `Core.Permissions` annotation lets callers write: absent states no restriction;
+/// `None` when its members cannot be read (then it is judged as any other annotation).
+fn permits_write(annotation: Option<&Value>) -> Option<bool> {
+    let Some(value) = annotation else {
+        return Some(true);
+    };
+    let text = match value.get("EnumMember").and_then(Value::as_str) {
+        Some(t) => t.to_string(),
+        None => value
+            .get("children")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| c["@"] == "EnumMember")
+            .filter_map(|c| c["text"].as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let members: Vec<&str> = text
+        .split_whitespace()
+        .map(|m| m.rsplit('/').next().unwrap_or(m))
+        .collect();
+    let known = ["None", "Read", "Write", "ReadWrite", "Invoke"];
+    if members.is_empty() || !members.iter().all(|m| known.contains(m)) {
+        return None;
+    }
+    Some(members.iter().any(|m| *m == "Write" || *m == "ReadWrite"))
+}
+
 /// The rule for one annotation key: documentation for descriptions, else deny by default.
 pub(super) fn annotation_rule(key: &str) -> &'static Rule {
     if is_description(key) {
@@ -137,8 +182,15 @@ fn compare_annotations(
     let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
     for key in keys {
         if om.get(key) != nm.get(key) {
+            let write = (key == PERMISSIONS_TERM)
+                .then(|| (permits_write(om.get(key)), permits_write(nm.get(key))));
+            let rule = match write {
+                Some((Some(false), Some(true))) => &PERMISSIONS_WRITE_GRANTED,
+                Some((Some(true), Some(false))) => &PERMISSIONS_WRITE_REVOKED,
+                _ => annotation_rule(key),
+            };
             emit(
-                annotation_rule(key),
+                rule,
                 format!("{at}.{key}"),
                 om.get(key).cloned(),
                 nm.get(key).cloned(),
@@ -301,6 +353,23 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     )
                 },
             ),
+            // Attributes and child elements the model has no place for (deny by default).
+            "unread" => {
+                let map =
+                    |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
+                let (ob, nb) = (map(before), map(after));
+                let names: BTreeSet<&String> = ob.keys().chain(nb.keys()).collect();
+                for name in names.into_iter().filter(|k| ob.get(*k) != nb.get(*k)) {
+                    out.emit(
+                        &UNCLASSIFIED_CHANGE,
+                        &format!("{at}.{name}"),
+                        "unclassified_change",
+                        ob.get(name).cloned(),
+                        nb.get(name).cloned(),
+                        format!("The {name} of {}, kept but not modelled, changed.", n.name),
+                    );
+                }
+            }
             "bindings" | "entitySet" => out.emit(
                 &ADDRESSING_CHANGED,
                 &format!("{at}.{key}"),
@@ -353,6 +422,7 @@ pub(super) mod cases {
   <Property Name="Total" Type="Edm.Decimal" Precision="10" Scale="2"/>
   <Property Name="Note" Type="Edm.String" Unicode="true"/>
   <Property Name="Code" Type="Edm.String"><Annotation Term="Core.Immutable" Bool="true"/></Property>
+  <Property Name="Status" Type="Edm.String"><Annotation Term="Core.Permissions" EnumMember="Core.Permission/Read"/></Property>
   <Property Name="Where" Type="Edm.GeographyPoint" SRID="4326"/>
   <NavigationProperty Name="Customer" Type="d.Customer" Nullable="false"/>
   <NavigationProperty Name="Lines" Type="Collection(d.Line)"/>
@@ -441,6 +511,20 @@ pub(super) mod cases {
                 &IMMUTABLE_CHANGED,
                 odata(edit(
                     r#"<Annotation Term="Core.Immutable" Bool="true"/>"#,
+                    "",
+                )),
+            ),
+            Case::new(
+                &PERMISSIONS_WRITE_GRANTED,
+                odata(edit(
+                    r#"<Annotation Term="Core.Permissions" EnumMember="Core.Permission/Read"/>"#,
+                    r#"<Annotation Term="Core.Permissions" EnumMember="Core.Permission/ReadWrite"/>"#,
+                )),
+            ),
+            Case::new(
+                &PERMISSIONS_WRITE_REVOKED,
+                odata_reversed(edit(
+                    r#"<Annotation Term="Core.Permissions" EnumMember="Core.Permission/Read"/>"#,
                     "",
                 )),
             ),

@@ -65,12 +65,35 @@ pub static REQUEST_PARAMETER_STYLE_CHANGED: Rule = Rule::new(
     "A parameter's serialization (style, explode, allowReserved, content type) changed.",
 );
 
+pub static REQUEST_PARAMETER_EMPTY_VALUE_ALLOWED: Rule = Rule::new(
+    "request-parameter-empty-value-allowed",
+    Compatible,
+    Side::Request,
+    "A parameter now accepts an empty value (`allowEmptyValue` false → true); what callers send still works.",
+);
+
+pub static REQUEST_PARAMETER_EMPTY_VALUE_REFUSED: Rule = Rule::new(
+    "request-parameter-empty-value-refused",
+    Breaking,
+    Side::Request,
+    "A parameter no longer accepts an empty value (`allowEmptyValue` true → false); callers sending `?name=` fail.",
+);
+
 pub static PATH_PARAMETER_RENAMED: Rule = Rule::new(
     "path-parameter-renamed",
     Info,
     Side::Request,
     "A path parameter was renamed in place (same position in the template, same schema and requiredness); callers fill the template by position, so nothing they send changes.",
 );
+
+/// Whether a parameter accepts an empty value: `Some(false)` when `allowEmptyValue` is absent
+/// (its default), `None` when it states something other than a boolean.
+fn allows_empty_value(p: &ParameterSpec) -> Option<bool> {
+    match p.style.get("allowEmptyValue") {
+        None => Some(false),
+        Some(v) => v.as_bool(),
+    }
+}
 
 /// The parameter names of a path template, in order (`/a/{x}/b/{y}` → `[x, y]`).
 fn template_names(template: &str) -> Vec<&str> {
@@ -193,10 +216,36 @@ pub(super) fn compare_parameters(
                 // A positional (JSON-RPC) parameter's index is judged on its own below.
                 // So is the method's `paramStructure` (diff/openrpc), and with it whether
                 // positions are recorded at all.
+                // `allowEmptyValue` is judged by direction when both sides state a boolean
+                // (absent is false); a change of anything else stays a serialization change.
+                let (old_empty, new_empty) = (allows_empty_value(o), allows_empty_value(n));
+                let empty_value_moved =
+                    matches!((old_empty, new_empty), (Some(a), Some(b)) if a != b);
+                if let (true, Some(now)) = (empty_value_moved, new_empty) {
+                    let (rule, word) = if now {
+                        (&REQUEST_PARAMETER_EMPTY_VALUE_ALLOWED, "accepts")
+                    } else {
+                        (&REQUEST_PARAMETER_EMPTY_VALUE_REFUSED, "no longer accepts")
+                    };
+                    out.emit(
+                        rule,
+                        &format!("{p_at}.allowEmptyValue"),
+                        "parameter_empty_value_changed",
+                        Some(json!(old_empty)),
+                        Some(json!(new_empty)),
+                        format!(
+                            "{} parameter '{}' {word} an empty value.",
+                            n.location, n.name
+                        ),
+                    );
+                }
                 let without_position = |p: &ParameterSpec| {
                     let mut style = p.style.clone();
                     style.remove("position");
                     style.remove("paramStructure");
+                    if empty_value_moved {
+                        style.remove("allowEmptyValue");
+                    }
                     style
                 };
                 let same_structure = o.style.get("paramStructure") == n.style.get("paramStructure");
@@ -354,6 +403,18 @@ pub(super) mod cases {
                 &REQUEST_PARAMETER_STYLE_CHANGED,
                 openapi(|d| {
                     at(d, LIST)["parameters"][0]["style"] = json!("spaceDelimited");
+                }),
+            ),
+            Case::new(
+                &REQUEST_PARAMETER_EMPTY_VALUE_ALLOWED,
+                openapi(|d| {
+                    at(d, LIST)["parameters"][0]["allowEmptyValue"] = json!(true);
+                }),
+            ),
+            Case::new(
+                &REQUEST_PARAMETER_EMPTY_VALUE_REFUSED,
+                openapi_reversed(|d| {
+                    at(d, LIST)["parameters"][0]["allowEmptyValue"] = json!(true);
                 }),
             ),
             Case::new(

@@ -32,6 +32,7 @@ pub(super) fn scan(
     out: &mut Emitter,
 ) {
     let every_string = new.kind == Kind::Mcp;
+    let mut buffer = Vec::new();
     if let Some(text) = &new.instructions {
         report("instructions", old.instructions.as_deref(), text, out);
     }
@@ -41,7 +42,7 @@ pub(super) fn scan(
             EndpointPair::Added(n) => (None, *n),
             _ => continue,
         };
-        if !may_hide(n) {
+        if !may_hide(n, &mut buffer) {
             continue;
         }
         let new_value = serde_json::to_value(n).unwrap_or(Value::Null);
@@ -57,7 +58,7 @@ pub(super) fn scan(
     }
     for (pointer, def) in &new.definitions {
         let before = old.definitions.get(pointer);
-        if before == Some(def) || !may_hide(def) {
+        if before == Some(def) || !may_hide(def, &mut buffer) {
             continue;
         }
         walk(
@@ -72,15 +73,25 @@ pub(super) fn scan(
 }
 
 /// A cheap pre-check on the serialized value: false only when nothing in it can be hidden
-/// (serde_json writes C0 controls as `\u00XX` and CR as `\r`; the rest stay raw).
-fn may_hide<T: serde::Serialize>(value: &T) -> bool {
-    let Ok(text) = serde_json::to_string(value) else {
+/// (serde_json writes C0 controls as `\u00XX`, CR, backspace and form feed as `\r`, `\b`, `\f`;
+/// the rest stay raw).
+/// `buffer` is reused across calls (the scan serializes every changed endpoint).
+fn may_hide<T: serde::Serialize>(value: &T, buffer: &mut Vec<u8>) -> bool {
+    buffer.clear();
+    if serde_json::to_writer(&mut *buffer, value).is_err() {
+        return true;
+    }
+    let Ok(text) = std::str::from_utf8(buffer) else {
         return true;
     };
+    // Every hidden character but the escaped C0 controls is DEL or beyond ASCII: a byte scan
+    // rules most documents out before decoding characters.
     text.contains("<!--")
         || text.contains("\\u00")
         || text.contains("\\r")
-        || text.chars().any(is_hidden)
+        || text.contains("\\b")
+        || text.contains("\\f")
+        || (text.bytes().any(|b| b >= 0x7F) && text.chars().any(is_hidden))
 }
 
 fn walk(
@@ -217,7 +228,14 @@ pub(super) mod cases {
 
     #[test]
     fn controls_that_serialize_escaped_are_still_seen() {
-        for text in ["List pets.\u{1B}[8m", "List\rpets.", "List pets.\u{7F}"] {
+        // serde_json writes backspace and form feed as `\b` and `\f`, not `\u00XX`.
+        for text in [
+            "List pets.\u{1B}[8m",
+            "List\rpets.",
+            "List pets.\u{7F}",
+            "List pets.\u{8}\u{8}",
+            "List\u{C}pets.",
+        ] {
             let (old, mut new) = openapi(|_| {});
             new.endpoints[0].description = Some(text.into());
             let report = classify(&old, &new, &ClassifyPolicy::default());

@@ -39,6 +39,12 @@
 //!   documentation (info); any other annotation change is `annotation-changed` (breaking).
 //! - Addressing: an entity set's `NavigationPropertyBinding`s and a function import's
 //!   `EntitySet` are in the endpoints' `meta`; so is a function's `IsComposable`.
+//! - Deny by default in the container: an entity set's, singleton's or import's attributes and
+//!   child elements the model has no place for are in its endpoints' `meta.unread`
+//!   (`unclassified-change`); the container's own (`Extends`, vendor attributes, an unknown
+//!   child element) in `ToolSpec::extensions` as `container.odata:<name>`
+//!   (`unclassified-change`). A v2/v3 `AssociationSet` is addressing: each end's entity set
+//!   binds `Association/Role` of the other end to its set (`bindings`, `addressing-changed`).
 
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
@@ -73,6 +79,14 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "aliases are resolved to namespaces",
     ),
     (
+        "EntitySet/@IncludeInServiceDocument, FunctionImport/@IncludeInServiceDocument",
+        "whether the service document lists it; its URL and every call are the same",
+    ),
+    (
+        "AssociationSet/@Name, EntityContainer/@IsDefaultEntityContainer (v2/v3)",
+        "an association set is matched by its association and ends; the one container is the default",
+    ),
+    (
         "EntityContainer/@Name",
         "descriptive metadata (`metadata.title`); annotation targets are resolved through it",
     ),
@@ -83,6 +97,14 @@ pub const DESCRIPTIVE: &[(&str, &str)] = &[
         "types no entity set, singleton or operation reaches",
         "unreachable: outside every endpoint's contract",
     ),
+];
+/// The entity container's children with a place in the model; any other is kept verbatim.
+const CONTAINER_MEMBERS: &[&str] = &[
+    "EntitySet",
+    "Singleton",
+    "ActionImport",
+    "FunctionImport",
+    "AssociationSet",
 ];
 /// Property attributes with a place in the model.
 const PROPERTY_ATTRIBUTES: &[&str] = &[
@@ -260,6 +282,12 @@ struct Model {
     consumed: RefCell<BTreeSet<String>>,
     /// Entity set or singleton → navigation property path → target set.
     bindings: BTreeMap<String, BTreeMap<String, String>>,
+    /// The entity container's attributes and child elements the model has no place for
+    /// (`Extends`, vendor attributes, unknown elements), as `odata:` keys.
+    container_unread: Map<String, Value>,
+    /// Entity set, singleton or import → its attributes and child elements the model has no
+    /// place for, as `odata:` keys (deny by default).
+    member_unread: BTreeMap<String, Map<String, Value>>,
 }
 
 impl Model {
@@ -825,8 +853,53 @@ impl Model {
             return Err(invalid(ns, "more than one EntityContainer"));
         }
         self.container = Some(format!("{ns}.{cname}"));
+        self.container_unread = unread(
+            node,
+            &["Name", "IsDefaultEntityContainer"],
+            CONTAINER_MEMBERS,
+        );
         for member in node.children().filter(|c| c.is_element()) {
             let at = format!("{ns}.{cname}");
+            let (modelled, read_children): (&[&str], &[&str]) = match member.tag_name().name() {
+                "EntitySet" => (
+                    &["Name", "EntityType", "IncludeInServiceDocument"],
+                    &["NavigationPropertyBinding"],
+                ),
+                "Singleton" => (&["Name", "Type"], &["NavigationPropertyBinding"]),
+                "ActionImport" => (&["Name", "Action", "EntitySet"], &[]),
+                "AssociationSet" => (&["Name", "Association"], &["End"]),
+                "FunctionImport" if member.attribute("Function").is_some() => (
+                    &["Name", "Function", "EntitySet", "IncludeInServiceDocument"],
+                    &[],
+                ),
+                // v2/v3: the import defines the operation.
+                "FunctionImport" => (
+                    &[
+                        "Name",
+                        "ReturnType",
+                        "EntitySet",
+                        "IsSideEffecting",
+                        "IsComposable",
+                        "HttpMethod",
+                    ],
+                    &["Parameter"],
+                ),
+                _ => (&[], &[]),
+            };
+            if let (Some(name), true) = (
+                member.attribute("Name"),
+                CONTAINER_MEMBERS.contains(&member.tag_name().name()),
+            ) {
+                let kept = unread(member, modelled, read_children);
+                if kept.is_empty() {
+                } else if member.tag_name().name() == "AssociationSet" {
+                    // No endpoint of its own: kept with the container's.
+                    self.container_unread
+                        .insert(format!("odata:AssociationSet[{name}]"), Value::Object(kept));
+                } else {
+                    self.member_unread.insert(name.to_string(), kept);
+                }
+            }
             match member.tag_name().name() {
                 "EntitySet" | "Singleton" => {
                     let name = required_attr(member, "Name", &at)?.to_string();
@@ -846,6 +919,29 @@ impl Model {
                     } else {
                         let ty = self.qualify(required_attr(member, "Type", &at)?);
                         self.singletons.push((name, ty));
+                    }
+                }
+                // v2/v3: which entity sets an association's ends are in, the addressing a v4
+                // `NavigationPropertyBinding` states. Each end's set binds `association/role`
+                // of the other end to that end's set.
+                "AssociationSet" => {
+                    let association = self.qualify(required_attr(member, "Association", &at)?);
+                    let mut ends = Vec::new();
+                    for end in children(member, "End") {
+                        ends.push((
+                            required_attr(end, "Role", &at)?.to_string(),
+                            required_attr(end, "EntitySet", &at)?.to_string(),
+                        ));
+                    }
+                    for (i, (_, from_set)) in ends.iter().enumerate() {
+                        for (j, (to_role, to_set)) in ends.iter().enumerate() {
+                            if i != j {
+                                self.bindings
+                                    .entry(from_set.clone())
+                                    .or_default()
+                                    .insert(format!("{association}/{to_role}"), to_set.clone());
+                            }
+                        }
                     }
                 }
                 "ActionImport" => self.imports.push(Import {
@@ -1098,6 +1194,9 @@ impl Model {
                 extensions.insert(format!("annotations.{target}/{term}"), value.clone());
             }
         }
+        for (key, value) in &self.container_unread {
+            extensions.insert(format!("container.{key}"), value.clone());
+        }
         let mut seen = BTreeSet::new();
         for e in &endpoints {
             if !seen.insert(e.identity()) {
@@ -1164,6 +1263,9 @@ impl Model {
         if let Some(bindings) = self.bindings.get(set) {
             meta.insert("bindings".into(), json!(bindings));
         }
+        if let Some(kept) = self.member_unread.get(set) {
+            meta.insert("unread".into(), Value::Object(kept.clone()));
+        }
         (allowed, (!meta.is_empty()).then_some(Value::Object(meta)))
     }
 
@@ -1203,6 +1305,9 @@ impl Model {
             }
             for (term, value) in self.annotations_of(&format!("{container}/{}", import.name)) {
                 annotations.insert(format!("import/{term}"), value);
+            }
+            if let Some(kept) = self.member_unread.get(&import.name) {
+                meta.insert("unread".into(), Value::Object(kept.clone()));
             }
         }
         if !annotations.is_empty() {
@@ -1434,6 +1539,7 @@ fn path_suffix_of(path: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::model::Compatibility;
 
     const V4: &str = r#"<?xml version="1.0" encoding="utf-8"?>
 <edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
@@ -1606,5 +1712,85 @@ mod tests {
         let purge = spec.endpoints.iter().find(|e| e.name == "Purge").unwrap();
         assert_eq!(purge.method, "ACTION");
         assert!(!purge.read_only);
+        // An association set's ends are addressing: moving an end to another set is breaking.
+        let with_sets = |lines: &str| {
+            v3.replace(
+                r#"<EntitySet Name="Orders" EntityType="NW.Order"/>"#,
+                &format!(
+                    r#"<EntitySet Name="Orders" EntityType="NW.Order"/><EntitySet Name="Lines" EntityType="NW.Line"/><EntitySet Name="Archive" EntityType="NW.Line"/>
+        <AssociationSet Name="OL" Association="NW.Order_Lines"><End Role="Order" EntitySet="Orders"/><End Role="Lines" EntitySet="{lines}"/></AssociationSet>"#
+                ),
+            )
+        };
+        let old = normalize("ns.nw", with_sets("Lines").as_bytes()).unwrap();
+        let orders = old
+            .endpoints
+            .iter()
+            .find(|e| e.name == "Orders.get")
+            .unwrap();
+        assert_eq!(
+            orders.meta.as_ref().unwrap()["bindings"],
+            json!({"NW.Order_Lines/Lines": "Lines"})
+        );
+        assert!(old.extensions.is_empty(), "{:?}", old.extensions);
+        let new = normalize("ns.nw", with_sets("Archive").as_bytes()).unwrap();
+        let report = crate::core::diff::classify(&old, &new, &Default::default());
+        assert_eq!(report.compatibility, Compatibility::Breaking);
+        assert!(report
+            .changes
+            .iter()
+            .all(|c| c.rule == "addressing-changed"));
+    }
+
+    /// Deny by default in the container: what the model has no place for changes the contract;
+    /// `IncludeInServiceDocument` is descriptive.
+    #[test]
+    fn container_attributes_the_model_does_not_read_are_kept() {
+        use crate::core::diff::classify;
+        let things = r#"<EntitySet Name="Things" EntityType="d.Thing"/>"#;
+        let base = V4.to_string();
+        assert!(base.contains(things), "fixture");
+        let variant = |to: &str| base.replace(things, to);
+        let old = normalize("ns.demo", base.as_bytes()).unwrap();
+        let listed = normalize(
+            "ns.demo",
+            variant(r#"<EntitySet Name="Things" EntityType="d.Thing" IncludeInServiceDocument="false"/>"#).as_bytes(),
+        )
+        .unwrap();
+        assert_eq!(
+            classify(&old, &listed, &Default::default()).compatibility,
+            Compatibility::Identical
+        );
+        let vendor = normalize(
+            "ns.demo",
+            variant(r#"<EntitySet Name="Things" EntityType="d.Thing" Cache="none"/>"#).as_bytes(),
+        )
+        .unwrap();
+        let report = classify(&old, &vendor, &Default::default());
+        assert_eq!(report.compatibility, Compatibility::Breaking);
+        assert!(
+            report
+                .changes
+                .iter()
+                .any(|c| c.rule == "unclassified-change" && c.path.ends_with("odata:Cache")),
+            "{:#?}",
+            report.changes
+        );
+        let extends = base.replacen(
+            "<EntityContainer Name=\"Svc\"",
+            "<EntityContainer Name=\"Svc\" Extends=\"base.C\"",
+            1,
+        );
+        assert_ne!(extends, base, "fixture");
+        let extended = normalize("ns.demo", extends.as_bytes()).unwrap();
+        assert_eq!(
+            extended.extensions["container.odata:Extends"],
+            json!("base.C")
+        );
+        let report = classify(&old, &extended, &Default::default());
+        assert!(report
+            .changes
+            .iter()
+            .any(|c| c.rule == "unclassified-change"));
     }
 }
