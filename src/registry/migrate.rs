@@ -14,7 +14,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
         include_str!("../../migrations/0002_accepted_changes.sql"),
     ),
     (3, include_str!("../../migrations/0003_compact_storage.sql")),
-    (4, include_str!("../../migrations/NEXT_storage_sources.sql")),
+    (4, include_str!("../../migrations/0004_storage_sources.sql")),
 ];
 
 pub fn latest() -> i64 {
