@@ -467,8 +467,8 @@ fn is_reversed(e: &EndpointSpec) -> bool {
 pub(super) fn compare_kept(
     at: &str,
     name: &str,
-    old: &std::collections::BTreeMap<String, serde_json::Value>,
-    new: &std::collections::BTreeMap<String, serde_json::Value>,
+    old: &crate::core::model::SmallMap<String, serde_json::Value>,
+    new: &crate::core::model::SmallMap<String, serde_json::Value>,
     out: &mut Emitter,
 ) {
     if old == new {

@@ -391,7 +391,7 @@ fn tool_endpoint(
         path_template: name,
         read_only,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title,
     })
@@ -432,7 +432,7 @@ fn read_endpoint(method: &str, name: String, path: String) -> EndpointSpec {
         path,
         read_only: true,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     }
