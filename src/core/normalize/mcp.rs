@@ -194,7 +194,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         }
         endpoints.push(endpoint);
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
 
     let server_info = doc.get("serverInfo").and_then(Value::as_object);
     let server_text = |key: &str| {

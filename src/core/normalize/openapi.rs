@@ -297,6 +297,10 @@ fn normalize_operations(
         .map(String::from);
 
     let mut endpoints: Vec<EndpointSpec> = Vec::new();
+    // Duplicate identities are found as the document is read (the error names the first in
+    // key order); read one path item at a time, they are found after sorting instead, and the
+    // caller re-reads in full for the exact error (no set of every identity held meanwhile).
+    let streaming = deferred_paths.is_some();
     let mut identities = BTreeSet::new();
     let mut path_item = |path: &str, item: &Value| -> Result<(), NormalizeError> {
         if !path.starts_with('/') {
@@ -315,7 +319,7 @@ fn normalize_operations(
             let endpoint = ctx.operation(path, method, item, operation)?;
             let callbacks = ctx.callbacks(&endpoint.name, operation)?;
             for e in std::iter::once(endpoint).chain(callbacks) {
-                if !identities.insert(e.identity()) {
+                if !streaming && !identities.insert(e.identity()) {
                     return Err(NormalizeError::DuplicateEndpoint(e.identity()));
                 }
                 endpoints.push(e);
@@ -346,14 +350,23 @@ fn normalize_operations(
     if let Some(Value::Object(webhooks)) = doc.get("webhooks") {
         for (name, item) in webhooks {
             for e in ctx.reversed_endpoints("WEBHOOK", name, item)? {
-                if !identities.insert(e.identity()) {
+                if !streaming && !identities.insert(e.identity()) {
                     return Err(NormalizeError::DuplicateEndpoint(e.identity()));
                 }
                 endpoints.push(e);
             }
         }
     }
-    endpoints.sort_by_key(|e| e.identity());
+    super::sort_by_identity(&mut endpoints);
+    if streaming {
+        if let Some(pair) = endpoints
+            .windows(2)
+            .find(|pair| pair[0].method == pair[1].method && pair[0].path == pair[1].path)
+        {
+            return Err(NormalizeError::DuplicateEndpoint(pair[0].identity()));
+        }
+    }
+    endpoints.shrink_to_fit();
     let mut extensions = BTreeMap::new();
     let modelled: &[&str] = match version {
         Version::OpenApi3 => &[

@@ -180,7 +180,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         variables.extend(server_variables(method.get("servers")));
         endpoints.push(endpoint);
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
     if base_urls.is_empty() {
         base_urls.insert(DEFAULT_SERVER.to_string());
     }

@@ -277,7 +277,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     for e in available.iter().filter(|e| !entry_types.contains(*e)) {
         endpoints.push(read_endpoint(e, &format!("/{e}")));
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
     if base_urls.is_empty() {
         base_urls.insert("/".to_string());
     }

@@ -333,7 +333,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
             endpoints.push(builder.type_endpoint(name, def));
         }
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
 
     // Definitions reachable from the endpoints only (unreachable types are outside the contract).
     let mut definitions = BTreeMap::new();
