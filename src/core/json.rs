@@ -65,22 +65,64 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
     Ok(value)
 }
 
-/// A JSON document parsed except the value of one top-level member, an object, which was
-/// checked (every error [`parse_json`] finds is found) but not built: [`Self::for_each_member`]
+/// A JSON document parsed except the value of one top-level member, an object or an array,
+/// which was checked (every error [`parse_json`] finds is found) but not built: [`Self::for_each_member`]
 /// reads its members one at a time. Why: a large OpenAPI `paths` then never exists as one
 /// tree beside the model built from it.
 pub struct Deferred<'a> {
     /// The document without the deferred member.
     pub root: Value,
     text: &'a str,
-    /// Where the deferred object starts (its `{`), when the member is present and an object.
+    /// Where the deferred value starts (its `{` or `[`), when the member is present and one.
     start: Option<usize>,
 }
 
 impl Deferred<'_> {
-    /// Whether the member was deferred (present, and an object).
+    /// Whether the member was deferred (present, and an object or an array).
     pub fn is_deferred(&self) -> bool {
         self.start.is_some()
+    }
+
+    /// Parses the deferred array's elements in order, one at a time (nothing when the
+    /// deferred value is an object).
+    pub fn for_each_item<E: From<ParseError>>(
+        &self,
+        mut f: impl FnMut(Value) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(start) = self.start else {
+            return Ok(());
+        };
+        let mut parser = Parser {
+            bytes: self.text.as_bytes(),
+            pos: start,
+            defer: None,
+            deferred_at: None,
+        };
+        if parser.bytes.get(start) != Some(&b'[') {
+            return Ok(());
+        }
+        let mut failure = None;
+        let result = parser.elements(2, &mut |parser| {
+            let value = parser.value(2)?;
+            f(value).map_err(|e| {
+                failure = Some(e);
+                ParseError::Syntax {
+                    offset: parser.pos,
+                    reason: "stopped",
+                }
+            })
+        });
+        match (result, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(()), None) => Ok(()),
+        }
+    }
+
+    /// Whether the deferred value is an array (else an object).
+    pub fn is_array(&self) -> bool {
+        self.start
+            .is_some_and(|start| self.text.as_bytes().get(start) == Some(&b'['))
     }
 
     /// Parses the deferred object's members in document order, one at a time.
@@ -88,7 +130,7 @@ impl Deferred<'_> {
         &self,
         mut f: impl FnMut(String, Value) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(start) = self.start else {
+        let Some(start) = self.start.filter(|_| !self.is_array()) else {
             return Ok(());
         };
         let mut parser = Parser {
@@ -102,7 +144,7 @@ impl Deferred<'_> {
 }
 
 /// Parses strict JSON as [`parse_json`] does, deferring the top-level member `key` when it is
-/// an object (see [`Deferred`]).
+/// an object or an array (see [`Deferred`]).
 pub fn parse_json_deferring<'a>(text: &'a str, key: &str) -> Result<Deferred<'a>, ParseError> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
@@ -455,6 +497,20 @@ impl Parser<'_> {
         self.object_with(depth, &mut |parser, key, key_offset| {
             let value = if depth == 1
                 && parser.defer == Some(key.as_str())
+                && parser.bytes.get(parser.pos) == Some(&b'[')
+            {
+                // An array: each element checked and dropped in turn.
+                let start = parser.pos;
+                parser.elements(depth + 1, &mut |parser| {
+                    drop(parser.value(depth + 1)?);
+                    Ok(())
+                })?;
+                if parser.deferred_at.is_none() {
+                    parser.deferred_at = Some(start);
+                }
+                Value::Null
+            } else if depth == 1
+                && parser.defer == Some(key.as_str())
                 && parser.bytes.get(parser.pos) == Some(&b'{')
             {
                 // Checked member by member, then a placeholder (removed by the caller) so a
@@ -556,25 +612,38 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+        let mut items = Vec::new();
+        self.elements(depth, &mut |parser| {
+            items.push(parser.value(depth)?);
+            Ok(())
+        })?;
+        Ok(Value::Array(items))
+    }
+
+    /// Walks the array at `pos` (at nesting `depth`): `[`, `element` reading each value, `]`.
+    fn elements(
+        &mut self,
+        depth: usize,
+        element: &mut dyn FnMut(&mut Self) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
         if depth > MAX_DEPTH {
             return Err(ParseError::TooDeep { offset: self.pos });
         }
         self.pos += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(());
         }
         loop {
             self.skip_ws();
-            items.push(self.value(depth)?);
+            element(self)?;
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(());
                 }
                 _ => return Err(self.err("expected ',' or ']'")),
             }

@@ -4,7 +4,7 @@
 //! exact error) wherever it could differ.
 
 use crate::common::corpus::{files_under, read};
-use schemawatch::core::fingerprint::tool_fingerprint;
+use schemawatch::core::fingerprint::{digest, tool_fingerprint, SpecIndex, TOOL_DOMAIN};
 use schemawatch::core::json::parse_document;
 use schemawatch::core::normalize::openapi::{normalize, normalize_owned, normalize_streaming};
 
@@ -20,6 +20,12 @@ fn compare(rel: &str, text: &str) -> bool {
                 "{rel}: the streamed contract differs"
             );
             assert_eq!(tool_fingerprint(full), tool_fingerprint(streamed), "{rel}");
+            // The fingerprint hashed as it is written equals the digest of the projection.
+            assert_eq!(
+                tool_fingerprint(full),
+                digest(TOOL_DOMAIN, &SpecIndex::new(full).tool_projection()),
+                "{rel}"
+            );
             true
         }
         (Err(_), Some(_)) => panic!("{rel}: streamed a contract where the full reading fails"),
@@ -136,4 +142,57 @@ fn streaming_falls_back_wherever_the_result_could_differ() {
             "{case}"
         );
     }
+}
+
+#[test]
+fn streaming_reads_mcp_tool_lists_as_the_full_reading_does() {
+    use schemawatch::core::normalize::mcp;
+    let mut streamed = 0;
+    for rel in files_under("mcp")
+        .into_iter()
+        .filter(|r| r.ends_with(".json"))
+    {
+        let bytes = read(&rel);
+        let Ok(value) = parse_document(&bytes) else {
+            continue;
+        };
+        // As written, and with the list under a `result` wrapper (always the full reading).
+        let wrapped = serde_json::json!({ "result": value }).to_string();
+        for (text, may_stream) in [(String::from_utf8(bytes).unwrap(), true), (wrapped, false)] {
+            let full =
+                mcp::normalize_value("corpus.doc", &parse_document(text.as_bytes()).unwrap());
+            let streaming = mcp::normalize_streaming("corpus.doc", text.as_bytes());
+            assert!(may_stream || streaming.is_none(), "{rel}");
+            match (&full, streaming) {
+                (Ok(full), Some(s)) => {
+                    assert_eq!(
+                        serde_json::to_string(full).unwrap(),
+                        serde_json::to_string(&s).unwrap(),
+                        "{rel}"
+                    );
+                    streamed += 1;
+                }
+                (Err(_), Some(_)) => panic!("{rel}: streamed where the full reading fails"),
+                (_, None) => {}
+            }
+            let again = mcp::normalize("corpus.doc", text.as_bytes());
+            assert_eq!(
+                again.map_err(|e| e.to_string()),
+                full.map_err(|e| e.to_string()),
+                "{rel}"
+            );
+        }
+    }
+    assert!(streamed >= 3, "{streamed} streamed");
+    // Errors are the full reading's: the first bad tool in order.
+    let text = r#"{"tools":[{"name":"a"},{"name":""},{"name":"a"}]}"#;
+    assert!(mcp::normalize_streaming("a.b", text.as_bytes()).is_none());
+    assert_eq!(
+        mcp::normalize("a.b", text.as_bytes())
+            .unwrap_err()
+            .to_string(),
+        mcp::normalize_value("a.b", &parse_document(text.as_bytes()).unwrap())
+            .unwrap_err()
+            .to_string()
+    );
 }

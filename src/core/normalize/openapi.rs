@@ -187,7 +187,7 @@ pub(crate) fn streamable_text(bytes: &[u8]) -> Option<&str> {
 /// The streaming half of [`normalize_streaming`], also used by the external-`$ref` reader
 /// once it knows the document has none.
 pub(crate) fn normalize_deferred(watch: &str, mut deferred: Deferred<'_>) -> Option<ToolSpec> {
-    if !deferred.is_deferred() {
+    if !deferred.is_deferred() || deferred.is_array() {
         return None;
     }
     let mut root = std::mem::take(&mut deferred.root);
