@@ -176,7 +176,8 @@ pub struct EndpointSpec {
     /// The path template as written (parameter names kept).
     pub path_template: String,
     pub read_only: bool,
-    pub request_body: Option<RequestBody>,
+    /// Boxed: most endpoints have none, and the model of a large document holds every endpoint.
+    pub request_body: Option<Box<RequestBody>>,
     /// Keyed by status code (`200`, `4XX`, `default`).
     pub responses: SmallMap<String, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.

@@ -425,8 +425,8 @@ pub(super) fn compare_endpoint(
     body::compare_request_body(
         send,
         &at,
-        o.request_body.as_ref(),
-        n.request_body.as_ref(),
+        o.request_body.as_deref(),
+        n.request_body.as_deref(),
         schemas,
         out,
     );

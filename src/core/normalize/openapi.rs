@@ -874,7 +874,7 @@ impl<'a> Context<'a> {
                 .unwrap_or(false),
             aliases: Vec::new(),
             parameters,
-            request_body,
+            request_body: request_body.map(Box::new),
             responses: responses.into(),
             security,
             input_schema: None,
