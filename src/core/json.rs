@@ -128,7 +128,7 @@ impl Deferred<'_> {
     /// Parses the deferred object's members in document order, one at a time.
     pub fn for_each_member<E: From<ParseError>>(
         &self,
-        mut f: impl FnMut(String, Value) -> Result<(), E>,
+        f: impl FnMut(String, Value) -> Result<(), E>,
     ) -> Result<(), E> {
         let Some(start) = self.start.filter(|_| !self.is_array()) else {
             return Ok(());
@@ -139,7 +139,7 @@ impl Deferred<'_> {
             defer: None,
             deferred_at: None,
         };
-        parser.members(2, |key, value| f(key, value))
+        parser.members(2, f)
     }
 }
 
