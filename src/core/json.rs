@@ -53,6 +53,8 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
     let mut parser = Parser {
         bytes: text.as_bytes(),
         pos: 0,
+        defer: None,
+        deferred_at: None,
     };
     parser.skip_ws();
     let value = parser.value(0)?;
@@ -61,6 +63,109 @@ pub fn parse_json(text: &str) -> Result<Value, ParseError> {
         return Err(parser.err("trailing characters after the document"));
     }
     Ok(value)
+}
+
+/// A JSON document parsed except the value of one top-level member, an object or an array,
+/// which was checked (every error [`parse_json`] finds is found) but not built: [`Self::for_each_member`]
+/// reads its members one at a time. Why: a large OpenAPI `paths` then never exists as one
+/// tree beside the model built from it.
+pub struct Deferred<'a> {
+    /// The document without the deferred member.
+    pub root: Value,
+    text: &'a str,
+    /// Where the deferred value starts (its `{` or `[`), when the member is present and one.
+    start: Option<usize>,
+}
+
+impl Deferred<'_> {
+    /// Whether the member was deferred (present, and an object or an array).
+    pub fn is_deferred(&self) -> bool {
+        self.start.is_some()
+    }
+
+    /// Parses the deferred array's elements in order, one at a time (nothing when the
+    /// deferred value is an object).
+    pub fn for_each_item<E: From<ParseError>>(
+        &self,
+        mut f: impl FnMut(Value) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(start) = self.start else {
+            return Ok(());
+        };
+        let mut parser = Parser {
+            bytes: self.text.as_bytes(),
+            pos: start,
+            defer: None,
+            deferred_at: None,
+        };
+        if parser.bytes.get(start) != Some(&b'[') {
+            return Ok(());
+        }
+        let mut failure = None;
+        let result = parser.elements(2, &mut |parser| {
+            let value = parser.value(2)?;
+            f(value).map_err(|e| {
+                failure = Some(e);
+                ParseError::Syntax {
+                    offset: parser.pos,
+                    reason: "stopped",
+                }
+            })
+        });
+        match (result, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(()), None) => Ok(()),
+        }
+    }
+
+    /// Whether the deferred value is an array (else an object).
+    pub fn is_array(&self) -> bool {
+        self.start
+            .is_some_and(|start| self.text.as_bytes().get(start) == Some(&b'['))
+    }
+
+    /// Parses the deferred object's members in document order, one at a time.
+    pub fn for_each_member<E: From<ParseError>>(
+        &self,
+        f: impl FnMut(String, Value) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let Some(start) = self.start.filter(|_| !self.is_array()) else {
+            return Ok(());
+        };
+        let mut parser = Parser {
+            bytes: self.text.as_bytes(),
+            pos: start,
+            defer: None,
+            deferred_at: None,
+        };
+        parser.members(2, f)
+    }
+}
+
+/// Parses strict JSON as [`parse_json`] does, deferring the top-level member `key` when it is
+/// an object or an array (see [`Deferred`]).
+pub fn parse_json_deferring<'a>(text: &'a str, key: &str) -> Result<Deferred<'a>, ParseError> {
+    let mut parser = Parser {
+        bytes: text.as_bytes(),
+        pos: 0,
+        defer: Some(key),
+        deferred_at: None,
+    };
+    parser.skip_ws();
+    let mut root = parser.value(0)?;
+    parser.skip_ws();
+    if parser.pos != parser.bytes.len() {
+        return Err(parser.err("trailing characters after the document"));
+    }
+    let start = parser.deferred_at;
+    if start.is_some() {
+        // The placeholder that kept duplicate detection of the member itself.
+        if let Value::Object(map) = &mut root {
+            map.remove(key);
+        }
+    }
+    Ok(Deferred { root, text, start })
 }
 
 /// Parses YAML 1.2 with budgets (nodes, events, aliases, depth), duplicate keys rejected,
@@ -344,6 +449,10 @@ fn canonical_number_text(lexeme: &str) -> Result<String, ParseError> {
 struct Parser<'a> {
     bytes: &'a [u8],
     pos: usize,
+    /// A top-level member whose object value is checked, not built ([`Deferred`]).
+    defer: Option<&'a str>,
+    /// Where that object starts, once seen.
+    deferred_at: Option<usize>,
 }
 
 impl Parser<'_> {
@@ -384,15 +493,97 @@ impl Parser<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Value, ParseError> {
+        let mut map = Map::new();
+        self.object_with(depth, &mut |parser, key, key_offset| {
+            let value = if depth == 1
+                && parser.defer == Some(key.as_str())
+                && parser.bytes.get(parser.pos) == Some(&b'[')
+            {
+                // An array: each element checked and dropped in turn.
+                let start = parser.pos;
+                parser.elements(depth + 1, &mut |parser| {
+                    drop(parser.value(depth + 1)?);
+                    Ok(())
+                })?;
+                if parser.deferred_at.is_none() {
+                    parser.deferred_at = Some(start);
+                }
+                Value::Null
+            } else if depth == 1
+                && parser.defer == Some(key.as_str())
+                && parser.bytes.get(parser.pos) == Some(&b'{')
+            {
+                // Checked member by member, then a placeholder (removed by the caller) so a
+                // second member of that name is still a duplicate.
+                let start = parser.pos;
+                let mut seen = std::collections::HashSet::new();
+                parser.object_with(depth + 1, &mut |parser, key, key_offset| {
+                    drop(parser.value(depth + 1)?);
+                    if !seen.insert(key) {
+                        return Err(ParseError::DuplicateKey { offset: key_offset });
+                    }
+                    Ok(())
+                })?;
+                if parser.deferred_at.is_none() {
+                    parser.deferred_at = Some(start);
+                }
+                Value::Null
+            } else {
+                parser.value(depth)?
+            };
+            if map.insert(key, value).is_some() {
+                return Err(ParseError::DuplicateKey { offset: key_offset });
+            }
+            Ok(())
+        })?;
+        Ok(Value::Object(map))
+    }
+
+    /// The members of the object at `pos` (at nesting `depth`), each parsed and handed over in
+    /// document order (the deferred reading of [`Deferred::for_each_member`]).
+    fn members<E: From<ParseError>>(
+        &mut self,
+        depth: usize,
+        mut f: impl FnMut(String, Value) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let mut failure = None;
+        let result = self.object_with(depth, &mut |parser, key, _| {
+            let value = parser.value(depth)?;
+            match f(key, value) {
+                Ok(()) => Ok(()),
+                Err(e) => {
+                    failure = Some(e);
+                    // Any error stops the walk; the caller's error is answered below.
+                    Err(ParseError::Syntax {
+                        offset: parser.pos,
+                        reason: "stopped",
+                    })
+                }
+            }
+        });
+        match (result, failure) {
+            (_, Some(e)) => Err(e),
+            (Err(e), None) => Err(e.into()),
+            (Ok(()), None) => Ok(()),
+        }
+    }
+
+    /// Walks the object at `pos`: `{`, then per member its key (and the key's offset) to
+    /// `member`, which reads the value; then `}`. Syntax and depth are checked here.
+    #[allow(clippy::type_complexity)]
+    fn object_with(
+        &mut self,
+        depth: usize,
+        member: &mut dyn FnMut(&mut Self, String, usize) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
         if depth > MAX_DEPTH {
             return Err(ParseError::TooDeep { offset: self.pos });
         }
         self.pos += 1;
-        let mut map = Map::new();
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b'}') {
             self.pos += 1;
-            return Ok(Value::Object(map));
+            return Ok(());
         }
         loop {
             self.skip_ws();
@@ -407,16 +598,13 @@ impl Parser<'_> {
             }
             self.pos += 1;
             self.skip_ws();
-            let value = self.value(depth)?;
-            if map.insert(key, value).is_some() {
-                return Err(ParseError::DuplicateKey { offset: key_offset });
-            }
+            member(self, key, key_offset)?;
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(());
                 }
                 _ => return Err(self.err("expected ',' or '}'")),
             }
@@ -424,25 +612,38 @@ impl Parser<'_> {
     }
 
     fn array(&mut self, depth: usize) -> Result<Value, ParseError> {
+        let mut items = Vec::new();
+        self.elements(depth, &mut |parser| {
+            items.push(parser.value(depth)?);
+            Ok(())
+        })?;
+        Ok(Value::Array(items))
+    }
+
+    /// Walks the array at `pos` (at nesting `depth`): `[`, `element` reading each value, `]`.
+    fn elements(
+        &mut self,
+        depth: usize,
+        element: &mut dyn FnMut(&mut Self) -> Result<(), ParseError>,
+    ) -> Result<(), ParseError> {
         if depth > MAX_DEPTH {
             return Err(ParseError::TooDeep { offset: self.pos });
         }
         self.pos += 1;
-        let mut items = Vec::new();
         self.skip_ws();
         if self.bytes.get(self.pos) == Some(&b']') {
             self.pos += 1;
-            return Ok(Value::Array(items));
+            return Ok(());
         }
         loop {
             self.skip_ws();
-            items.push(self.value(depth)?);
+            element(self)?;
             self.skip_ws();
             match self.bytes.get(self.pos) {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(());
                 }
                 _ => return Err(self.err("expected ',' or ']'")),
             }

@@ -8,3 +8,4 @@ pub mod locate;
 pub mod model;
 pub mod normalize;
 pub mod report;
+pub mod small_map;

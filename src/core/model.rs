@@ -1,6 +1,7 @@
 //! The canonical contract model: ToolSpec, EndpointSpec and the drift report types.
 //! Field names are the product contract (docs/design.md); keep them.
 
+pub use crate::core::small_map::SmallMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -150,8 +151,8 @@ pub struct EndpointSpec {
     /// (deny by default), keyed by their path below the endpoint (`responses.200.x-cache`,
     /// `annotations.Org.OData.Core.V1.Foo`). A change is `extension-changed` for an `x-` key,
     /// else `unclassified-change`, at its path. Inside the fingerprint when not empty.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub extensions: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
+    pub extensions: SmallMap<String, Value>,
     /// Calling twice with the same input has no further effect (MCP `idempotentHint`; HTTP
     /// GET/HEAD/OPTIONS/TRACE/PUT/DELETE).
     pub idempotent: bool,
@@ -175,9 +176,10 @@ pub struct EndpointSpec {
     /// The path template as written (parameter names kept).
     pub path_template: String,
     pub read_only: bool,
-    pub request_body: Option<RequestBody>,
+    /// Boxed: most endpoints have none, and the model of a large document holds every endpoint.
+    pub request_body: Option<Box<RequestBody>>,
     /// Keyed by status code (`200`, `4XX`, `default`).
-    pub responses: BTreeMap<String, ResponseSpec>,
+    pub responses: SmallMap<String, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.
     pub security: Vec<Vec<String>>,
     /// Servers this endpoint is called on when they override the document's (OpenAPI
@@ -237,7 +239,7 @@ pub struct ParameterSpec {
     pub required: bool,
     pub schema: Value,
     /// Serialization details (style, explode, allowReserved, content media type), if stated.
-    pub style: BTreeMap<String, Value>,
+    pub style: SmallMap<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,12 +247,12 @@ pub struct ParameterSpec {
 pub struct RequestBody {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Media type → schema.
-    pub content: BTreeMap<String, Value>,
+    pub content: SmallMap<String, Value>,
     pub description: Option<String>,
     /// Media type → property → its Encoding object (`contentType`, `headers`, `style`,
     /// `explode`, `allowReserved`), for multipart and form bodies.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub encoding: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
+    pub encoding: SmallMap<String, Value>,
     pub required: bool,
 }
 
@@ -259,17 +261,17 @@ pub struct RequestBody {
 pub struct ResponseSpec {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Media type → schema.
-    pub content: BTreeMap<String, Value>,
+    pub content: SmallMap<String, Value>,
     pub description: Option<String>,
     /// Header name (lower case) → the header object's facts beside its schema, when stated:
     /// `required`, `deprecated`, `style`, `explode`, `content` (media type).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub header_facts: BTreeMap<String, BTreeMap<String, Value>>,
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
+    pub header_facts: SmallMap<String, SmallMap<String, Value>>,
     /// Header name (lower case) → schema.
-    pub headers: BTreeMap<String, Value>,
+    pub headers: SmallMap<String, Value>,
     /// Link name → Link object (design-time hints for following calls), verbatim.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub links: BTreeMap<String, Value>,
+    #[serde(default, skip_serializing_if = "SmallMap::is_empty")]
+    pub links: SmallMap<String, Value>,
 }
 
 /// How severe one change is.

@@ -14,9 +14,9 @@
 //! referenced documents unchanged (docs/design.md "Fetching"), so callers fetch it in full.
 
 use super::{FetchError, FetchOutcome, FetchRequest, Source};
-use crate::core::json::parse_document;
+use crate::core::json::{parse_document, parse_json_deferring};
 use crate::core::model::ToolSpec;
-use crate::core::normalize::openapi::{normalize_bundle, normalize_owned};
+use crate::core::normalize::openapi::{self, normalize_bundle, normalize_owned};
 use crate::core::normalize::openapi_refs::{external_documents, ExternalRef};
 pub use crate::core::normalize::openapi_refs::{MAX_EXTERNAL_DEPTH, MAX_EXTERNAL_DOCUMENTS};
 use crate::core::normalize::NormalizeError;
@@ -217,6 +217,21 @@ pub async fn normalize_document(
     policy: ExternalRefs,
     started: Instant,
 ) -> Result<Resolved, BundleError> {
+    // A JSON document whose every `$ref` is local has nothing to fetch: normalized without
+    // holding its `paths` as one tree (same result; see `normalize_streaming`).
+    if let Some(deferred) = openapi::streamable_text(bytes)
+        .filter(|text| only_local_refs(text))
+        .and_then(|text| parse_json_deferring(text, "paths").ok())
+    {
+        root_uri(request, final_url).await?;
+        if let Some(spec) = openapi::normalize_deferred(watch, deferred) {
+            return Ok(Resolved {
+                spec,
+                has_external_refs: false,
+                external_bytes: 0,
+            });
+        }
+    }
     let root = parse_document(bytes).map_err(NormalizeError::from)?;
     let root_uri = root_uri(request, final_url).await?;
     let direct = external_documents(&root_uri, &root)?;
@@ -242,6 +257,18 @@ pub async fn normalize_document(
         spec: normalize_bundle(watch, root_uri.as_str(), root, externals)?,
         has_external_refs: true,
         external_bytes,
+    })
+}
+
+/// Whether every `"$ref"` in a JSON text (without `\\u` escapes) is followed by a string
+/// starting with `#`: a local reference, nothing to fetch. A `"$ref"` string in any other place
+/// (a property named `$ref`, an enum value) answers `false`, which only costs the full path.
+fn only_local_refs(text: &str) -> bool {
+    text.match_indices("\"$ref\"").all(|(i, m)| {
+        let rest = text[i + m.len()..].trim_start_matches([' ', '\t', '\n', '\r']);
+        rest.strip_prefix(':')
+            .map(|r| r.trim_start_matches([' ', '\t', '\n', '\r']))
+            .is_some_and(|r| r.starts_with("\"#"))
     })
 }
 

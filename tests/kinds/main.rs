@@ -14,3 +14,4 @@ mod mcp;
 mod mutations;
 mod properties;
 mod rpc;
+mod streaming;

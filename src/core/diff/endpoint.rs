@@ -425,8 +425,8 @@ pub(super) fn compare_endpoint(
     body::compare_request_body(
         send,
         &at,
-        o.request_body.as_ref(),
-        n.request_body.as_ref(),
+        o.request_body.as_deref(),
+        n.request_body.as_deref(),
         schemas,
         out,
     );
@@ -467,8 +467,8 @@ fn is_reversed(e: &EndpointSpec) -> bool {
 pub(super) fn compare_kept(
     at: &str,
     name: &str,
-    old: &std::collections::BTreeMap<String, serde_json::Value>,
-    new: &std::collections::BTreeMap<String, serde_json::Value>,
+    old: &crate::core::model::SmallMap<String, serde_json::Value>,
+    new: &crate::core::model::SmallMap<String, serde_json::Value>,
     out: &mut Emitter,
 ) {
     if old == new {

@@ -5,9 +5,8 @@ use super::endpoint::DESCRIPTION_CHANGED;
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::Emitter;
-use crate::core::model::{ResponseSpec, Severity::*};
+use crate::core::model::{ResponseSpec, Severity::*, SmallMap};
 use serde_json::json;
-use std::collections::BTreeMap;
 
 pub static RESPONSE_ERROR_STATUS_ADDED: Rule = Rule::new(
     "response-error-status-added",
@@ -107,8 +106,8 @@ fn is_success(status: &str) -> bool {
 pub(super) fn compare_responses(
     receive: Direction,
     at: &str,
-    old: &BTreeMap<String, ResponseSpec>,
-    new: &BTreeMap<String, ResponseSpec>,
+    old: &SmallMap<String, ResponseSpec>,
+    new: &SmallMap<String, ResponseSpec>,
     schemas: &mut SchemaDiffer,
     out: &mut Emitter,
 ) {
@@ -237,7 +236,7 @@ fn compare_header_facts(
     n: &ResponseSpec,
     out: &mut Emitter,
 ) {
-    let empty = BTreeMap::new();
+    let empty = SmallMap::new();
     for header in o.headers.keys().filter(|h| n.headers.contains_key(*h)) {
         let (of, nf) = (
             o.header_facts.get(header).unwrap_or(&empty),
@@ -247,7 +246,7 @@ fn compare_header_facts(
             continue;
         }
         let h_at = format!("{r_at}.headers.{header}");
-        let flag = |f: &BTreeMap<String, serde_json::Value>, key: &str| {
+        let flag = |f: &SmallMap<String, serde_json::Value>, key: &str| {
             f.get(key)
                 .and_then(serde_json::Value::as_bool)
                 .unwrap_or(false)
@@ -287,7 +286,7 @@ fn compare_header_facts(
         }
         for key in ["style", "explode", "content"] {
             // The defaults: `style: simple`, `explode: false`.
-            let value = |f: &BTreeMap<String, serde_json::Value>| match (key, f.get(key)) {
+            let value = |f: &SmallMap<String, serde_json::Value>| match (key, f.get(key)) {
                 ("style", None) => Some(json!("simple")),
                 ("explode", None) => Some(json!(false)),
                 (_, v) => v.cloned(),

@@ -24,7 +24,7 @@ pub(super) fn contract(
     kind: Kind,
     mut endpoints: Vec<EndpointSpec>,
 ) -> Result<ToolSpec, NormalizeError> {
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
     let mut seen = BTreeSet::new();
     for e in &endpoints {
         if !seen.insert(e.identity()) {

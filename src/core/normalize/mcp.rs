@@ -39,7 +39,7 @@
 use super::openapi::resolve_pointer;
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
-use crate::core::json::parse_document;
+use crate::core::json::{parse_document, parse_json_deferring, Deferred};
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,11 +124,42 @@ const HINTS: &[&str] = &[
 
 /// Normalizes an MCP tool list for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    if let Some(spec) = normalize_streaming(watch, bytes) {
+        return Ok(spec);
+    }
     let root = parse_document(bytes)?;
     normalize_value(watch, &root)
 }
 
+/// [`normalize`] of a JSON tool list without its `tools` array ever being one tree: the
+/// document is parsed except `tools` (checked, not built), then each tool is parsed and
+/// normalized in turn, in order. `None` (the caller reads in full, for the exact error) for
+/// YAML, a `result` wrapper, `tools` not an array, or any error.
+pub fn normalize_streaming(watch: &str, bytes: &[u8]) -> Option<ToolSpec> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.trim_start().as_bytes().first() != Some(&b'{') {
+        return None;
+    }
+    let deferred = parse_json_deferring(text, "tools").ok()?;
+    let plain = matches!(&deferred.root, Value::Object(doc) if !doc.contains_key("result"));
+    if !(plain && deferred.is_array()) {
+        return None;
+    }
+    normalize_with(watch, &deferred.root, Some(&deferred)).ok()
+}
+
 pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
+    normalize_with(watch, root, None)
+}
+
+/// [`normalize_value`], with the tools read from `deferred` when given (the root then has no
+/// `tools`).
+fn normalize_with(
+    watch: &str,
+    root: &Value,
+    deferred: Option<&Deferred<'_>>,
+) -> Result<ToolSpec, NormalizeError> {
     let not_mcp = |why: &str| NormalizeError::Invalid {
         at: "document".into(),
         problem: format!("not an MCP tool list: {why}"),
@@ -145,6 +176,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     let tools: &[Value] = match doc.get("tools") {
         Some(Value::Array(tools)) => tools,
         Some(_) => return Err(invalid("tools", "must be an array")),
+        // Read one at a time below.
+        None if deferred.is_some() => &[],
         // A server without the tools capability: the other lists make it a snapshot.
         None if lists.iter().any(|k| doc.contains_key(*k)) => &[],
         None => return Err(not_mcp("no \"tools\" array")),
@@ -171,12 +204,25 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     let mut endpoints = Vec::with_capacity(tools.len());
     let mut definitions = BTreeMap::new();
     let mut names = BTreeSet::new();
-    for (i, tool) in tools.iter().enumerate() {
+    let mut add_tool = |i: usize, tool: &Value| -> Result<(), NormalizeError> {
         let endpoint = tool_endpoint(tool, i, &mut definitions)?;
         if !names.insert(endpoint.name.clone()) {
             return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
         }
         endpoints.push(endpoint);
+        Ok(())
+    };
+    if let Some(deferred) = deferred {
+        let mut i = 0;
+        deferred.for_each_item(|tool| {
+            add_tool(i, &tool)?;
+            i += 1;
+            Ok::<(), NormalizeError>(())
+        })?;
+    } else {
+        for (i, tool) in tools.iter().enumerate() {
+            add_tool(i, tool)?;
+        }
     }
     let mut others = Vec::new();
     for (i, prompt) in list("prompts")?.iter().enumerate() {
@@ -194,7 +240,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         }
         endpoints.push(endpoint);
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
+    endpoints.shrink_to_fit();
 
     let server_info = doc.get("serverInfo").and_then(Value::as_object);
     let server_text = |key: &str| {
@@ -391,7 +438,7 @@ fn tool_endpoint(
         path_template: name,
         read_only,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title,
     })
@@ -432,7 +479,7 @@ fn read_endpoint(method: &str, name: String, path: String) -> EndpointSpec {
         path,
         read_only: true,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     }

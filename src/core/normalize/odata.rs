@@ -1327,7 +1327,7 @@ impl Model {
                 name,
                 required: true,
                 schema,
-                style: BTreeMap::new(),
+                style: Default::default(),
             })
             .collect();
         params.sort_by(|a, b| a.name.cmp(&b.name));
@@ -1477,7 +1477,7 @@ fn base_endpoint(name: &str, method: &str, path: &str) -> EndpointSpec {
         path_template: path.into(),
         read_only: false,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     }
@@ -1519,7 +1519,7 @@ fn operation_endpoint(op: &Operation, path: &str, operation_id: &str) -> Endpoin
             name: name.clone(),
             required: *required,
             schema: normalize_schema(schema),
-            style: BTreeMap::new(),
+            style: Default::default(),
         })
         .collect();
     parameters.sort_by(|a, b| a.name.cmp(&b.name));

@@ -9,10 +9,10 @@
 
 use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError};
-use crate::core::json::parse_document;
+use crate::core::json::{parse_document, parse_json_deferring, Deferred};
 use crate::core::model::{
     EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody, ResponseSpec,
-    ToolSpec,
+    SmallMap, ToolSpec,
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -129,7 +129,73 @@ enum Version {
 
 /// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    if let Some(spec) = normalize_streaming(watch, bytes) {
+        return Ok(spec);
+    }
     normalize_owned(watch, parse_document(bytes)?)
+}
+
+/// [`normalize`] of a JSON document without its `paths` ever being one tree: the document is
+/// parsed except `paths` (checked, not built), then each path item is parsed, normalized and
+/// dropped in turn, so memory holds the model and one path item instead of the model and the
+/// whole document's tree. The result is the one [`normalize_owned`] gives; `None` answers
+/// every case where that is not certain (YAML, a syntax or normalization error, anything
+/// that could be a `$ref` into `#/paths` or a hidden one), and the caller takes the full path,
+/// which gives the exact error too.
+pub fn normalize_streaming(watch: &str, bytes: &[u8]) -> Option<ToolSpec> {
+    let text = streamable_text(bytes)?;
+    let deferred = parse_json_deferring(text, "paths").ok()?;
+    normalize_deferred(watch, deferred)
+}
+
+/// The document's text when [`normalize_streaming`] may read it: JSON (after a BOM), with no
+/// `\u` escape (it could spell a `$ref` or a pointer) and no string that could point into
+/// `#/paths` or at the whole document (`#`).
+pub(crate) fn streamable_text(bytes: &[u8]) -> Option<&str> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let text = std::str::from_utf8(bytes).ok()?;
+    if text.trim_start().as_bytes().first() != Some(&b'{') || text.contains("\\u") {
+        return None;
+    }
+    let b = text.as_bytes();
+    for (i, _) in text.match_indices('#') {
+        let mut at = i + 1;
+        // `#` alone, or `#%..` (a percent-encoded pointer), may reach the whole document.
+        match b.get(at) {
+            Some(b'"') | Some(b'%') => return None,
+            Some(b'/') => at += 1,
+            Some(b'\\') if b.get(at + 1) == Some(&b'/') => at += 2,
+            _ => continue,
+        }
+        // The first pointer token: `paths`, or one percent-encoded or cut by an escape that
+        // could spell it, is refused.
+        let token_end = b[at..]
+            .iter()
+            .position(|c| matches!(c, b'/' | b'"' | b'\\'))
+            .map_or(b.len(), |n| at + n);
+        let token = &text[at..token_end];
+        if token == "paths"
+            || token.contains('%')
+            || (b.get(token_end) == Some(&b'\\') && "paths".starts_with(token))
+        {
+            return None;
+        }
+    }
+    Some(text)
+}
+
+/// The streaming half of [`normalize_streaming`], also used by the external-`$ref` reader
+/// once it knows the document has none.
+pub(crate) fn normalize_deferred(watch: &str, mut deferred: Deferred<'_>) -> Option<ToolSpec> {
+    if !deferred.is_deferred() || deferred.is_array() {
+        return None;
+    }
+    let mut root = std::mem::take(&mut deferred.root);
+    let mut externals = BTreeMap::new();
+    let mut spec = normalize_operations(watch, &root, &externals, Some(&deferred)).ok()?;
+    drop(deferred);
+    spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints).ok()?;
+    Some(spec)
 }
 
 /// Normalizes an already parsed document (copying it).
@@ -141,7 +207,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
 /// External `$ref`s are kept as written and their targets are not collected.
 pub fn normalize_owned(watch: &str, mut root: Value) -> Result<ToolSpec, NormalizeError> {
     let mut externals = BTreeMap::new();
-    let mut spec = normalize_operations(watch, &root, &externals)?;
+    let mut spec = normalize_operations(watch, &root, &externals, None)?;
     spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
     Ok(spec)
 }
@@ -157,7 +223,7 @@ pub fn normalize_bundle(
     externals: BTreeMap<String, Value>,
 ) -> Result<ToolSpec, NormalizeError> {
     let mut externals = super::openapi_refs::rewrite_bundle(root_uri, &mut root, externals)?;
-    let mut spec = normalize_operations(watch, &root, &externals)?;
+    let mut spec = normalize_operations(watch, &root, &externals, None)?;
     spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
     Ok(spec)
 }
@@ -192,6 +258,7 @@ fn normalize_operations(
     watch: &str,
     root: &Value,
     externals: &BTreeMap<String, Value>,
+    deferred_paths: Option<&Deferred<'_>>,
 ) -> Result<ToolSpec, NormalizeError> {
     let Value::Object(doc) = root else {
         return Err(NormalizeError::NotOpenApi(
@@ -230,48 +297,76 @@ fn normalize_operations(
         .map(String::from);
 
     let mut endpoints: Vec<EndpointSpec> = Vec::new();
+    // Duplicate identities are found as the document is read (the error names the first in
+    // key order); read one path item at a time, they are found after sorting instead, and the
+    // caller re-reads in full for the exact error (no set of every identity held meanwhile).
+    let streaming = deferred_paths.is_some();
     let mut identities = BTreeSet::new();
-    if let Some(paths) = doc.get("paths") {
+    let mut path_item = |path: &str, item: &Value| -> Result<(), NormalizeError> {
+        if !path.starts_with('/') {
+            // Specification extensions (`x-...`) may sit beside paths.
+            return Ok(());
+        }
+        let at = format!("paths.{path}");
+        let item = ctx.resolve(item, &at)?;
+        let item = item
+            .as_object()
+            .ok_or_else(|| invalid(&at, "path item must be an object"))?;
+        for method in METHODS {
+            let Some(operation) = item.get(method) else {
+                continue;
+            };
+            let endpoint = ctx.operation(path, method, item, operation)?;
+            let callbacks = ctx.callbacks(&endpoint.name, operation)?;
+            for e in std::iter::once(endpoint).chain(callbacks) {
+                if !streaming && !identities.insert(e.identity()) {
+                    return Err(NormalizeError::DuplicateEndpoint(e.identity()));
+                }
+                endpoints.push(e);
+            }
+        }
+        Ok(())
+    };
+    // Extensions beside the paths, when they are read one at a time.
+    let mut beside_paths: Vec<(String, Value)> = Vec::new();
+    if let Some(deferred) = deferred_paths {
+        deferred.for_each_member(|path, item| {
+            if path.starts_with('/') {
+                path_item(&path, &item)
+            } else {
+                beside_paths.push((path, item));
+                Ok(())
+            }
+        })?;
+    } else if let Some(paths) = doc.get("paths") {
         let paths = paths
             .as_object()
             .ok_or_else(|| invalid("paths", "must be an object"))?;
         for (path, item) in paths {
-            if !path.starts_with('/') {
-                // Specification extensions (`x-...`) may sit beside paths.
-                continue;
-            }
-            let at = format!("paths.{path}");
-            let item = ctx.resolve(item, &at)?;
-            let item = item
-                .as_object()
-                .ok_or_else(|| invalid(&at, "path item must be an object"))?;
-            for method in METHODS {
-                let Some(operation) = item.get(method) else {
-                    continue;
-                };
-                let endpoint = ctx.operation(path, method, item, operation)?;
-                let callbacks = ctx.callbacks(&endpoint.name, operation)?;
-                for e in std::iter::once(endpoint).chain(callbacks) {
-                    if !identities.insert(e.identity()) {
-                        return Err(NormalizeError::DuplicateEndpoint(e.identity()));
-                    }
-                    endpoints.push(e);
-                }
-            }
+            path_item(path, item)?;
         }
     }
     // OpenAPI 3.1 webhooks: requests the provider sends to the consumer.
     if let Some(Value::Object(webhooks)) = doc.get("webhooks") {
         for (name, item) in webhooks {
             for e in ctx.reversed_endpoints("WEBHOOK", name, item)? {
-                if !identities.insert(e.identity()) {
+                if !streaming && !identities.insert(e.identity()) {
                     return Err(NormalizeError::DuplicateEndpoint(e.identity()));
                 }
                 endpoints.push(e);
             }
         }
     }
-    endpoints.sort_by_key(|e| e.identity());
+    super::sort_by_identity(&mut endpoints);
+    if streaming {
+        if let Some(pair) = endpoints
+            .windows(2)
+            .find(|pair| pair[0].method == pair[1].method && pair[0].path == pair[1].path)
+        {
+            return Err(NormalizeError::DuplicateEndpoint(pair[0].identity()));
+        }
+    }
+    endpoints.shrink_to_fit();
     let mut extensions = BTreeMap::new();
     let modelled: &[&str] = match version {
         Version::OpenApi3 => &[
@@ -317,6 +412,9 @@ fn normalize_operations(
         for key in not_paths {
             extensions.insert(format!("paths.{key}"), paths[&key].clone());
         }
+    }
+    for (key, value) in beside_paths {
+        extensions.insert(format!("paths.{key}"), value);
     }
 
     Ok(ToolSpec {
@@ -660,7 +758,7 @@ impl<'a> Context<'a> {
             );
             self.keep_media(body.get("content"), "requestBody", &mut kept);
             request_body = Some(RequestBody {
-                encoding: self.encoding(body.get("content"), &at)?,
+                encoding: self.encoding(body.get("content"), &at)?.into(),
                 required: body
                     .get("required")
                     .and_then(Value::as_bool)
@@ -669,7 +767,7 @@ impl<'a> Context<'a> {
                     .get("description")
                     .and_then(Value::as_str)
                     .map(String::from),
-                content: self.content(body.get("content"), &at)?,
+                content: self.content(body.get("content"), &at)?.into(),
             });
         }
 
@@ -726,7 +824,7 @@ impl<'a> Context<'a> {
                         }
                         let (schema, facts) = self.header(header);
                         if !facts.is_empty() {
-                            header_facts.insert(hname.to_ascii_lowercase(), facts);
+                            header_facts.insert(hname.to_ascii_lowercase(), SmallMap::from(facts));
                         }
                         headers.insert(hname.to_ascii_lowercase(), schema);
                     }
@@ -740,14 +838,14 @@ impl<'a> Context<'a> {
                 responses.insert(
                     status.to_ascii_uppercase(),
                     ResponseSpec {
-                        header_facts,
-                        links,
+                        header_facts: header_facts.into(),
+                        links: links.into(),
                         description: response
                             .get("description")
                             .and_then(Value::as_str)
                             .map(String::from),
-                        content,
-                        headers,
+                        content: content.into(),
+                        headers: headers.into(),
                     },
                 );
             }
@@ -762,7 +860,7 @@ impl<'a> Context<'a> {
             .map(String::from);
 
         Ok(EndpointSpec {
-            extensions: kept,
+            extensions: kept.into(),
             servers: self.servers_override(item, op),
             name,
             method: verb.clone(),
@@ -776,8 +874,8 @@ impl<'a> Context<'a> {
                 .unwrap_or(false),
             aliases: Vec::new(),
             parameters,
-            request_body,
-            responses,
+            request_body: request_body.map(Box::new),
+            responses: responses.into(),
             security,
             input_schema: None,
             output_schema: None,
@@ -1027,7 +1125,7 @@ impl<'a> Context<'a> {
                 .get("deprecated")
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            style,
+            style: style.into(),
             schema,
         }
     }

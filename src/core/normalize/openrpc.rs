@@ -180,7 +180,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
         variables.extend(server_variables(method.get("servers")));
         endpoints.push(endpoint);
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
     if base_urls.is_empty() {
         base_urls.insert(DEFAULT_SERVER.to_string());
     }
@@ -369,7 +369,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
             name: pname,
             required: is_required,
             schema,
-            style,
+            style: style.into(),
         });
     }
     // The model keeps parameters sorted by (location, name); the order is in `style.position`.
@@ -413,16 +413,16 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
                 ResponseSpec {
                     header_facts: Default::default(),
                     links: Default::default(),
-                    content,
+                    content: content.into(),
                     description: str_field(e, "message"),
-                    headers: BTreeMap::new(),
+                    headers: Default::default(),
                 },
             );
         }
     }
 
     Ok(EndpointSpec {
-        extensions: kept,
+        extensions: kept.into(),
         servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: m
@@ -444,7 +444,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         path_template: name,
         read_only: false,
         request_body: None,
-        responses,
+        responses: responses.into(),
         security: Vec::new(),
         title: None,
     })

@@ -222,7 +222,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             name: "response_format".into(),
             required: false,
             schema: normalize_schema(&json!({"type": "string", "enum": formats})),
-            style: BTreeMap::new(),
+            style: Default::default(),
         };
         let description = fields
             .and_then(|f| f.get("description"))
@@ -250,7 +250,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
                 name: "sort".into(),
                 required: false,
                 schema: normalize_schema(&json!({"type": "string", "enum": sortable})),
-                style: BTreeMap::new(),
+                style: Default::default(),
             });
         }
         list.parameters.sort_by(|a, b| a.name.cmp(&b.name));
@@ -266,7 +266,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
                 name: "entry_id".into(),
                 required: true,
                 schema: json!({"type": "string"}),
-                style: BTreeMap::new(),
+                style: Default::default(),
             },
             response_format,
         ];
@@ -277,7 +277,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
     for e in available.iter().filter(|e| !entry_types.contains(*e)) {
         endpoints.push(read_endpoint(e, &format!("/{e}")));
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
     if base_urls.is_empty() {
         base_urls.insert("/".to_string());
     }
@@ -334,7 +334,7 @@ fn read_endpoint(name: &str, path: &str) -> EndpointSpec {
         path_template: path.into(),
         read_only: true,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     }

@@ -27,7 +27,7 @@ use crate::core::fingerprint::digest_text;
 use crate::core::model::{EndpointSpec, Kind, ToolSpec};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// The `format` of a catalog document.
 pub const CATALOG_FORMAT: &str = "schemawatch.postgres-catalog/1";
@@ -324,7 +324,7 @@ fn relation_endpoint(r: &Relation) -> Result<EndpointSpec, NormalizeError> {
         path_template: full,
         read_only: is_view,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     })
@@ -375,7 +375,7 @@ fn function_endpoint(f: &Function) -> Result<EndpointSpec, NormalizeError> {
         path_template: id,
         read_only,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     })

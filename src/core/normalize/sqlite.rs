@@ -282,7 +282,7 @@ fn relation_endpoint(
         path_template: r.name.clone(),
         read_only: is_view,
         request_body: None,
-        responses: BTreeMap::new(),
+        responses: Default::default(),
         security: Vec::new(),
         title: None,
     })

@@ -333,7 +333,7 @@ fn build(watch: &str, schema: &Schema) -> Result<ToolSpec, NormalizeError> {
             endpoints.push(builder.type_endpoint(name, def));
         }
     }
-    endpoints.sort_by_key(|e| e.identity());
+    crate::core::normalize::sort_by_identity(&mut endpoints);
 
     // Definitions reachable from the endpoints only (unreachable types are outside the contract).
     let mut definitions = BTreeMap::new();
@@ -486,7 +486,7 @@ impl Builder<'_> {
                 name: arg.name.clone(),
                 required: arg.ty.is_non_null() && arg.default.is_none(),
                 schema: self.input_value_schema(arg),
-                style: BTreeMap::new(),
+                style: Default::default(),
             })
             .collect();
         parameters.sort_by(|a, b| (&a.location, &a.name).cmp(&(&b.location, &b.name)));
@@ -527,7 +527,7 @@ impl Builder<'_> {
             path_template: path,
             read_only,
             request_body: None,
-            responses: BTreeMap::new(),
+            responses: Default::default(),
             security: Vec::new(),
             title: None,
         })
@@ -634,7 +634,7 @@ impl Builder<'_> {
             path_template: name.to_string(),
             read_only: true,
             request_body: None,
-            responses: BTreeMap::new(),
+            responses: Default::default(),
             security: Vec::new(),
             title: None,
         }
