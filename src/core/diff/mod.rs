@@ -139,6 +139,10 @@ impl<'o> Emitter<'o> {
 /// Compares two contracts of the same watch.
 pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> DriftReport {
     let (old_index, new_index) = (SpecIndex::new(old), SpecIndex::new(new));
+    // The comparison needs every endpoint's fingerprint: computed once here, then the tool
+    // fingerprints read them from the cache instead of hashing every endpoint a second time.
+    old_index.endpoint_fingerprints();
+    new_index.endpoint_fingerprints();
     let old_fingerprint = old_index.tool_fingerprint();
     let new_fingerprint = new_index.tool_fingerprint();
     if old_fingerprint == new_fingerprint {
