@@ -14,7 +14,7 @@
 //! referenced documents unchanged (docs/design.md "Fetching"), so callers fetch it in full.
 
 use super::{FetchError, FetchOutcome, FetchRequest, Source};
-use crate::core::json::{parse_document, parse_json_deferring};
+use crate::core::json::{parse_document, parse_json_deferring, DEFER_FROM_BYTES};
 use crate::core::model::ToolSpec;
 use crate::core::normalize::openapi::{self, normalize_bundle, normalize_owned};
 use crate::core::normalize::openapi_refs::{external_documents, ExternalRef};
@@ -219,7 +219,9 @@ pub async fn normalize_document(
 ) -> Result<Resolved, BundleError> {
     // A JSON document whose every `$ref` is local has nothing to fetch: normalized without
     // holding its `paths` as one tree (same result; see `normalize_streaming`).
-    if let Some(deferred) = openapi::streamable_text(bytes)
+    if let Some(deferred) = (bytes.len() >= DEFER_FROM_BYTES)
+        .then(|| openapi::streamable_text(bytes))
+        .flatten()
         .filter(|text| only_local_refs(text))
         .and_then(|text| parse_json_deferring(text, "paths").ok())
     {

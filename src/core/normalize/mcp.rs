@@ -39,7 +39,7 @@
 use super::openapi::resolve_pointer;
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
-use crate::core::json::{parse_document, parse_json_deferring, Deferred};
+use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,8 +124,10 @@ const HINTS: &[&str] = &[
 
 /// Normalizes an MCP tool list for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
-    if let Some(spec) = normalize_streaming(watch, bytes) {
-        return Ok(spec);
+    if bytes.len() >= DEFER_FROM_BYTES {
+        if let Some(spec) = normalize_streaming(watch, bytes) {
+            return Ok(spec);
+        }
     }
     let root = parse_document(bytes)?;
     normalize_value(watch, &root)

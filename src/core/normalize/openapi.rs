@@ -9,7 +9,7 @@
 
 use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError};
-use crate::core::json::{parse_document, parse_json_deferring, Deferred};
+use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
 use crate::core::model::{
     EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody, ResponseSpec,
     SmallMap, ToolSpec,
@@ -129,8 +129,10 @@ enum Version {
 
 /// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
-    if let Some(spec) = normalize_streaming(watch, bytes) {
-        return Ok(spec);
+    if bytes.len() >= DEFER_FROM_BYTES {
+        if let Some(spec) = normalize_streaming(watch, bytes) {
+            return Ok(spec);
+        }
     }
     normalize_owned(watch, parse_document(bytes)?)
 }
