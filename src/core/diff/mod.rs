@@ -279,6 +279,26 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
 
 /// Contract-level fields kept verbatim (deny by default): an `x-` key is a vendor extension
 /// (`extension-changed`), any other an `unclassified-change` at its exact path.
+/// The members of two JSON objects (absent or not an object: empty) whose values differ, in
+/// key order: the walk of every kept map compared key by key (an endpoint's `meta`, OData
+/// annotations).
+pub(super) fn changed_members<'v>(
+    old: Option<&'v Value>,
+    new: Option<&'v Value>,
+) -> Vec<(&'v String, Option<&'v Value>, Option<&'v Value>)> {
+    let (om, nm) = (
+        old.and_then(Value::as_object),
+        new.and_then(Value::as_object),
+    );
+    let keys: BTreeSet<&String> = om.into_iter().chain(nm).flat_map(|m| m.keys()).collect();
+    keys.into_iter()
+        .filter_map(|k| {
+            let (before, after) = (om.and_then(|m| m.get(k)), nm.and_then(|m| m.get(k)));
+            (before != after).then_some((k, before, after))
+        })
+        .collect()
+}
+
 fn compare_extensions(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
     if old.extensions == new.extensions {
         return;

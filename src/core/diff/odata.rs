@@ -8,7 +8,7 @@
 use super::endpoint::META_CHANGED;
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::{Emitter, UNCLASSIFIED_CHANGE};
+use super::{changed_members, Emitter, UNCLASSIFIED_CHANGE};
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
@@ -172,30 +172,15 @@ fn compare_annotations(
     n: Option<&Value>,
     mut emit: impl FnMut(&'static Rule, String, Option<Value>, Option<Value>),
 ) {
-    let empty = Map::new();
-    let map = |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
-    let (om, nm) = (map(o), map(n));
-    let (om, nm) = (
-        if o.is_some() { &om } else { &empty },
-        if n.is_some() { &nm } else { &empty },
-    );
-    let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
-    for key in keys {
-        if om.get(key) != nm.get(key) {
-            let write = (key == PERMISSIONS_TERM)
-                .then(|| (permits_write(om.get(key)), permits_write(nm.get(key))));
-            let rule = match write {
-                Some((Some(false), Some(true))) => &PERMISSIONS_WRITE_GRANTED,
-                Some((Some(true), Some(false))) => &PERMISSIONS_WRITE_REVOKED,
-                _ => annotation_rule(key),
-            };
-            emit(
-                rule,
-                format!("{at}.{key}"),
-                om.get(key).cloned(),
-                nm.get(key).cloned(),
-            );
-        }
+    for (key, before, after) in changed_members(o, n) {
+        let write =
+            (key == PERMISSIONS_TERM).then(|| (permits_write(before), permits_write(after)));
+        let rule = match write {
+            Some((Some(false), Some(true))) => &PERMISSIONS_WRITE_GRANTED,
+            Some((Some(true), Some(false))) => &PERMISSIONS_WRITE_REVOKED,
+            _ => annotation_rule(key),
+        };
+        emit(rule, format!("{at}.{key}"), before.cloned(), after.cloned());
     }
 }
 
@@ -326,17 +311,7 @@ pub(super) fn compare_schema_keywords(
 /// An OData endpoint's `meta`: annotations, navigation property bindings, an import's
 /// `EntitySet`, `IsComposable`.
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
-    let fields = |e: &EndpointSpec| match &e.meta {
-        Some(Value::Object(m)) => m.clone(),
-        _ => Map::new(),
-    };
-    let (om, nm) = (fields(o), fields(n));
-    let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
-    for key in keys {
-        let (before, after) = (om.get(key), nm.get(key));
-        if before == after {
-            continue;
-        }
+    for (key, before, after) in changed_members(o.meta.as_ref(), n.meta.as_ref()) {
         match key.as_str() {
             "annotations" => compare_annotations(
                 &format!("{at}.annotations"),
@@ -355,17 +330,13 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             ),
             // Attributes and child elements the model has no place for (deny by default).
             "unread" => {
-                let map =
-                    |v: Option<&Value>| v.and_then(Value::as_object).cloned().unwrap_or_default();
-                let (ob, nb) = (map(before), map(after));
-                let names: BTreeSet<&String> = ob.keys().chain(nb.keys()).collect();
-                for name in names.into_iter().filter(|k| ob.get(*k) != nb.get(*k)) {
+                for (name, was, now) in changed_members(before, after) {
                     out.emit(
                         &UNCLASSIFIED_CHANGE,
                         &format!("{at}.{name}"),
                         "unclassified_change",
-                        ob.get(name).cloned(),
-                        nb.get(name).cloned(),
+                        was.cloned(),
+                        now.cloned(),
                         format!("The {name} of {}, kept but not modelled, changed.", n.name),
                     );
                 }

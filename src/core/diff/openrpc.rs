@@ -6,8 +6,7 @@ use super::endpoint::META_CHANGED;
 use super::rules::{Rule, Side};
 use super::Emitter;
 use crate::core::model::{EndpointSpec, Severity::*};
-use serde_json::{json, Map, Value};
-use std::collections::BTreeSet;
+use serde_json::{json, Value};
 
 pub static PARAM_STRUCTURE_RELAXED: Rule = Rule::new(
     "param-structure-relaxed",
@@ -81,17 +80,7 @@ pub(super) fn compare_param_structure(
 
 /// An OpenRPC method's `meta`: `resultRequired`.
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
-    let fields = |e: &EndpointSpec| match &e.meta {
-        Some(Value::Object(m)) => m.clone(),
-        _ => Map::new(),
-    };
-    let (om, nm) = (fields(o), fields(n));
-    let keys: BTreeSet<&String> = om.keys().chain(nm.keys()).collect();
-    for key in keys {
-        let (before, after) = (om.get(key), nm.get(key));
-        if before == after {
-            continue;
-        }
+    for (key, before, after) in super::changed_members(o.meta.as_ref(), n.meta.as_ref()) {
         if key == "resultRequired" {
             let now = after == Some(&Value::Bool(true));
             out.emit(
