@@ -97,69 +97,6 @@ pub fn source_digest(bytes: &[u8]) -> String {
     out
 }
 
-/// Whether any reading of `bytes` could hold a hidden character (`core::hidden`): one as
-/// written, an escape that could decode to one (JSON, YAML and GraphQL backslash escapes other
-/// than the plainly visible ones, XML character references and `&lt;`, a percent-encoded
-/// control or non-ASCII byte), or an HTML comment.
-/// Conservative: a false "yes" only costs storage (the contract is then stored beside the
-/// source, so a projection upgrade can still compare the earlier reading for newly modelled
-/// hidden text); a "no" is sound, because no normalizer can then produce a hidden character.
-pub fn can_spell_hidden(bytes: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(bytes) else {
-        return true;
-    };
-    if text.contains("<!--") || text.contains("&#") || text.contains("&lt;") {
-        return true;
-    }
-    let hex = |b: u8| (b as char).to_digit(16);
-    let percent_encoded = bytes.windows(3).any(|w| {
-        w[0] == b'%'
-            && match (hex(w[1]), hex(w[2])) {
-                (Some(hi), Some(lo)) => !(0x20..0x7F).contains(&(hi * 16 + lo)),
-                _ => false,
-            }
-    });
-    if percent_encoded {
-        return true;
-    }
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                // Visible text, or TAB / LF (not hidden).
-                Some('\\' | '"' | '/' | 'n' | 't') => {}
-                // `\uXXXX` (JSON, YAML, GraphQL): safe when it decodes to a visible non-ASCII
-                // character (`é`, which cannot be part of `<!--`), an ASCII letter or digit, or
-                // a space; a surrogate (a pair may spell a tag character) is not.
-                Some('u') => {
-                    let digits: String = chars.by_ref().take(4).collect();
-                    let decoded = u32::from_str_radix(&digits, 16)
-                        .ok()
-                        .filter(|_| {
-                            digits.len() == 4 && digits.bytes().all(|b| b.is_ascii_hexdigit())
-                        })
-                        .and_then(char::from_u32);
-                    let visible = decoded.is_some_and(|d| {
-                        (!d.is_ascii() && !crate::core::hidden::is_hidden(d))
-                            || d.is_ascii_alphanumeric()
-                            || d == ' '
-                    });
-                    if !visible {
-                        return true;
-                    }
-                }
-                // `\b`, `\r`, `\x`, `\U`, `\0`, an escaped line break, ...
-                _ => return true,
-            },
-            // A CRLF is folded to LF before anything is judged hidden; a lone CR is not.
-            '\r' if chars.peek() == Some(&'\n') => {}
-            c if crate::core::hidden::is_hidden(c) => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -178,31 +115,6 @@ mod tests {
     fn a_blob_that_is_not_gzip_is_a_bad_row() {
         let err = gunzip("tools", "a.b", b"{\"plain\": true}").unwrap_err();
         assert!(err.to_string().contains("tools/a.b"), "{err}");
-    }
-
-    #[test]
-    fn a_document_that_could_spell_a_hidden_character_is_recognized() {
-        assert!(!can_spell_hidden(
-            b"{\"a\": \"plain \\\"text\\\" \\\\d+ \\n 100% of /a%20b caf\\u00e9 \\u0041\",\r\n\"b\": [1, 2]}"
-        ));
-        for doc in [
-            &b"{\"a\": \"zero\xe2\x80\x8bwidth\"}"[..],
-            br#"{"a": "\u200b"}"#,
-            br#"{"a": "\b"}"#,
-            br#"{"a": "\u003c!-- hidden --\u003e"}"#,
-            br#"{"a": "\udb40\udc41"}"#,
-            br#"{"a": "\u20"}"#,
-            b"a: b\rc",
-            b"a: \"\\x0b\"\r\n",
-            b"<a>&#x200B;</a>",
-            b"<a>&lt;!-- x --&gt;</a>",
-            br#"{"description": "<!-- hidden -->"}"#,
-            b"\xff\xfe",
-            b"$ref: '#/components/schemas/A%E2%80%8B'",
-            b"a: \"%0b\"",
-        ] {
-            assert!(can_spell_hidden(doc), "{}", String::from_utf8_lossy(doc));
-        }
     }
 
     #[test]

@@ -45,7 +45,7 @@ impl StoredSource {
         StoredSource {
             digest: Some(codec::source_digest(bytes)),
             gz: Some(codec::gz_bytes(bytes)),
-            derivable: !codec::can_spell_hidden(bytes),
+            derivable: !crate::core::hidden::can_spell_hidden(bytes),
         }
     }
 
