@@ -64,12 +64,32 @@ const EXAMPLES: &[&str] = &["example", "examples"];
 /// documentation at `prefix.<url>.description` and `prefix.<url>.variables.<name>.description`
 /// (what a server is called is not where calls go, but it is text a reader or a model sees).
 fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
+    keep_server_text_with(
+        servers,
+        prefix,
+        server_url,
+        &[("description", "description")],
+        out,
+    );
+}
+
+/// The walk of [`keep_server_text`], shared with OpenRPC: each server's `own` keys (key, path
+/// below the server's URL) and its variables' descriptions, under the URL `url_of` gives.
+pub(super) fn keep_server_text_with(
+    servers: Option<&Value>,
+    prefix: &str,
+    url_of: fn(&Value) -> Option<String>,
+    own: &[(&str, &str)],
+    out: &mut BTreeMap<String, Value>,
+) {
     for server in servers.and_then(Value::as_array).into_iter().flatten() {
-        let Some(url) = server_url(server) else {
+        let Some(url) = url_of(server) else {
             continue;
         };
-        if let Some(d) = server.get("description") {
-            out.insert(format!("{prefix}.{url}.description"), d.clone());
+        for (key, at) in own {
+            if let Some(v) = server.get(*key) {
+                out.insert(format!("{prefix}.{url}.{at}"), v.clone());
+            }
         }
         for (name, var) in server
             .get("variables")

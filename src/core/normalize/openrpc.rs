@@ -21,7 +21,7 @@
 //! - Side effects are unknown (the format states none): `read_only` false, `destructive`
 //!   false, `idempotent` false, `open_world` true, so a new method is `endpoint-added-write`.
 
-use super::openapi::{keep_unmodelled, resolve_pointer};
+use super::openapi::{keep_server_text_with, keep_unmodelled, resolve_pointer};
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
@@ -86,29 +86,12 @@ const DESCRIPTOR_KEYS: &[&str] = &[
 /// The descriptive text of servers (`name`, `summary`, `description`, variables'
 /// `description`), kept as documentation at `prefix.<url>.<key>.description`.
 fn keep_server_text(servers: Option<&Value>, prefix: &str, out: &mut BTreeMap<String, Value>) {
-    for server in servers.and_then(Value::as_array).into_iter().flatten() {
-        let Some(url) = server_url(server) else {
-            continue;
-        };
-        for key in ["name", "summary", "description"] {
-            if let Some(v) = server.get(key) {
-                out.insert(format!("{prefix}.{url}.{key}.description"), v.clone());
-            }
-        }
-        for (name, var) in server
-            .get("variables")
-            .and_then(Value::as_object)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(d) = var.get("description") {
-                out.insert(
-                    format!("{prefix}.{url}.variables.{name}.description"),
-                    d.clone(),
-                );
-            }
-        }
-    }
+    let own = [
+        ("name", "name.description"),
+        ("summary", "summary.description"),
+        ("description", "description.description"),
+    ];
+    keep_server_text_with(servers, prefix, server_url, &own, out);
 }
 
 /// The server the OpenRPC specification assumes when `servers` is absent or empty.
