@@ -266,6 +266,15 @@ pub const MAX_DRAIN_TIMEOUT: Duration = Duration::from_secs(3600);
 /// A watch's default `timeout` and `max_bytes` are those of every fetch (defined once there).
 pub use crate::fetch::{DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT};
 
+/// A path as a config file writes it: `${VAR}` expanded, relative to the file's folder
+/// (`base`); the error names the unset variable.
+fn resolve_path(base: &Path, p: &str) -> Result<PathBuf, String> {
+    let expanded = expand_env(p)
+        .map_err(|var| format!("environment variable {var} is not set (used in a path)"))?;
+    let p = PathBuf::from(expanded);
+    Ok(if p.is_absolute() { p } else { base.join(p) })
+}
+
 impl Config {
     /// Reads and validates a config file.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
@@ -285,15 +294,7 @@ impl Config {
         let raw: RawConfig =
             toml::from_str(text).map_err(|e| invalid(describe_toml_error(text, &e)))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let resolve = |p: &str| -> Result<PathBuf, ConfigError> {
-            let expanded = expand_env(p).map_err(|var| {
-                invalid(format!(
-                    "environment variable {var} is not set (used in a path)"
-                ))
-            })?;
-            let p = PathBuf::from(expanded);
-            Ok(if p.is_absolute() { p } else { base.join(p) })
-        };
+        let resolve = |p: &str| resolve_path(&base, p).map_err(invalid);
 
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
@@ -445,15 +446,7 @@ impl Config {
             message,
         };
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let resolve = |p: &str| -> Result<PathBuf, ConfigError> {
-            let expanded = expand_env(p).map_err(|var| {
-                invalid(format!(
-                    "environment variable {var} is not set (used in a path)"
-                ))
-            })?;
-            let p = PathBuf::from(expanded);
-            Ok(if p.is_absolute() { p } else { base.join(p) })
-        };
+        let resolve = |p: &str| resolve_path(&base, p).map_err(invalid);
         let WatchesSoFar {
             names,
             watches,
