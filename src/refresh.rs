@@ -519,6 +519,7 @@ async fn refresh_inner(
         &bytes,
         final_url.as_deref(),
         started,
+        Default::default(),
     )
     .await
     .map_err(|e| match e {

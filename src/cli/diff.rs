@@ -10,6 +10,7 @@ use schemawatch::config::{parse_overrides, Config};
 use schemawatch::core::diff::{classify, ClassifyPolicy};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
 use schemawatch::core::normalize::source::locate_changes;
+use schemawatch::core::normalize::SharedEndpoints;
 use schemawatch::core::report::{report_markdown, report_text};
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
@@ -104,12 +105,14 @@ async fn load_spec(
     input: &str,
     source: &Source,
     kind: Kind,
+    shared: SharedEndpoints<'_>,
 ) -> anyhow::Result<(ToolSpec, Vec<u8>)> {
     sources::load_spec_and_bytes(
         kind,
         "diff.document",
         source,
         &sources::Request::command_line(),
+        shared,
     )
     .await
     .with_context(|| input.to_string())
@@ -260,16 +263,20 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
         }
     };
     let parsed = sources::parse_arguments(&[old, new], &args.env).map_err(anyhow::Error::from)?;
-    let (old_spec, _) = load_spec(old, &parsed[0], kind).await?;
-    let (new_spec, new_bytes) = load_spec(new, &parsed[1], kind).await?;
-    let report = classify(&old_spec, &new_spec, policy);
-    let mut gate = gate::evaluate(&report, entries.as_deref(), new, date, fail_on);
-    // Source lines, only when a rendering shows them (text and Markdown do not).
-    if outputs
+    let (old_spec, _) = load_spec(old, &parsed[0], kind, SharedEndpoints::default()).await?;
+    // The new reading shares the endpoints the old one holds equally: one copy of them.
+    let (new_spec, new_bytes) =
+        load_spec(new, &parsed[1], kind, SharedEndpoints::of(&old_spec)).await?;
+    // Source lines, only when a rendering shows them (text and Markdown do not); otherwise the
+    // document is not held while the contracts are compared.
+    let new_bytes = outputs
         .iter()
         .any(|(f, _)| !matches!(f, Format::Text | Format::Markdown))
-    {
-        gate.locate(locate_changes(kind, &new_bytes, &report.changes));
+        .then_some(new_bytes);
+    let report = classify(&old_spec, &new_spec, policy);
+    let mut gate = gate::evaluate(&report, entries.as_deref(), new, date, fail_on);
+    if let Some(new_bytes) = &new_bytes {
+        gate.locate(locate_changes(kind, new_bytes, &report.changes));
     }
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),

@@ -24,11 +24,17 @@ pub fn digest(domain: &str, projection: &Value) -> String {
 }
 
 pub fn digest_text(domain: &str, canonical: &str) -> String {
+    hex_digest(&raw_digest_text(domain, canonical))
+}
+
+/// The SHA-256 [`digest_text`] spells, as bytes (32 bytes instead of a 71-character string:
+/// what a contract's per-endpoint fingerprints are held as while it is compared).
+fn raw_digest_text(domain: &str, canonical: &str) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(domain.as_bytes());
     hasher.update([0u8]);
     hasher.update(canonical.as_bytes());
-    hex_digest(&hasher.finalize())
+    hasher.finalize().into()
 }
 
 /// `sha256:<64 lowercase hex>` of a finished SHA-256.
@@ -79,8 +85,9 @@ pub struct SpecIndex<'a> {
     edges: Vec<Vec<usize>>,
     /// Closure digest of each definition.
     closure: Vec<String>,
-    /// Endpoint fingerprints by identity, computed once on first use.
-    endpoint_fps: std::cell::OnceCell<BTreeMap<String, String>>,
+    /// Each endpoint's fingerprint (as bytes), by its position in `spec.endpoints`, computed
+    /// once on first use.
+    endpoint_fps: std::cell::OnceCell<Vec<[u8; 32]>>,
 }
 
 impl<'a> SpecIndex<'a> {
@@ -248,18 +255,34 @@ impl<'a> SpecIndex<'a> {
     }
 
     pub fn endpoint_fingerprint(&self, endpoint: &EndpointSpec) -> String {
-        digest_text(ENDPOINT_DOMAIN, &self.endpoint_projection_text(endpoint))
+        hex_digest(&self.raw_endpoint_fingerprint(endpoint))
     }
 
-    /// Fingerprints of every endpoint of this spec, keyed by endpoint identity.
-    pub fn endpoint_fingerprints(&self) -> &BTreeMap<String, String> {
+    fn raw_endpoint_fingerprint(&self, endpoint: &EndpointSpec) -> [u8; 32] {
+        raw_digest_text(ENDPOINT_DOMAIN, &self.endpoint_projection_text(endpoint))
+    }
+
+    /// Every endpoint's fingerprint as bytes, by position in the spec's `endpoints`, computed
+    /// once: what a comparison reads (no identity or hex string per endpoint held).
+    pub fn endpoint_fingerprints_by_position(&self) -> &[[u8; 32]] {
         self.endpoint_fps.get_or_init(|| {
             self.spec
                 .endpoints
                 .iter()
-                .map(|e| (e.identity(), self.endpoint_fingerprint(e)))
+                .map(|e| self.raw_endpoint_fingerprint(e))
                 .collect()
         })
+    }
+
+    /// Fingerprints of every endpoint of this spec, keyed by endpoint identity (of endpoints
+    /// sharing one identity, the last).
+    pub fn endpoint_fingerprints(&self) -> BTreeMap<String, String> {
+        self.spec
+            .endpoints
+            .iter()
+            .zip(self.endpoint_fingerprints_by_position())
+            .map(|(e, fp)| (e.identity(), hex_digest(fp)))
+            .collect()
     }
 
     /// The tool's contract projection: identity, execution target, server capabilities (when
@@ -360,8 +383,8 @@ impl<'a> SpecIndex<'a> {
             }
             first = false;
             let identity = endpoint.identity();
-            let fingerprint = match cached.and_then(|map| map.get(&identity)) {
-                Some(fingerprint) => fingerprint.clone(),
+            let fingerprint = match cached {
+                Some(by_position) => hex_digest(&by_position[i]),
                 None => self.endpoint_fingerprint(endpoint),
             };
             write_json_string(&identity, &mut sink.text);
@@ -546,8 +569,10 @@ mod tests {
         }
         // A key above U+FFFF takes the general path.
         let mut s = spec(CHAIN);
-        let ok = s.endpoints[0].responses["200"].clone();
-        s.endpoints[0].responses.insert("\u{1F600}".into(), ok);
+        let ok = std::sync::Arc::make_mut(&mut s.endpoints[0]).responses["200"].clone();
+        std::sync::Arc::make_mut(&mut s.endpoints[0])
+            .responses
+            .insert("\u{1F600}".into(), ok);
         assert_eq!(canonical_struct_text(&s.endpoints[0]), None);
         let index = SpecIndex::new(&s);
         assert_eq!(
@@ -570,13 +595,13 @@ mod tests {
         check(&s);
         // Identities above U+FFFF and against U+E000..U+FFFF (UTF-16 order differs from UTF-8
         // order there), a duplicate identity (the map keeps the last), contract-level fields.
-        let mut a = s.endpoints[0].clone();
+        let mut a = (*s.endpoints[0]).clone();
         a.path = "/\u{1F600}".into();
-        let mut b = s.endpoints[0].clone();
+        let mut b = (*s.endpoints[0]).clone();
         b.path = "/\u{FF01}".into();
-        let mut dup = s.endpoints[1].clone();
+        let mut dup = (*s.endpoints[1]).clone();
         dup.description = Some("the last one".into());
-        s.endpoints.extend([a, b, dup]);
+        s.endpoints.extend([a, b, dup].map(std::sync::Arc::new));
         s.extensions.insert("x-a".into(), json!({"k": [1, 2]}));
         s.capabilities = Some(json!({"tools": {}}));
         s.instructions = Some("use it".into());

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 /// The kinds of contract schemawatch watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -84,7 +85,7 @@ pub struct ToolSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub directives: BTreeMap<String, Value>,
     /// Endpoints sorted by identity (`METHOD path` for HTTP kinds).
-    pub endpoints: Vec<EndpointSpec>,
+    pub endpoints: Vec<Arc<EndpointSpec>>,
     /// Where the contract came from. Outside the fingerprint.
     pub evidence: Evidence,
     /// Contract-level fields the normalizer keeps but does not model (deny by default: MCP
@@ -157,9 +158,11 @@ pub struct EndpointSpec {
     /// GET/HEAD/OPTIONS/TRACE/PUT/DELETE).
     pub idempotent: bool,
     /// What a caller sends, as one JSON Schema (kinds without HTTP parameters use this).
-    pub input_schema: Option<Value>,
+    /// Boxed (as `output_schema`, `meta`): most endpoints have none, and the model of a large
+    /// document holds every endpoint.
+    pub input_schema: Option<Box<Value>>,
     /// Vendor metadata that reaches the caller (MCP `_meta`); `None` for kinds without it.
-    pub meta: Option<Value>,
+    pub meta: Option<Box<Value>>,
     /// HTTP verb (upper case), or CALL, QUERY, MUTATION, SUBSCRIPTION, FUNCTION, ACTION, TOOL.
     pub method: String,
     /// operationId when present, else `METHOD path`.
@@ -168,7 +171,7 @@ pub struct EndpointSpec {
     pub open_world: bool,
     pub operation_id: Option<String>,
     /// What a caller receives on success, as one JSON Schema.
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Box<Value>>,
     /// Sorted by (location, name).
     pub parameters: Vec<ParameterSpec>,
     /// Path template with parameter names normalized to `{}` for identity.
@@ -205,8 +208,8 @@ impl EndpointSpec {
             out.extend(response.content.values());
             out.extend(response.headers.values());
         }
-        out.extend(self.input_schema.iter());
-        out.extend(self.output_schema.iter());
+        out.extend(self.input_schema.as_deref());
+        out.extend(self.output_schema.as_deref());
         out
     }
 

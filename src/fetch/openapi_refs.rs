@@ -20,6 +20,7 @@ use crate::core::normalize::openapi::{self, normalize_bundle, normalize_owned};
 use crate::core::normalize::openapi_refs::{external_documents, ExternalRef};
 pub use crate::core::normalize::openapi_refs::{MAX_EXTERNAL_DEPTH, MAX_EXTERNAL_DOCUMENTS};
 use crate::core::normalize::NormalizeError;
+use crate::core::normalize::SharedEndpoints;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::Instant;
 use url::Url;
@@ -216,6 +217,7 @@ pub async fn normalize_document(
     bytes: &[u8],
     policy: ExternalRefs,
     started: Instant,
+    shared: SharedEndpoints<'_>,
 ) -> Result<Resolved, BundleError> {
     // A JSON document whose every `$ref` is local has nothing to fetch: normalized without
     // holding its `paths` as one tree (same result; see `normalize_streaming`).
@@ -226,7 +228,7 @@ pub async fn normalize_document(
         .and_then(|text| parse_json_deferring(text, "paths").ok())
     {
         root_uri(request, final_url).await?;
-        if let Some(spec) = openapi::normalize_deferred(watch, deferred) {
+        if let Some(spec) = openapi::normalize_deferred(watch, deferred, shared) {
             return Ok(Resolved {
                 spec,
                 has_external_refs: false,

@@ -63,6 +63,7 @@ impl StoredSource {
 
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, ToolSpec};
+use crate::core::normalize::SharedEndpoints;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -435,6 +436,7 @@ impl Registry {
                         &json,
                         gz,
                         from_source,
+                        SharedEndpoints::default(),
                     )?;
                     // A contract read from its source must be the one recorded (tampering).
                     if from_source.is_some()
@@ -1158,6 +1160,7 @@ impl Registry {
                         &json,
                         gz,
                         from_source,
+                        SharedEndpoints::default(),
                     )
                     .map(|spec| Some(tool_fingerprint(&spec))),
                 };
@@ -1220,16 +1223,19 @@ fn stored_spec(
     json: &str,
     gz: Option<Vec<u8>>,
     from_source: FromSource<'_>,
+    shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec> {
     if json.is_empty() && gz.is_none() {
         if let Some((kind, digest)) = from_source {
-            return source_spec(conn, (table, key, name), kind, digest);
+            return source_spec(conn, (table, key, name), kind, digest, shared);
         }
     }
-    match gz {
+    let mut spec = match gz {
         Some(blob) => stored_json(table, key, &blob, "contract"),
         None => parse_spec(table, key, json),
-    }
+    }?;
+    shared.share_all(&mut spec);
+    Ok(spec)
 }
 
 /// The contract of a row that stores none: its source document (one copy in `sources`),
@@ -1240,6 +1246,7 @@ fn source_spec(
     (table, key, name): (&'static str, &str, &str),
     kind: &str,
     digest: Option<&str>,
+    shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec> {
     let bad = |problem: String| RegistryError::BadRow {
         table,
@@ -1261,7 +1268,7 @@ fn source_spec(
     if codec::source_digest(&bytes) != digest {
         return Err(bad("the stored source does not match its digest".into()));
     }
-    crate::core::normalize::normalize(kind, name, &bytes).map_err(|e| {
+    crate::core::normalize::normalize_sharing(kind, name, &bytes, shared).map_err(|e| {
         RegistryError::SourceUnreadable {
             table,
             key: key.to_string(),
@@ -1454,7 +1461,16 @@ fn read_tool_given(
     });
     let spec = match reuse {
         Some(f) => f.spec.clone(),
-        None => stored_spec(conn, ("tools", name, name), &json, gz, from_source)?,
+        // The stored reading shares the endpoints the fetched one holds equally (a changed
+        // document is compared with it: one copy of what did not change).
+        None => stored_spec(
+            conn,
+            ("tools", name, name),
+            &json,
+            gz,
+            from_source,
+            fetched.map_or_else(SharedEndpoints::default, |f| SharedEndpoints::of(f.spec)),
+        )?,
     };
     let bad = |problem: String| RegistryError::BadRow {
         table: "tools",
@@ -1550,6 +1566,7 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
             &spec,
             candidate_gz,
             from_source,
+            SharedEndpoints::default(),
         )?;
         let report: DriftReport = match report_gz {
             Some(blob) => stored_json("reviews", &key, &blob, "report")?,

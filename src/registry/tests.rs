@@ -488,7 +488,9 @@ fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::T
 #[test]
 fn a_projection_bump_re_reads_the_source_and_clears_validators() {
     let doc = r#"{"tools":[{"name":"read","description":"Reads a file.","inputSchema":{"type":"object"}}]}"#;
-    let (_dir, path) = registered_then_aged(doc, |s| s.endpoints[0].description = None);
+    let (_dir, path) = registered_then_aged(doc, |s| {
+        std::sync::Arc::make_mut(&mut s.endpoints[0]).description = None
+    });
     let r = Registry::open(&path).unwrap();
     let fresh = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
     let t = r.tool("acme.tools").unwrap().unwrap();
@@ -512,7 +514,7 @@ fn a_projection_bump_re_reads_the_source_and_clears_validators() {
 fn newly_read_text_with_hidden_characters_is_not_baselined() {
     let doc = r#"{"tools":[{"name":"read","description":"Reads a file.\udb40\udc41","inputSchema":{"type":"object"}}]}"#;
     let (_dir, path) = registered_then_aged(doc, |s| {
-        s.endpoints[0].description = Some("Reads a file.".into())
+        std::sync::Arc::make_mut(&mut s.endpoints[0]).description = Some("Reads a file.".into())
     });
     let r = Registry::open(&path).unwrap();
     let t = r.tool("acme.tools").unwrap().unwrap();

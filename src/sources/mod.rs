@@ -25,7 +25,7 @@ pub mod sqlite;
 pub use grammar::{parse_arguments, parse_env, GrammarError};
 
 use crate::core::model::{Kind, ToolSpec};
-use crate::core::normalize::normalize;
+use crate::core::normalize::{normalize_sharing, SharedEndpoints};
 use crate::fetch::openapi_refs::ExternalRefs;
 use crate::fetch::openapi_refs::{self, BundleError};
 use crate::fetch::{self, FetchError, FetchOutcome, FetchRequest, GitBlob, Validators};
@@ -384,10 +384,11 @@ pub async fn contract(
     bytes: &[u8],
     final_url: Option<&str>,
     started: Instant,
+    shared: SharedEndpoints<'_>,
 ) -> Result<Contract, BundleError> {
     let plain = || -> Result<Contract, BundleError> {
         Ok(Contract {
-            spec: normalize(kind, name, bytes)?,
+            spec: normalize_sharing(kind, name, bytes, shared)?,
             has_external_refs: false,
             external_bytes: 0,
         })
@@ -404,10 +405,13 @@ pub async fn contract(
                 bytes,
                 request.external_refs,
                 started,
+                shared,
             )
             .await?;
+            let mut spec = resolved.spec;
+            shared.share_all(&mut spec);
             Ok(Contract {
-                spec: resolved.spec,
+                spec,
                 has_external_refs: resolved.has_external_refs,
                 external_bytes: resolved.external_bytes,
             })
@@ -440,15 +444,21 @@ pub async fn load_spec(
     source: &Source,
     request: &Request,
 ) -> Result<ToolSpec, SpecError> {
-    Ok(load_spec_and_bytes(kind, name, source, request).await?.0)
+    Ok(
+        load_spec_and_bytes(kind, name, source, request, SharedEndpoints::default())
+            .await?
+            .0,
+    )
 }
 
-/// [`load_spec`], also returning the document's bytes (for source positions).
+/// [`load_spec`], also returning the document's bytes (for source positions), sharing the
+/// endpoints `shared` holds equally.
 pub async fn load_spec_and_bytes(
     kind: Kind,
     name: &str,
     source: &Source,
     request: &Request,
+    shared: SharedEndpoints<'_>,
 ) -> Result<(ToolSpec, Vec<u8>), SpecError> {
     let started = Instant::now();
     match load(kind, source, request).await? {
@@ -463,6 +473,7 @@ pub async fn load_spec_and_bytes(
                 &bytes,
                 final_url.as_deref(),
                 started,
+                shared,
             )
             .await?
             .spec;

@@ -220,7 +220,7 @@ fn every_corpus_openapi_document_normalizes_with_manifest_operation_counts() {
             checked_against_manifest.insert(rel.clone());
         }
         // Identities are unique and sorted, names are unique.
-        let identities: Vec<String> = spec.endpoints.iter().map(EndpointSpec::identity).collect();
+        let identities: Vec<String> = spec.endpoints.iter().map(|e| e.identity()).collect();
         let mut sorted = identities.clone();
         sorted.sort();
         sorted.dedup();

@@ -260,8 +260,16 @@ pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
 /// Compares the table facts of a matched pair (both `meta`).
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
     let empty = Map::new();
-    let old = o.meta.as_ref().and_then(Value::as_object).unwrap_or(&empty);
-    let new = n.meta.as_ref().and_then(Value::as_object).unwrap_or(&empty);
+    let old = o
+        .meta
+        .as_deref()
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let new = n
+        .meta
+        .as_deref()
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let name = &n.name;
     for key in keys {

@@ -373,7 +373,7 @@ pub(super) fn compare_endpoint(
         // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
         // difference of the kept fields by `meta-changed`, as before.
         let empty = serde_json::Map::new();
-        let fields = |m: &Option<serde_json::Value>| match m {
+        let fields = |m: &Option<Box<serde_json::Value>>| match m.as_deref() {
             Some(serde_json::Value::Object(map)) => Some(map.clone()),
             _ => None,
         };
@@ -402,8 +402,8 @@ pub(super) fn compare_endpoint(
                 &META_CHANGED,
                 &format!("{at}.meta"),
                 "meta_changed",
-                o.meta.clone(),
-                n.meta.clone(),
+                o.meta.as_deref().cloned(),
+                n.meta.as_deref().cloned(),
                 format!("The vendor metadata (_meta) of {} changed.", n.name),
             );
         }
@@ -447,8 +447,8 @@ pub(super) fn compare_endpoint(
     ] {
         let empty = json!({});
         schemas.compare(
-            old_schema.as_ref().unwrap_or(&empty),
-            new_schema.as_ref().unwrap_or(&empty),
+            old_schema.as_deref().unwrap_or(&empty),
+            new_schema.as_deref().unwrap_or(&empty),
             direction,
             &format!("{at}.{label}"),
             out,
@@ -617,26 +617,31 @@ pub(super) mod cases {
             ),
             Case::new(
                 &META_CHANGED,
-                spec_edit(|s| s.endpoints[0].meta = Some(json!({"vendor/x": 1}))),
+                spec_edit(|s| {
+                    std::sync::Arc::make_mut(&mut s.endpoints[0]).meta =
+                        Some(Box::new(json!({"vendor/x": 1})))
+                }),
             ),
             Case::new(
                 &SIDE_EFFECTS_ESCALATED,
                 spec_edit(
                     // endpoints[0] is DELETE /pets/{} (destructive), endpoints[1] is GET /pets (read-only).
-                    |s| s.endpoints[1].read_only = false,
+                    |s| std::sync::Arc::make_mut(&mut s.endpoints[1]).read_only = false,
                 ),
             ),
             Case::new(
                 &SIDE_EFFECTS_ESCALATED,
-                spec_edit(|s| s.endpoints[1].idempotent = false),
+                spec_edit(|s| std::sync::Arc::make_mut(&mut s.endpoints[1]).idempotent = false),
             ),
             Case::new(
                 &SIDE_EFFECTS_REDUCED,
-                spec_edit(|s| s.endpoints[0].destructive = false),
+                spec_edit(|s| std::sync::Arc::make_mut(&mut s.endpoints[0]).destructive = false),
             ),
             Case::new(
                 &TITLE_CHANGED,
-                spec_edit(|s| s.endpoints[1].title = Some("List pets".into())),
+                spec_edit(|s| {
+                    std::sync::Arc::make_mut(&mut s.endpoints[1]).title = Some("List pets".into())
+                }),
             ),
             Case::new(
                 &SIDE_EFFECTS_ESCALATED,

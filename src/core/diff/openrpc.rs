@@ -80,7 +80,7 @@ pub(super) fn compare_param_structure(
 
 /// An OpenRPC method's `meta`: `resultRequired`.
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
-    for (key, before, after) in super::changed_members(o.meta.as_ref(), n.meta.as_ref()) {
+    for (key, before, after) in super::changed_members(o.meta.as_deref(), n.meta.as_deref()) {
         if key == "resultRequired" {
             let now = after == Some(&Value::Bool(true));
             out.emit(

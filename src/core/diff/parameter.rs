@@ -452,7 +452,7 @@ pub(super) mod cases {
         let mut new = by_path_parameter("id");
         new.endpoints
             .iter_mut()
-            .flat_map(|e| e.parameters.iter_mut())
+            .flat_map(|e| std::sync::Arc::make_mut(e).parameters.iter_mut())
             .filter(|p| p.name == "id")
             .for_each(|p| p.schema = json!({"type": "integer"}));
         let report =
@@ -466,7 +466,7 @@ pub(super) mod cases {
         let mut new = by_path_parameter("id");
         new.endpoints
             .iter_mut()
-            .flat_map(|e| e.parameters.iter_mut())
+            .flat_map(|e| std::sync::Arc::make_mut(e).parameters.iter_mut())
             .for_each(|p| p.required = false);
         let report =
             crate::core::diff::classify(&by_path_parameter("petId"), &new, &Default::default());

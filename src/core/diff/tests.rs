@@ -428,7 +428,9 @@ fn unexplained_difference_is_breaking() {
     let a = normalize_value("acme.pets", &doc(|_| {})).unwrap();
     let mut b = a.clone();
     // A contract field no rule looks at (aliases are not produced by the OpenAPI normalizer).
-    b.endpoints[0].aliases.push("legacyName".into());
+    std::sync::Arc::make_mut(&mut b.endpoints[0])
+        .aliases
+        .push("legacyName".into());
     let report = classify(&a, &b, &ClassifyPolicy::default());
     assert_eq!(report.compatibility, Compatibility::Breaking);
     assert_eq!(report.changes.len(), 1);

@@ -9,7 +9,7 @@ use super::endpoint::endpoint_path;
 use super::rules::{Rule, Side};
 use super::{Emitter, EndpointPair};
 use crate::core::hidden::{gained, has_hidden, is_hidden, Hidden};
-use crate::core::model::{EndpointSpec, Kind, Severity::*, ToolSpec};
+use crate::core::model::{Kind, Severity::*, ToolSpec};
 use serde_json::{json, Value};
 
 pub static HIDDEN_TEXT_ADDED: Rule = Rule::new(
@@ -24,13 +24,7 @@ const TEXT_KEYS: &[&str] = &["description", "title", "summary"];
 
 /// Emits `hidden-text-added` for every text of `new` that holds hidden items its counterpart
 /// in `old` does not. Only endpoints and definitions that differ are walked.
-pub(super) fn scan(
-    old: &ToolSpec,
-    new: &ToolSpec,
-    pairs: &[EndpointPair],
-    changed: &dyn Fn(&EndpointSpec, &EndpointSpec) -> bool,
-    out: &mut Emitter,
-) {
+pub(super) fn scan(old: &ToolSpec, new: &ToolSpec, pairs: &[EndpointPair], out: &mut Emitter) {
     let every_string = new.kind == Kind::Mcp;
     let mut buffer = Vec::new();
     if let Some(text) = &new.instructions {
@@ -38,9 +32,9 @@ pub(super) fn scan(
     }
     for pair in pairs {
         let (o, n) = match pair {
-            EndpointPair::Matched(o, n) if changed(o, n) => (Some(*o), *n),
+            EndpointPair::Matched(o, n) => (Some(*o), *n),
             EndpointPair::Added(n) => (None, *n),
-            _ => continue,
+            EndpointPair::Removed(_) => continue,
         };
         if !may_hide(n, &mut buffer) {
             continue;
@@ -237,7 +231,7 @@ pub(super) mod cases {
             "List\u{C}pets.",
         ] {
             let (old, mut new) = openapi(|_| {});
-            new.endpoints[0].description = Some(text.into());
+            std::sync::Arc::make_mut(&mut new.endpoints[0]).description = Some(text.into());
             let report = classify(&old, &new, &ClassifyPolicy::default());
             assert!(
                 report

@@ -38,7 +38,7 @@ pub(super) fn contract(
         capabilities: None,
         extensions: Default::default(),
         definitions: BTreeMap::new(),
-        endpoints,
+        endpoints: endpoints.into_iter().map(std::sync::Arc::new).collect(),
         evidence: Evidence {
             license: None,
             source_type: kind.as_str().into(),

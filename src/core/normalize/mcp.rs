@@ -38,7 +38,7 @@
 
 use super::openapi::resolve_pointer;
 use super::schema::normalize_schema;
-use super::{split_watch_name, NormalizeError};
+use super::{split_watch_name, NormalizeError, SharedEndpoints};
 use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
 use serde_json::{json, Map, Value};
@@ -124,13 +124,23 @@ const HINTS: &[&str] = &[
 
 /// Normalizes an MCP tool list for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    normalize_sharing(watch, bytes, SharedEndpoints::default())
+}
+
+/// [`normalize`], sharing the tools `shared` holds equally as they are read
+/// ([`SharedEndpoints`]).
+pub fn normalize_sharing(
+    watch: &str,
+    bytes: &[u8],
+    shared: SharedEndpoints<'_>,
+) -> Result<ToolSpec, NormalizeError> {
     if bytes.len() >= DEFER_FROM_BYTES {
-        if let Some(spec) = normalize_streaming(watch, bytes) {
+        if let Some(spec) = streaming(watch, bytes, shared) {
             return Ok(spec);
         }
     }
     let root = parse_document(bytes)?;
-    normalize_value(watch, &root)
+    normalize_with(watch, &root, None, shared)
 }
 
 /// [`normalize`] of a JSON tool list without its `tools` array ever being one tree: the
@@ -138,6 +148,10 @@ pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> 
 /// normalized in turn, in order. `None` (the caller reads in full, for the exact error) for
 /// YAML, a `result` wrapper, `tools` not an array, or any error.
 pub fn normalize_streaming(watch: &str, bytes: &[u8]) -> Option<ToolSpec> {
+    streaming(watch, bytes, SharedEndpoints::default())
+}
+
+fn streaming(watch: &str, bytes: &[u8], shared: SharedEndpoints<'_>) -> Option<ToolSpec> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let text = std::str::from_utf8(bytes).ok()?;
     if text.trim_start().as_bytes().first() != Some(&b'{') {
@@ -148,11 +162,11 @@ pub fn normalize_streaming(watch: &str, bytes: &[u8]) -> Option<ToolSpec> {
     if !(plain && deferred.is_array()) {
         return None;
     }
-    normalize_with(watch, &deferred.root, Some(&deferred)).ok()
+    normalize_with(watch, &deferred.root, Some(&deferred), shared).ok()
 }
 
 pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
-    normalize_with(watch, root, None)
+    normalize_with(watch, root, None, SharedEndpoints::default())
 }
 
 /// [`normalize_value`], with the tools read from `deferred` when given (the root then has no
@@ -161,6 +175,7 @@ fn normalize_with(
     watch: &str,
     root: &Value,
     deferred: Option<&Deferred<'_>>,
+    shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
     let not_mcp = |why: &str| NormalizeError::Invalid {
         at: "document".into(),
@@ -211,7 +226,7 @@ fn normalize_with(
         if !names.insert(endpoint.name.clone()) {
             return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
         }
-        endpoints.push(endpoint);
+        endpoints.push(shared.share(endpoint));
         Ok(())
     };
     if let Some(deferred) = deferred {
@@ -240,7 +255,7 @@ fn normalize_with(
         if !names.insert(endpoint.name.clone()) {
             return Err(NormalizeError::DuplicateEndpoint(endpoint.identity()));
         }
-        endpoints.push(endpoint);
+        endpoints.push(shared.share(endpoint));
     }
     crate::core::normalize::sort_by_identity(&mut endpoints);
     endpoints.shrink_to_fit();
@@ -424,17 +439,17 @@ fn tool_endpoint(
         description,
         destructive,
         idempotent,
-        input_schema,
+        input_schema: input_schema.map(Box::new),
         meta: if meta.is_empty() {
             None
         } else {
-            Some(Value::Object(meta))
+            Some(Box::new(Value::Object(meta)))
         },
         method: "TOOL".into(),
         name: name.clone(),
         open_world,
         operation_id: None,
-        output_schema,
+        output_schema: output_schema.map(Box::new),
         parameters: Vec::new(),
         path: name.clone(),
         path_template: name,
@@ -562,7 +577,7 @@ fn prompt_endpoint(prompt: &Value, index: usize) -> Result<EndpointSpec, Normali
             if !required.is_empty() {
                 schema["required"] = json!(required);
             }
-            endpoint.input_schema = Some(normalize_schema(&schema));
+            endpoint.input_schema = Some(Box::new(normalize_schema(&schema)));
         }
         Some(_) => return Err(invalid(&format!("{at}.arguments"), "must be an array")),
     }
@@ -571,7 +586,7 @@ fn prompt_endpoint(prompt: &Value, index: usize) -> Result<EndpointSpec, Normali
         .filter(|(k, _)| !MODELED_PROMPT_FIELDS.contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    endpoint.meta = meta_of(meta);
+    endpoint.meta = meta_of(meta).map(Box::new);
     Ok(endpoint)
 }
 
@@ -632,7 +647,7 @@ fn resource_endpoint(
             }
         }
     }
-    endpoint.meta = meta_of(meta);
+    endpoint.meta = meta_of(meta).map(Box::new);
     Ok(endpoint)
 }
 
@@ -757,9 +772,9 @@ mod tests {
             "execution": {"taskSupport": "optional"}, "annotations": {"vendorHint": 1}}]});
         let s = spec(with_execution);
         assert_eq!(
-            s.endpoints[0].meta,
+            s.endpoints[0].meta.as_deref(),
             Some(
-                json!({"execution": {"taskSupport": "optional"}, "annotations": {"vendorHint": 1}})
+                &json!({"execution": {"taskSupport": "optional"}, "annotations": {"vendorHint": 1}})
             )
         );
         assert_ne!(tool_fingerprint(&spec(base)), tool_fingerprint(&s));
@@ -776,8 +791,8 @@ mod tests {
         assert_eq!(s.endpoints[1].title.as_deref(), Some("Top"));
         // The shadowed annotations.title is still in the contract.
         assert_eq!(
-            s.endpoints[1].meta,
-            Some(json!({"annotations": {"title": "Ann"}}))
+            s.endpoints[1].meta.as_deref(),
+            Some(&json!({"annotations": {"title": "Ann"}}))
         );
     }
 

@@ -16,6 +16,8 @@ pub mod sqlite;
 
 use crate::core::json::ParseError;
 use crate::core::model::{EndpointSpec, Kind, ToolSpec};
+use std::borrow::Borrow;
+use std::sync::Arc;
 
 /// Why a document could not be turned into a contract. Messages name the problem and where
 /// it is in the document, never secrets.
@@ -41,15 +43,11 @@ pub enum NormalizeError {
 /// a key string per comparison or a scratch copy of the endpoints: an index order is sorted and
 /// applied in place. Why: for a 200,000-operation document the plain stable sort took a 50 MB
 /// scratch buffer and millions of short-lived strings at the moment memory peaks.
-pub fn sort_by_identity(endpoints: &mut [EndpointSpec]) {
-    fn key(e: &EndpointSpec) -> impl Iterator<Item = u8> + '_ {
-        e.method
-            .bytes()
-            .chain(std::iter::once(b' '))
-            .chain(e.path.bytes())
-    }
+pub fn sort_by_identity<E: Borrow<EndpointSpec>>(endpoints: &mut [E]) {
     let mut order: Vec<usize> = (0..endpoints.len()).collect();
-    order.sort_by(|a, b| key(&endpoints[*a]).cmp(key(&endpoints[*b])));
+    order.sort_by(|a, b| {
+        identity_key(endpoints[*a].borrow()).cmp(identity_key(endpoints[*b].borrow()))
+    });
     // Position i takes the endpoint at order[i]: each cycle of the permutation by swaps.
     for i in 0..endpoints.len() {
         let mut j = i;
@@ -65,6 +63,64 @@ pub fn sort_by_identity(endpoints: &mut [EndpointSpec]) {
     }
 }
 
+/// The bytes of an endpoint's identity (`METHOD path`), the order endpoints are sorted in.
+fn identity_key(e: &EndpointSpec) -> impl Iterator<Item = u8> + '_ {
+    e.method
+        .bytes()
+        .chain(std::iter::once(b' '))
+        .chain(e.path.bytes())
+}
+
+/// The endpoints of another reading of the same watch, which a new reading shares where it
+/// holds an equal endpoint: that endpoint is the other's (one `Arc`), not a second copy.
+/// Why: comparing two readings of one provider (`diff`, a `check` that classifies) held two
+/// models of mostly equal endpoints; for a 200,000-operation document that was two thirds of
+/// the peak memory. Sharing never changes a reading: only equal values are shared.
+#[derive(Clone, Copy, Default)]
+pub struct SharedEndpoints<'a> {
+    /// Sorted by identity (as every normalizer leaves them); if not, fewer are shared.
+    endpoints: &'a [Arc<EndpointSpec>],
+}
+
+impl<'a> SharedEndpoints<'a> {
+    /// Share with `spec`'s endpoints.
+    pub fn of(spec: &'a ToolSpec) -> Self {
+        SharedEndpoints {
+            endpoints: &spec.endpoints,
+        }
+    }
+
+    fn find(&self, endpoint: &EndpointSpec) -> Option<&'a Arc<EndpointSpec>> {
+        let endpoints = self.endpoints;
+        let at = endpoints
+            .binary_search_by(|e| identity_key(e).cmp(identity_key(endpoint)))
+            .ok()?;
+        endpoints.get(at)
+    }
+
+    /// `endpoint`, as the equal one the other reading holds when there is one.
+    pub fn share(&self, endpoint: EndpointSpec) -> Arc<EndpointSpec> {
+        match self.find(&endpoint) {
+            Some(theirs) if **theirs == endpoint => Arc::clone(theirs),
+            _ => Arc::new(endpoint),
+        }
+    }
+
+    /// Every endpoint of `spec` the other reading holds equally becomes that one.
+    pub fn share_all(&self, spec: &mut ToolSpec) {
+        if self.endpoints.is_empty() {
+            return;
+        }
+        for mine in &mut spec.endpoints {
+            if let Some(theirs) = self.find(mine) {
+                if !Arc::ptr_eq(theirs, mine) && **theirs == **mine {
+                    *mine = Arc::clone(theirs);
+                }
+            }
+        }
+    }
+}
+
 /// Splits a watch name `namespace.name` at its first dot (no dot: empty namespace).
 pub fn split_watch_name(watch: &str) -> (String, String) {
     match watch.split_once('.') {
@@ -75,16 +131,30 @@ pub fn split_watch_name(watch: &str) -> (String, String) {
 
 /// Normalizes a document of the given kind into the canonical model.
 pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
-    match kind {
-        Kind::Openapi => openapi::normalize(watch, bytes),
+    normalize_sharing(kind, watch, bytes, SharedEndpoints::default())
+}
+
+/// [`normalize`], sharing the endpoints `shared` holds equally (the same result, less memory
+/// when another reading of the watch is held beside it).
+pub fn normalize_sharing(
+    kind: Kind,
+    watch: &str,
+    bytes: &[u8],
+    shared: SharedEndpoints<'_>,
+) -> Result<ToolSpec, NormalizeError> {
+    let mut spec = match kind {
+        // The large-document readers share as they read, so the peak holds one copy.
+        Kind::Openapi => openapi::normalize_sharing(watch, bytes, shared),
+        Kind::Mcp => mcp::normalize_sharing(watch, bytes, shared),
         Kind::Graphql => graphql::normalize(watch, bytes),
         Kind::Openrpc => openrpc::normalize(watch, bytes),
         Kind::Odata => odata::normalize(watch, bytes),
         Kind::Optimade => optimade::normalize(watch, bytes),
-        Kind::Mcp => mcp::normalize(watch, bytes),
         Kind::Sqlite => sqlite::normalize(watch, bytes),
         Kind::Postgres => postgres::normalize(watch, bytes),
-    }
+    }?;
+    shared.share_all(&mut spec);
+    Ok(spec)
 }
 
 #[cfg(test)]

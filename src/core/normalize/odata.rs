@@ -1099,7 +1099,7 @@ impl Model {
                 ));
             }
             for mut e in set_endpoints {
-                e.meta = meta.clone();
+                e.meta = meta.clone().map(Box::new);
                 endpoints.push(e);
             }
         }
@@ -1128,7 +1128,7 @@ impl Model {
                 ));
             }
             for mut e in own {
-                e.meta = meta.clone();
+                e.meta = meta.clone().map(Box::new);
                 endpoints.push(e);
             }
         }
@@ -1147,7 +1147,7 @@ impl Model {
             for op in ops {
                 let path = format!("/{binding}/{qualified}{}", overload_suffix(op, overloaded));
                 let mut e = operation_endpoint(op, &path, &format!("{qualified}({binding})"));
-                e.meta = self.operation_meta(op, None, &container);
+                e.meta = self.operation_meta(op, None, &container).map(Box::new);
                 endpoints.push(e);
             }
         }
@@ -1156,7 +1156,9 @@ impl Model {
                 ImportTarget::Inline(op) => {
                     let path = format!("/{}", import.name);
                     let mut e = operation_endpoint(op, &path, &format!("{}()", import.name));
-                    e.meta = self.operation_meta(op, Some(import), &container);
+                    e.meta = self
+                        .operation_meta(op, Some(import), &container)
+                        .map(Box::new);
                     endpoints.push(e);
                 }
                 ImportTarget::Operation { qualified, action } => {
@@ -1177,7 +1179,9 @@ impl Model {
                     for op in ops {
                         let path = format!("/{}{}", import.name, overload_suffix(op, overloaded));
                         let mut e = operation_endpoint(op, &path, &format!("{}()", import.name));
-                        e.meta = self.operation_meta(op, Some(import), &container);
+                        e.meta = self
+                            .operation_meta(op, Some(import), &container)
+                            .map(Box::new);
                         endpoints.push(e);
                     }
                 }
@@ -1227,7 +1231,7 @@ impl Model {
                 version: None,
                 format: Some(format!("odata csdl {}", self.version)),
             },
-            endpoints,
+            endpoints: endpoints.into_iter().map(std::sync::Arc::new).collect(),
             definitions: self.definitions,
             instructions: None,
         })
@@ -1496,8 +1500,8 @@ fn entity_endpoint(
     e.destructive = method == "DELETE";
     e.idempotent = matches!(method, "GET" | "DELETE");
     e.parameters = parameters;
-    e.input_schema = input;
-    e.output_schema = output;
+    e.input_schema = input.map(Box::new);
+    e.output_schema = output.map(Box::new);
     e
 }
 
@@ -1524,7 +1528,7 @@ fn operation_endpoint(op: &Operation, path: &str, operation_id: &str) -> Endpoin
         .collect();
     parameters.sort_by(|a, b| a.name.cmp(&b.name));
     e.parameters = parameters;
-    e.output_schema = op.returns.as_ref().map(normalize_schema);
+    e.output_schema = op.returns.as_ref().map(normalize_schema).map(Box::new);
     e
 }
 
@@ -1610,8 +1614,8 @@ mod tests {
             .unwrap();
         assert!(count.read_only && !count.open_world);
         assert_eq!(
-            count.output_schema,
-            Some(json!({"type": "integer", "format": "int32"}))
+            count.output_schema.as_deref(),
+            Some(&json!({"type": "integer", "format": "int32"}))
         );
         let reset = spec
             .endpoints

@@ -8,7 +8,7 @@
 //! definitions are keyed by the root-relative reference (`schemas/pet.yaml#/Pet`).
 
 use super::schema::{normalize_schema, normalize_schema_owned};
-use super::{split_watch_name, NormalizeError};
+use super::{split_watch_name, NormalizeError, SharedEndpoints};
 use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
 use crate::core::model::{
     EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody, ResponseSpec,
@@ -16,6 +16,7 @@ use crate::core::model::{
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 const METHODS: [&str; 8] = [
     "get", "put", "post", "delete", "options", "head", "patch", "trace",
@@ -149,8 +150,18 @@ enum Version {
 
 /// Normalizes an OpenAPI/Swagger document for the watch named `watch` (`namespace.name`).
 pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> {
+    normalize_sharing(watch, bytes, SharedEndpoints::default())
+}
+
+/// [`normalize`], sharing the endpoints `shared` holds equally as they are read
+/// ([`SharedEndpoints`]).
+pub fn normalize_sharing(
+    watch: &str,
+    bytes: &[u8],
+    shared: SharedEndpoints<'_>,
+) -> Result<ToolSpec, NormalizeError> {
     if bytes.len() >= DEFER_FROM_BYTES {
-        if let Some(spec) = normalize_streaming(watch, bytes) {
+        if let Some(spec) = streaming(watch, bytes, shared) {
             return Ok(spec);
         }
     }
@@ -165,9 +176,13 @@ pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> 
 /// that could be a `$ref` into `#/paths` or a hidden one), and the caller takes the full path,
 /// which gives the exact error too.
 pub fn normalize_streaming(watch: &str, bytes: &[u8]) -> Option<ToolSpec> {
+    streaming(watch, bytes, SharedEndpoints::default())
+}
+
+fn streaming(watch: &str, bytes: &[u8], shared: SharedEndpoints<'_>) -> Option<ToolSpec> {
     let text = streamable_text(bytes)?;
     let deferred = parse_json_deferring(text, "paths").ok()?;
-    normalize_deferred(watch, deferred)
+    normalize_deferred(watch, deferred, shared)
 }
 
 /// The document's text when [`normalize_streaming`] may read it: JSON (after a BOM), with no
@@ -208,13 +223,17 @@ pub(crate) fn streamable_text(bytes: &[u8]) -> Option<&str> {
 
 /// The streaming half of [`normalize_streaming`], also used by the external-`$ref` reader
 /// once it knows the document has none.
-pub(crate) fn normalize_deferred(watch: &str, mut deferred: Deferred<'_>) -> Option<ToolSpec> {
+pub(crate) fn normalize_deferred(
+    watch: &str,
+    mut deferred: Deferred<'_>,
+    shared: SharedEndpoints<'_>,
+) -> Option<ToolSpec> {
     if !deferred.is_deferred() || deferred.is_array() {
         return None;
     }
     let mut root = std::mem::take(&mut deferred.root);
     let mut externals = BTreeMap::new();
-    let mut spec = normalize_operations(watch, &root, &externals, Some(&deferred)).ok()?;
+    let mut spec = normalize_operations(watch, &root, &externals, Some(&deferred), shared).ok()?;
     drop(deferred);
     spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints).ok()?;
     Some(spec)
@@ -229,7 +248,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
 /// External `$ref`s are kept as written and their targets are not collected.
 pub fn normalize_owned(watch: &str, mut root: Value) -> Result<ToolSpec, NormalizeError> {
     let mut externals = BTreeMap::new();
-    let mut spec = normalize_operations(watch, &root, &externals, None)?;
+    let mut spec =
+        normalize_operations(watch, &root, &externals, None, SharedEndpoints::default())?;
     spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
     Ok(spec)
 }
@@ -245,7 +265,8 @@ pub fn normalize_bundle(
     externals: BTreeMap<String, Value>,
 ) -> Result<ToolSpec, NormalizeError> {
     let mut externals = super::openapi_refs::rewrite_bundle(root_uri, &mut root, externals)?;
-    let mut spec = normalize_operations(watch, &root, &externals, None)?;
+    let mut spec =
+        normalize_operations(watch, &root, &externals, None, SharedEndpoints::default())?;
     spec.definitions = collect_definitions(&mut root, &mut externals, &spec.endpoints)?;
     Ok(spec)
 }
@@ -281,6 +302,7 @@ fn normalize_operations(
     root: &Value,
     externals: &BTreeMap<String, Value>,
     deferred_paths: Option<&Deferred<'_>>,
+    shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
     let Value::Object(doc) = root else {
         return Err(NormalizeError::NotOpenApi(
@@ -318,7 +340,7 @@ fn normalize_operations(
         .and_then(Value::as_str)
         .map(String::from);
 
-    let mut endpoints: Vec<EndpointSpec> = Vec::new();
+    let mut endpoints: Vec<Arc<EndpointSpec>> = Vec::new();
     // Duplicate identities are found as the document is read (the error names the first in
     // key order); read one path item at a time, they are found after sorting instead, and the
     // caller re-reads in full for the exact error (no set of every identity held meanwhile).
@@ -344,7 +366,7 @@ fn normalize_operations(
                 if !streaming && !identities.insert(e.identity()) {
                     return Err(NormalizeError::DuplicateEndpoint(e.identity()));
                 }
-                endpoints.push(e);
+                endpoints.push(shared.share(e));
             }
         }
         Ok(())
@@ -375,7 +397,7 @@ fn normalize_operations(
                 if !streaming && !identities.insert(e.identity()) {
                     return Err(NormalizeError::DuplicateEndpoint(e.identity()));
                 }
-                endpoints.push(e);
+                endpoints.push(shared.share(e));
             }
         }
     }
@@ -1214,7 +1236,7 @@ impl<'a> Context<'a> {
 fn collect_definitions(
     root: &mut Value,
     externals: &mut BTreeMap<String, Value>,
-    endpoints: &[EndpointSpec],
+    endpoints: &[Arc<EndpointSpec>],
 ) -> Result<BTreeMap<String, Value>, NormalizeError> {
     // 1. Discover every reachable local pointer, reading the document.
     let mut reachable: BTreeMap<String, String> = BTreeMap::new();

@@ -254,7 +254,9 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             });
         }
         list.parameters.sort_by(|a, b| a.name.cmp(&b.name));
-        list.output_schema = Some(json!({"type": "array", "items": {"$ref": reference}}));
+        list.output_schema = Some(Box::new(
+            json!({"type": "array", "items": {"$ref": reference}}),
+        ));
         let mut one = read_endpoint(&format!("{t}.get"), &format!("/{t}/{{}}"));
         one.path_template = format!("/{t}/{{entry_id}}");
         one.description = description;
@@ -270,7 +272,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             },
             response_format,
         ];
-        one.output_schema = Some(json!({"$ref": reference}));
+        one.output_schema = Some(Box::new(json!({"$ref": reference})));
         endpoints.push(list);
         endpoints.push(one);
     }
@@ -307,7 +309,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             }),
             version: api_version,
         },
-        endpoints,
+        endpoints: endpoints.into_iter().map(std::sync::Arc::new).collect(),
         definitions,
         instructions: None,
     })

@@ -307,18 +307,23 @@ fn relation_endpoint(r: &Relation) -> Result<EndpointSpec, NormalizeError> {
         description: None,
         destructive: !is_view,
         idempotent: is_view,
-        input_schema: (!is_view)
-            .then(|| normalize_schema_owned(object(input_props, input_required, true))),
-        meta: Some(Value::Object(facts)),
+        input_schema: (!is_view).then(|| {
+            Box::new(normalize_schema_owned(object(
+                input_props,
+                input_required,
+                true,
+            )))
+        }),
+        meta: Some(Box::new(Value::Object(facts))),
         method: if is_view { "VIEW" } else { "TABLE" }.into(),
         name: full.clone(),
         open_world: false,
         operation_id: None,
-        output_schema: Some(normalize_schema_owned(object(
+        output_schema: Some(Box::new(normalize_schema_owned(object(
             output_props,
             output_required,
             false,
-        ))),
+        )))),
         parameters: Vec::new(),
         path: full.clone(),
         path_template: full,
@@ -364,7 +369,7 @@ fn function_endpoint(f: &Function) -> Result<EndpointSpec, NormalizeError> {
         destructive: !read_only,
         idempotent: f.volatility == "i",
         input_schema: None,
-        meta: Some(facts),
+        meta: Some(Box::new(facts)),
         method: method.into(),
         name: id.clone(),
         open_world: false,

@@ -22,9 +22,9 @@ fn roots_become_endpoints() {
         json!({"type": "string", "default": "z"})
     );
     assert_eq!(
-        a.output_schema,
+        a.output_schema.as_deref(),
         Some(
-            json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}})
+            &json!({"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}}})
         )
     );
     let b = &s.endpoints[0];
