@@ -811,7 +811,7 @@ fn rebaseline_mcp(
         .endpoints
         .iter()
         .filter(|e| e.method != "TOOL")
-        .map(|e| e.name.clone())
+        .map(|e| e.name.to_string())
         .collect();
     let Some(version) = apply_projection_upgrade(
         registry,

@@ -8,7 +8,7 @@
 use crate::core::diff::classify;
 use crate::core::fingerprint::SpecIndex;
 use crate::core::json::to_canonical_string;
-use crate::core::model::{EndpointSpec, Severity, ToolSpec};
+use crate::core::model::{CompactString, EndpointSpec, Severity, ToolSpec};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 
@@ -159,7 +159,7 @@ pub fn side_effect_class(e: &EndpointSpec) -> &'static str {
 pub fn tool_records(watch: &str, history: &[ToolSpec]) -> Vec<ToolRecord> {
     // Keyed by endpoint name, like tool ids: an operation that keeps its operationId keeps its
     // version line even when its method or path changes.
-    let mut versions: BTreeMap<String, Semver> = BTreeMap::new();
+    let mut versions: BTreeMap<CompactString, Semver> = BTreeMap::new();
     let mut previous: Option<&ToolSpec> = None;
     for spec in history {
         let index = SpecIndex::new(spec);

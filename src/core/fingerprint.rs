@@ -245,7 +245,7 @@ impl<'a> SpecIndex<'a> {
             "input_schema": endpoint.input_schema,
         });
         let output = json!({
-            "responses": endpoint.responses.iter().map(|(status, r)| (status.clone(), json!({"content": r.content, "headers": r.headers}))).collect::<Map<_, _>>(),
+            "responses": endpoint.responses.iter().map(|(status, r)| (status.to_string(), json!({"content": r.content, "headers": r.headers}))).collect::<Map<_, _>>(),
             "output_schema": endpoint.output_schema,
         });
         digest(

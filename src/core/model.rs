@@ -2,6 +2,9 @@
 //! Field names are the product contract (docs/design.md); keep them.
 
 pub use crate::core::small_map::SmallMap;
+/// A string of up to 24 bytes held inline (no allocation), longer ones on the heap; serialized
+/// exactly as a `String`. The model's endpoints hold it for their short texts.
+pub use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -146,7 +149,7 @@ pub struct EndpointSpec {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     pub aliases: Vec<String>,
     pub deprecated: bool,
-    pub description: Option<String>,
+    pub description: Option<CompactString>,
     pub destructive: bool,
     /// Keywords of the endpoint's source objects the model does not understand, kept verbatim
     /// (deny by default), keyed by their path below the endpoint (`responses.200.x-cache`,
@@ -164,25 +167,25 @@ pub struct EndpointSpec {
     /// Vendor metadata that reaches the caller (MCP `_meta`); `None` for kinds without it.
     pub meta: Option<Box<Value>>,
     /// HTTP verb (upper case), or CALL, QUERY, MUTATION, SUBSCRIPTION, FUNCTION, ACTION, TOOL.
-    pub method: String,
+    pub method: CompactString,
     /// operationId when present, else `METHOD path`.
-    pub name: String,
+    pub name: CompactString,
     /// The endpoint may interact with an open world beyond its provider (MCP `openWorldHint`).
     pub open_world: bool,
-    pub operation_id: Option<String>,
+    pub operation_id: Option<CompactString>,
     /// What a caller receives on success, as one JSON Schema.
     pub output_schema: Option<Box<Value>>,
     /// Sorted by (location, name).
     pub parameters: Vec<ParameterSpec>,
     /// Path template with parameter names normalized to `{}` for identity.
-    pub path: String,
+    pub path: CompactString,
     /// The path template as written (parameter names kept).
-    pub path_template: String,
+    pub path_template: CompactString,
     pub read_only: bool,
     /// Boxed: most endpoints have none, and the model of a large document holds every endpoint.
     pub request_body: Option<Box<RequestBody>>,
     /// Keyed by status code (`200`, `4XX`, `default`).
-    pub responses: SmallMap<String, ResponseSpec>,
+    pub responses: SmallMap<CompactString, ResponseSpec>,
     /// Security requirements in effect: alternatives, each a sorted list of `scheme[:scopes]`.
     pub security: Vec<Vec<String>>,
     /// Servers this endpoint is called on when they override the document's (OpenAPI
@@ -191,7 +194,7 @@ pub struct EndpointSpec {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub servers: Vec<Value>,
     /// Model-facing display title (MCP `title`).
-    pub title: Option<String>,
+    pub title: Option<CompactString>,
 }
 
 impl EndpointSpec {
@@ -265,7 +268,7 @@ pub struct ResponseSpec {
     // Fields in sorted order: canonical_struct_text relies on it (see fingerprint.rs).
     /// Media type → schema.
     pub content: SmallMap<String, Value>,
-    pub description: Option<String>,
+    pub description: Option<CompactString>,
     /// Header name (lower case) → the header object's facts beside its schema, when stated:
     /// `required`, `deprecated`, `style`, `explode`, `content` (media type).
     #[serde(default, skip_serializing_if = "SmallMap::is_empty")]

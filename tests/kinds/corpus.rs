@@ -367,7 +367,7 @@ fn check_pair(old_rel: &str, new_rel: &str, listed_fates: &[(&str, Fate)]) -> Dr
     let raw = |s: &ToolSpec| -> BTreeSet<(String, String)> {
         s.endpoints
             .iter()
-            .map(|e| (e.method.clone(), e.path_template.clone()))
+            .map(|e| (e.method.to_string(), e.path_template.to_string()))
             .collect()
     };
     let (raw_old, raw_new) = (raw(&old), raw(&new));

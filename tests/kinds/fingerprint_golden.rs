@@ -199,7 +199,7 @@ fn endpoint_fingerprints(spec: &ToolSpec) -> BTreeMap<String, String> {
     let index = SpecIndex::new(spec);
     spec.endpoints
         .iter()
-        .map(|e| (e.name.clone(), index.endpoint_fingerprint(e)))
+        .map(|e| (e.name.to_string(), index.endpoint_fingerprint(e)))
         .collect()
 }
 

@@ -22,7 +22,8 @@ pub mod tool;
 
 use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
-    Change, Compatibility, DriftReport, EndpointSpec, Kind, Severity::*, ToolSpec, ValueOrd,
+    Change, CompactString, Compatibility, DriftReport, EndpointSpec, Kind, Severity::*, ToolSpec,
+    ValueOrd,
 };
 use endpoint::endpoint_path;
 use rules::{Rule, SeverityOverrides, Side};
@@ -93,7 +94,7 @@ pub struct Emitter<'o> {
     /// The kind whose rules apply (MCP swaps in stricter rules for model-facing text).
     kind: Option<Kind>,
     /// The method of the endpoint being judged (MCP prompts and resources have their rules).
-    method: Option<String>,
+    method: Option<CompactString>,
 }
 
 impl<'o> Emitter<'o> {

@@ -5,7 +5,7 @@ use super::endpoint::DESCRIPTION_CHANGED;
 use super::rules::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::Emitter;
-use crate::core::model::{ResponseSpec, Severity::*, SmallMap};
+use crate::core::model::{CompactString, ResponseSpec, Severity::*, SmallMap};
 use serde_json::json;
 
 pub static RESPONSE_ERROR_STATUS_ADDED: Rule = Rule::new(
@@ -106,8 +106,8 @@ fn is_success(status: &str) -> bool {
 pub(super) fn compare_responses(
     receive: Direction,
     at: &str,
-    old: &SmallMap<String, ResponseSpec>,
-    new: &SmallMap<String, ResponseSpec>,
+    old: &SmallMap<CompactString, ResponseSpec>,
+    new: &SmallMap<CompactString, ResponseSpec>,
     schemas: &mut SchemaDiffer,
     out: &mut Emitter,
 ) {

@@ -436,7 +436,7 @@ fn tool_endpoint(
         servers: Vec::new(),
         aliases: Vec::new(),
         deprecated: false,
-        description,
+        description: description.map(Into::into),
         destructive,
         idempotent,
         input_schema: input_schema.map(Box::new),
@@ -446,18 +446,18 @@ fn tool_endpoint(
             Some(Box::new(Value::Object(meta)))
         },
         method: "TOOL".into(),
-        name: name.clone(),
+        name: name.clone().into(),
         open_world,
         operation_id: None,
         output_schema: output_schema.map(Box::new),
         parameters: Vec::new(),
-        path: name.clone(),
-        path_template: name,
+        path: name.clone().into(),
+        path_template: name.into(),
         read_only,
         request_body: None,
         responses: Default::default(),
         security: Vec::new(),
-        title,
+        title: title.map(Into::into),
     })
 }
 
@@ -487,13 +487,13 @@ fn read_endpoint(method: &str, name: String, path: String) -> EndpointSpec {
         input_schema: None,
         meta: None,
         method: method.into(),
-        name,
+        name: name.into(),
         open_world: false,
         operation_id: None,
         output_schema: None,
         parameters: Vec::new(),
-        path_template: path.clone(),
-        path,
+        path_template: path.clone().into(),
+        path: path.into(),
         read_only: true,
         request_body: None,
         responses: Default::default(),
@@ -522,8 +522,8 @@ fn prompt_endpoint(prompt: &Value, index: usize) -> Result<EndpointSpec, Normali
     };
     let at = format!("prompts.{name}");
     let mut endpoint = read_endpoint("PROMPT", format!("prompt:{name}"), name.clone());
-    endpoint.description = text_of(prompt, "description", &at)?;
-    endpoint.title = text_of(prompt, "title", &at)?;
+    endpoint.description = text_of(prompt, "description", &at)?.map(Into::into);
+    endpoint.title = text_of(prompt, "title", &at)?.map(Into::into);
     match prompt.get("arguments") {
         None | Some(Value::Null) => {}
         Some(Value::Array(arguments)) => {
@@ -622,8 +622,8 @@ fn resource_endpoint(
     };
     let at = format!("{list}.{uri}");
     let mut endpoint = read_endpoint(method, format!("{prefix}:{uri}"), uri);
-    endpoint.description = text_of(item, "description", &at)?;
-    endpoint.title = text_of(item, "title", &at)?;
+    endpoint.description = text_of(item, "description", &at)?.map(Into::into);
+    endpoint.title = text_of(item, "title", &at)?.map(Into::into);
     let mut meta = Map::new();
     for (k, v) in item {
         if MODELED_RESOURCE_FIELDS.contains(&k.as_str()) {

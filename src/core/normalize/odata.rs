@@ -1512,7 +1512,7 @@ fn operation_endpoint(op: &Operation, path: &str, operation_id: &str) -> Endpoin
     e.idempotent = !op.action;
     // Actions may reach beyond the service; functions are side-effect free by definition.
     e.open_world = op.action;
-    e.operation_id = Some(format!("{operation_id}{}", path_suffix_of(path)));
+    e.operation_id = Some(format!("{operation_id}{}", path_suffix_of(path)).into());
     let mut parameters: Vec<ParameterSpec> = op
         .params
         .iter()

@@ -11,8 +11,8 @@ use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError, SharedEndpoints};
 use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
 use crate::core::model::{
-    EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody, ResponseSpec,
-    SmallMap, ToolSpec,
+    CompactString, EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody,
+    ResponseSpec, SmallMap, ToolSpec,
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -815,7 +815,7 @@ impl<'a> Context<'a> {
             });
         }
 
-        let mut responses = BTreeMap::new();
+        let mut responses: BTreeMap<CompactString, ResponseSpec> = BTreeMap::new();
         if let Some(resps) = op.get("responses") {
             let resps = resps
                 .as_object()
@@ -880,14 +880,14 @@ impl<'a> Context<'a> {
                     }
                 }
                 responses.insert(
-                    status.to_ascii_uppercase(),
+                    status.to_ascii_uppercase().into(),
                     ResponseSpec {
                         header_facts: header_facts.into(),
                         links: links.into(),
                         description: response
                             .get("description")
                             .and_then(Value::as_str)
-                            .map(String::from),
+                            .map(CompactString::from),
                         content: content.into(),
                         headers: headers.into(),
                     },
@@ -906,12 +906,12 @@ impl<'a> Context<'a> {
         Ok(EndpointSpec {
             extensions: kept.into(),
             servers: self.servers_override(item, op),
-            name,
-            method: verb.clone(),
-            path: normalize_path(path),
-            path_template: path.to_string(),
-            operation_id,
-            description,
+            name: name.into(),
+            method: verb.clone().into(),
+            path: normalize_path(path).into(),
+            path_template: path.into(),
+            operation_id: operation_id.map(Into::into),
+            description: description.map(Into::into),
             deprecated: op
                 .get("deprecated")
                 .and_then(Value::as_bool)
@@ -982,12 +982,12 @@ impl<'a> Context<'a> {
             };
             let mut e = self.operation(label, method, item_map, operation)?;
             let verb = method.to_ascii_uppercase();
-            e.path = format!("{label} {verb}");
+            e.path = format!("{label} {verb}").into();
             e.path_template = e.path.clone();
             if e.operation_id.is_none() {
-                e.name = format!("{kind} {label} {verb}");
+                e.name = format!("{kind} {label} {verb}").into();
             }
-            e.method = kind.to_string();
+            e.method = kind.to_string().into();
             e.read_only = true;
             e.destructive = false;
             e.idempotent = true;

@@ -26,7 +26,8 @@ use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError};
 use crate::core::json::parse_document;
 use crate::core::model::{
-    EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, ResponseSpec, ToolSpec,
+    CompactString, EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, ResponseSpec,
+    ToolSpec,
 };
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -374,7 +375,7 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
         None => None,
     };
 
-    let mut responses = BTreeMap::new();
+    let mut responses: BTreeMap<CompactString, ResponseSpec> = BTreeMap::new();
     if let Some(errors) = m.get("errors") {
         let errors = errors
             .as_array()
@@ -392,12 +393,12 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
                 content.insert("application/json".to_string(), json!({"const": data}));
             }
             responses.insert(
-                format!("error {code}"),
+                format!("error {code}").into(),
                 ResponseSpec {
                     header_facts: Default::default(),
                     links: Default::default(),
                     content: content.into(),
-                    description: str_field(e, "message"),
+                    description: (str_field(e, "message")).map(Into::into),
                     headers: Default::default(),
                 },
             );
@@ -412,19 +413,20 @@ fn endpoint(root: &Value, method: &Value, at: &str) -> Result<EndpointSpec, Norm
             .get("deprecated")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        description: str_field(method, "description").or_else(|| str_field(method, "summary")),
+        description: (str_field(method, "description").or_else(|| str_field(method, "summary")))
+            .map(Into::into),
         destructive: false,
         idempotent: false,
         input_schema: Some(Box::new(input_schema)),
         meta: (!meta.is_empty()).then(|| Box::new(Value::Object(meta))),
         method: "CALL".into(),
-        name: name.clone(),
+        name: name.clone().into(),
         open_world: true,
         operation_id: None,
         output_schema: output_schema.map(Box::new),
         parameters,
-        path: name.clone(),
-        path_template: name,
+        path: name.clone().into(),
+        path_template: name.into(),
         read_only: false,
         request_body: None,
         responses: responses.into(),

@@ -229,7 +229,7 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             .and_then(Value::as_str)
             .map(String::from);
         let mut list = read_endpoint(t, &format!("/{t}"));
-        list.description = description.clone();
+        list.description = description.clone().map(Into::into);
         list.parameters = vec![response_format.clone()];
         let sortable: Vec<Value> = fields
             .and_then(|f| f.get("properties"))
@@ -258,8 +258,8 @@ pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeE
             json!({"type": "array", "items": {"$ref": reference}}),
         ));
         let mut one = read_endpoint(&format!("{t}.get"), &format!("/{t}/{{}}"));
-        one.path_template = format!("/{t}/{{entry_id}}");
-        one.description = description;
+        one.path_template = format!("/{t}/{{entry_id}}").into();
+        one.description = description.map(Into::into);
         one.parameters = vec![
             ParameterSpec {
                 deprecated: false,
