@@ -195,4 +195,81 @@ mod tests {
         theirs.sort_by_key(|e| e.identity());
         assert_eq!(mine, theirs);
     }
+
+    /// A reading that shares with another is the reading made alone; the endpoints both hold
+    /// equally are one allocation, the changed ones its own. Large documents (read one path
+    /// item or tool at a time from 4 MiB) share as they are read, smaller ones afterwards.
+    #[test]
+    fn a_shared_reading_is_the_reading_alone_with_equal_endpoints_shared() {
+        // Padding makes the large variants cross DEFER_FROM_BYTES with few operations.
+        let pad = "p".repeat(2200);
+        let openapi = |n: usize, changed: usize, large: bool| -> Vec<u8> {
+            let ops: Vec<String> = (0..n)
+                .map(|i| {
+                    let description = if large { pad.as_str() } else { "d" };
+                    let status = if i == changed { "201" } else { "200" };
+                    format!(
+                        r#""/items/{i}":{{"get":{{"operationId":"get{i}","description":"{description}","responses":{{"{status}":{{"description":"ok"}}}}}}}}"#
+                    )
+                })
+                .collect();
+            format!(
+                r#"{{"openapi":"3.0.3","info":{{"title":"t","version":"1"}},"paths":{{{}}}}}"#,
+                ops.join(",")
+            )
+            .into_bytes()
+        };
+        let mcp = |n: usize, changed: usize, large: bool| -> Vec<u8> {
+            let tools: Vec<String> = (0..n)
+                .map(|i| {
+                    let description = if large { pad.as_str() } else { "d" };
+                    let kind = if i == changed { "integer" } else { "string" };
+                    format!(
+                        r#"{{"name":"t{i}","description":"{description}","inputSchema":{{"type":"object","properties":{{"id":{{"type":"{kind}"}}}}}}}}"#
+                    )
+                })
+                .collect();
+            format!(r#"{{"tools":[{}]}}"#, tools.join(",")).into_bytes()
+        };
+        type Make<'a> = &'a dyn Fn(usize, usize, bool) -> Vec<u8>;
+        let makers: [(Kind, Make); 2] = [(Kind::Openapi, &openapi), (Kind::Mcp, &mcp)];
+        for (kind, make) in makers {
+            for (n, large) in [(40, false), (2000, true)] {
+                let (old_doc, new_doc) = (make(n, usize::MAX, large), make(n, 7, large));
+                assert_eq!(
+                    new_doc.len() >= crate::core::json::DEFER_FROM_BYTES,
+                    large,
+                    "{kind}: the large variant must take the streaming reader"
+                );
+                let old = normalize(kind, "acme.x", &old_doc).unwrap();
+                let alone = normalize(kind, "acme.x", &new_doc).unwrap();
+                let shared =
+                    normalize_sharing(kind, "acme.x", &new_doc, SharedEndpoints::of(&old)).unwrap();
+                assert_eq!(shared, alone, "{kind} {n}");
+                assert_eq!(
+                    serde_json::to_string(&shared).unwrap(),
+                    serde_json::to_string(&alone).unwrap()
+                );
+                let pointers_shared = shared
+                    .endpoints
+                    .iter()
+                    .zip(&old.endpoints)
+                    .filter(|(a, b)| Arc::ptr_eq(a, b))
+                    .count();
+                assert_eq!(
+                    pointers_shared,
+                    n - 1,
+                    "{kind} {n}: all but the changed one"
+                );
+                let changed = shared
+                    .endpoints
+                    .iter()
+                    .find(|e| e.name == "get7" || e.name == "t7");
+                assert!(
+                    changed.is_some_and(|e| !old.endpoints.iter().any(|o| Arc::ptr_eq(o, e))),
+                    "{kind} {n}: the changed endpoint is the new reading's own"
+                );
+            }
+        }
+    }
 }

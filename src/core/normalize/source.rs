@@ -49,6 +49,22 @@ impl<'a> Cursor<'a> {
         })
     }
 
+    /// The members of an object with their cursors, in document order, in one pass (looking
+    /// each key up again is a scan per key: quadratic in a 200,000-path `paths`).
+    fn members(&self) -> Vec<(&'a str, Cursor<'a>)> {
+        let tree = self.tree;
+        tree.members(self.node)
+            .map(|(key, node)| {
+                let cursor = Cursor {
+                    pointer: format!("{}/{}", self.pointer, escape_token(key)),
+                    tree,
+                    node,
+                };
+                (key, cursor)
+            })
+            .collect()
+    }
+
     /// The member names of an object, in document order.
     fn keys(&self) -> Vec<&'a str> {
         self.tree.members(self.node).map(|(k, _)| k).collect()
@@ -148,6 +164,10 @@ pub struct Locator<'a> {
     kind: Kind,
     tree: &'a SourceTree<'a>,
     operations: std::cell::OnceCell<BTreeMap<String, Operation<'a>>>,
+    /// OpenAPI `paths` keys by their normalized path (the first in document order), made on
+    /// first use: a removed endpoint's path item is looked up once per change, not found by a
+    /// scan of every path.
+    path_items: std::cell::OnceCell<BTreeMap<String, &'a str>>,
 }
 
 impl<'a> Locator<'a> {
@@ -156,7 +176,24 @@ impl<'a> Locator<'a> {
             kind,
             tree,
             operations: std::cell::OnceCell::new(),
+            path_items: std::cell::OnceCell::new(),
         }
+    }
+
+    fn path_items(&self) -> &BTreeMap<String, &'a str> {
+        self.path_items.get_or_init(|| {
+            let mut by_path = BTreeMap::new();
+            let keys = Cursor::root(self.tree)
+                .child("paths")
+                .map(|paths| paths.keys())
+                .unwrap_or_default();
+            for key in keys {
+                by_path
+                    .entry(super::openapi::normalize_path(key))
+                    .or_insert(key);
+            }
+            by_path
+        })
     }
 
     /// See [`source_pointer`].
@@ -177,13 +214,7 @@ impl<'a> Locator<'a> {
         let identity = change.before.as_ref().and_then(|b| b.0.as_str());
         let item = identity
             .and_then(|i| i.split_once(' '))
-            .and_then(|(_, path)| {
-                Cursor::root(self.tree)
-                    .child("paths")?
-                    .keys()
-                    .into_iter()
-                    .find(|p| super::openapi::normalize_path(p) == path)
-            });
+            .and_then(|(_, path)| self.path_items().get(path).copied());
         Some(match item {
             Some(item) => format!("/paths/{}", escape_token(item)),
             None => pointer,
@@ -253,20 +284,16 @@ fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
                 .map_or_else(|| name_of(&verb), str::to_string);
             if callbacks {
                 if let Some(cbs) = op.child("callbacks") {
-                    for cb_name in cbs.keys() {
-                        let Some(cb) = cbs.child(cb_name).map(deref) else {
-                            continue;
-                        };
-                        for expression in cb.keys() {
-                            if let Some(cb_item) = cb.child(expression) {
-                                let label = format!("{name}.{cb_name} {expression}");
-                                add(
-                                    cb_item,
-                                    &|verb| format!("CALLBACK {label} {verb}"),
-                                    false,
-                                    out,
-                                );
-                            }
+                    for (cb_name, cb) in cbs.members() {
+                        let cb = deref(cb);
+                        for (expression, cb_item) in cb.members() {
+                            let label = format!("{name}.{cb_name} {expression}");
+                            add(
+                                cb_item,
+                                &|verb| format!("CALLBACK {label} {verb}"),
+                                false,
+                                out,
+                            );
                         }
                     }
                 }
@@ -278,22 +305,20 @@ fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
         }
     }
     if let Some(paths) = top.child("paths") {
-        for path in paths.keys().into_iter().filter(|p| p.starts_with('/')) {
-            if let Some(item) = paths.child(path) {
+        for (path, item) in paths.members() {
+            if path.starts_with('/') {
                 add(item, &|verb| format!("{verb} {path}"), true, &mut out);
             }
         }
     }
     if let Some(hooks) = top.child("webhooks") {
-        for hook in hooks.keys() {
-            if let Some(item) = hooks.child(hook) {
-                add(
-                    item,
-                    &|verb| format!("WEBHOOK {hook} {verb}"),
-                    false,
-                    &mut out,
-                );
-            }
+        for (hook, item) in hooks.members() {
+            add(
+                item,
+                &|verb| format!("WEBHOOK {hook} {verb}"),
+                false,
+                &mut out,
+            );
         }
     }
     out
