@@ -12,7 +12,7 @@
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 
 /// Where a node starts in the source text.
@@ -63,6 +63,11 @@ pub fn positions(text: &str, pointers: &[&str]) -> BTreeMap<String, Position> {
 /// A node of a [`SourceTree`].
 pub type NodeId = usize;
 const NONE: usize = usize::MAX;
+/// [`NONE`] as a node stores it.
+const NO_NODE: u32 = u32::MAX;
+/// Objects with at least this many members get a sorted index for [`SourceTree::child`]
+/// (a scan per lookup is quadratic in a 200,000-path `paths`).
+const INDEXED_FROM_MEMBERS: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Shape {
@@ -73,23 +78,136 @@ enum Shape {
     Other,
 }
 
-struct Node<'t> {
+/// Where a node's text is, in 12 bytes (a large document has millions of nodes): a byte
+/// range of the document, or of the tree's buffer of decoded strings.
+#[derive(Clone, Copy)]
+enum Str {
+    None,
+    Text(u32, u32),
+    Decoded(u32, u32),
+}
+
+struct Node {
     shape: Shape,
     /// The member name when the node is an object member.
-    key: Option<Cow<'t, str>>,
+    key: Str,
     /// A scalar's text (strings unescaped).
-    value: Option<Cow<'t, str>>,
+    value: Str,
     /// Byte offset of the key (members) or of the value (elements, the root).
-    at: usize,
-    first_child: usize,
-    next_sibling: usize,
+    at: u32,
+    first_child: u32,
+    next_sibling: u32,
+}
+
+/// Nodes per segment of [`Nodes`]: 80 KB, under the allocator's threshold for mapping memory
+/// of its own.
+const SEGMENT: usize = 2048;
+
+/// A tree's nodes in fixed-size segments, not one growing `Vec`: reading a large document never
+/// reallocates tens of megabytes, and the segments reuse memory the allocator already holds
+/// (`diff` builds the tree right after dropping both contracts).
+#[derive(Default)]
+struct Nodes {
+    segments: Vec<Vec<Node>>,
+    len: usize,
+}
+
+impl Nodes {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, node: Node) {
+        match self.segments.last_mut() {
+            Some(segment) if segment.len() < SEGMENT => segment.push(node),
+            _ => {
+                let mut segment = Vec::with_capacity(SEGMENT);
+                segment.push(node);
+                self.segments.push(segment);
+            }
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, id: usize) -> Option<&Node> {
+        self.segments.get(id / SEGMENT)?.get(id % SEGMENT)
+    }
+
+    fn get_mut(&mut self, id: usize) -> Option<&mut Node> {
+        self.segments.get_mut(id / SEGMENT)?.get_mut(id % SEGMENT)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Node> {
+        self.segments.iter().flatten()
+    }
 }
 
 /// A parsed document's structure and where every node starts, for locating changes.
 pub struct SourceTree<'t> {
     text: &'t str,
-    nodes: Vec<Node<'t>>,
+    nodes: Nodes,
+    /// Strings that had to be decoded (escapes, YAML scalars), end to end.
+    decoded: String,
+    /// Members of large objects sorted by key (then document order): object → its members.
+    indexes: HashMap<u32, Vec<u32>>,
     lines: LineIndex,
+}
+
+/// Text and decoded-string buffer a tree is built into.
+struct Builder<'t, 'n> {
+    text: &'t str,
+    nodes: &'n mut Nodes,
+    decoded: &'n mut String,
+}
+
+impl Builder<'_, '_> {
+    /// A byte range of the document as a [`Str`].
+    fn text_range(&self, start: usize, end: usize) -> Option<Str> {
+        Some(Str::Text(
+            u32::try_from(start).ok()?,
+            u32::try_from(end).ok()?,
+        ))
+    }
+
+    /// A decoded string, kept in the buffer.
+    fn decoded(&mut self, text: &str) -> Option<Str> {
+        let start = u32::try_from(self.decoded.len()).ok()?;
+        self.decoded.push_str(text);
+        Some(Str::Decoded(start, u32::try_from(self.decoded.len()).ok()?))
+    }
+
+    fn push(&mut self, shape: Shape, key: Str, at: usize) -> Option<usize> {
+        self.nodes.push(Node {
+            shape,
+            key,
+            value: Str::None,
+            at: u32::try_from(at).ok()?,
+            first_child: NO_NODE,
+            next_sibling: NO_NODE,
+        });
+        let id = self.nodes.len() - 1;
+        // Node ids are stored in 32 bits; NO_NODE is never an id.
+        (id < NO_NODE as usize).then_some(id)
+    }
+
+    fn set_value(&mut self, id: usize, value: Str) {
+        if let Some(node) = self.nodes.get_mut(id) {
+            node.value = value;
+        }
+    }
+
+    fn link(&mut self, parent: usize, last: &mut usize, child: usize) {
+        // Both are ids `push` answered, so they fit.
+        let child32 = child as u32;
+        let linked = match *last {
+            NONE => self.nodes.get_mut(parent).map(|n| &mut n.first_child),
+            prev => self.nodes.get_mut(prev).map(|n| &mut n.next_sibling),
+        };
+        if let Some(link) = linked {
+            *link = child32;
+        }
+        *last = child;
+    }
 }
 
 impl<'t> SourceTree<'t> {
@@ -97,25 +215,65 @@ impl<'t> SourceTree<'t> {
     /// document does not parse.
     pub fn parse(text: &'t str) -> Option<SourceTree<'t>> {
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        // Offsets are stored in 32 bits.
+        u32::try_from(text.len()).ok()?;
         let mut tree = SourceTree {
             text,
-            nodes: Vec::new(),
+            nodes: Nodes::default(),
+            decoded: String::new(),
+            indexes: HashMap::new(),
             lines: LineIndex::new(text),
+        };
+        let mut build = Builder {
+            text,
+            nodes: &mut tree.nodes,
+            decoded: &mut tree.decoded,
         };
         match text.trim_start().as_bytes().first() {
             Some(b'{') | Some(b'[') => {
                 let mut walk = JsonWalk {
                     bytes: text.as_bytes(),
-                    text,
                     pos: 0,
-                    nodes: &mut tree.nodes,
+                    build,
                 };
                 walk.skip_ws();
-                walk.value(None, 0)?;
+                walk.value(Str::None, None, 0)?;
             }
-            _ => yaml_tree(text, &mut tree.nodes)?,
+            _ => yaml_tree(text, &mut build)?,
         }
+        tree.index_large_objects();
         Some(tree)
+    }
+
+    fn str_of(&self, s: Str) -> Option<&str> {
+        match s {
+            Str::None => None,
+            Str::Text(start, end) => self.text.get(start as usize..end as usize),
+            Str::Decoded(start, end) => self.decoded.get(start as usize..end as usize),
+        }
+    }
+
+    fn key_of(&self, id: usize) -> Option<&str> {
+        self.str_of(self.nodes.get(id)?.key)
+    }
+
+    /// Sorts the members of every object of [`INDEXED_FROM_MEMBERS`] or more by key (stable:
+    /// the first of equal keys first, as a scan finds it).
+    fn index_large_objects(&mut self) {
+        let mut indexes = HashMap::new();
+        for (id, node) in self.nodes.iter().enumerate() {
+            if node.shape != Shape::Object {
+                continue;
+            }
+            if self.children(id).nth(INDEXED_FROM_MEMBERS - 1).is_none() {
+                continue;
+            }
+            // Ids are below NO_NODE (`Builder::push`), so they fit.
+            let mut members: Vec<u32> = self.children(id).map(|c| c as u32).collect();
+            members.sort_by(|a, b| self.key_of(*a as usize).cmp(&self.key_of(*b as usize)));
+            indexes.insert(id as u32, members);
+        }
+        self.indexes = indexes;
     }
 
     pub fn root(&self) -> NodeId {
@@ -127,9 +285,9 @@ impl<'t> SourceTree<'t> {
     }
 
     fn children(&self, id: NodeId) -> impl Iterator<Item = NodeId> + '_ {
-        let mut next = self.nodes.get(id).map_or(NONE, |n| n.first_child);
+        let mut next = self.nodes.get(id).map_or(NO_NODE, |n| n.first_child);
         std::iter::from_fn(move || {
-            let here = next;
+            let here = next as usize;
             next = self.nodes.get(here)?.next_sibling;
             Some(here)
         })
@@ -137,8 +295,7 @@ impl<'t> SourceTree<'t> {
 
     /// An object's members, in document order.
     pub fn members(&self, id: NodeId) -> impl Iterator<Item = (&str, NodeId)> + '_ {
-        self.children(id)
-            .filter_map(|c| Some((self.nodes[c].key.as_deref()?, c)))
+        self.children(id).filter_map(|c| Some((self.key_of(c)?, c)))
     }
 
     /// The number of elements of an array (0 for anything else).
@@ -152,7 +309,14 @@ impl<'t> SourceTree<'t> {
     /// A member by name, or an element by index.
     pub fn child(&self, id: NodeId, key: &str) -> Option<NodeId> {
         match self.nodes.get(id)?.shape {
-            Shape::Object => self.members(id).find(|(k, _)| *k == key).map(|(_, c)| c),
+            Shape::Object => match u32::try_from(id).ok().and_then(|i| self.indexes.get(&i)) {
+                Some(sorted) => {
+                    let first = sorted.partition_point(|c| self.key_of(*c as usize) < Some(key));
+                    let c = *sorted.get(first)? as usize;
+                    (self.key_of(c) == Some(key)).then_some(c)
+                }
+                None => self.members(id).find(|(k, _)| *k == key).map(|(_, c)| c),
+            },
             Shape::Array => self.children(id).nth(key.parse().ok()?),
             _ => None,
         }
@@ -162,7 +326,7 @@ impl<'t> SourceTree<'t> {
     pub fn as_str(&self, id: NodeId) -> Option<&str> {
         let node = self.nodes.get(id)?;
         if node.shape == Shape::String {
-            node.value.as_deref()
+            self.str_of(node.value)
         } else {
             None
         }
@@ -170,14 +334,14 @@ impl<'t> SourceTree<'t> {
 
     /// A scalar's text as written (a string unescaped, a number's digits).
     pub fn scalar(&self, id: NodeId) -> Option<&str> {
-        self.nodes.get(id)?.value.as_deref()
+        self.str_of(self.nodes.get(id)?.value)
     }
 
     /// The node a JSON pointer names (`""`: the whole document; tokens may be
     /// percent-encoded, as in a `$ref`).
     pub fn resolve(&self, pointer: &str) -> Option<NodeId> {
         let mut id = self.root();
-        self.nodes.first()?;
+        self.nodes.get(0)?;
         for token in pointer_tokens(pointer) {
             id = self.child(id, &percent_decode(&token))?;
         }
@@ -185,7 +349,7 @@ impl<'t> SourceTree<'t> {
     }
 
     pub fn position(&self, id: NodeId) -> Position {
-        let at = self.nodes.get(id).map_or(0, |n| n.at);
+        let at = self.nodes.get(id).map_or(0, |n| n.at as usize);
         self.lines.position(self.text, at)
     }
 }
@@ -219,6 +383,16 @@ fn percent_decode(text: &str) -> Cow<'_, str> {
 /// Byte offset → line and column.
 struct LineIndex {
     starts: Vec<usize>,
+    /// Characters before each block of [`CHAR_BLOCK`] bytes, so a column is counted over at
+    /// most two partial blocks, not from the line's start (a minified document is one line).
+    chars_before_block: Vec<usize>,
+}
+
+const CHAR_BLOCK: usize = 4096;
+
+/// Whether a byte starts a character (is not a UTF-8 continuation byte).
+fn starts_char(b: &u8) -> bool {
+    (*b & 0xC0) != 0x80
 }
 
 impl LineIndex {
@@ -230,15 +404,37 @@ impl LineIndex {
                 .filter(|(_, b)| *b == b'\n')
                 .map(|(i, _)| i + 1),
         );
-        LineIndex { starts }
+        let mut chars_before_block = vec![0];
+        let mut total = 0;
+        for block in text.as_bytes().chunks(CHAR_BLOCK) {
+            total += block.iter().filter(|b| starts_char(b)).count();
+            chars_before_block.push(total);
+        }
+        LineIndex {
+            starts,
+            chars_before_block,
+        }
+    }
+
+    /// Characters in `text[..offset]` (`offset` at most the text's length).
+    fn chars_before(&self, text: &str, offset: usize) -> usize {
+        let block = offset / CHAR_BLOCK;
+        let start = block * CHAR_BLOCK;
+        let partial = text.as_bytes()[start..offset]
+            .iter()
+            .filter(|b| starts_char(b))
+            .count();
+        self.chars_before_block[block] + partial
     }
 
     fn position(&self, text: &str, offset: usize) -> Position {
         let line = self.starts.partition_point(|s| *s <= offset).max(1);
         let start = self.starts[line - 1];
-        let column = text
-            .get(start..offset)
-            .map_or(1, |prefix| prefix.chars().count() + 1);
+        let column = if offset <= text.len() && text.is_char_boundary(offset) && start <= offset {
+            self.chars_before(text, offset) - self.chars_before(text, start) + 1
+        } else {
+            1
+        };
         Position { line, column }
     }
 }
@@ -247,9 +443,8 @@ impl LineIndex {
 /// parse (`None`), never a panic.
 struct JsonWalk<'t, 'n> {
     bytes: &'t [u8],
-    text: &'t str,
     pos: usize,
-    nodes: &'n mut Vec<Node<'t>>,
+    build: Builder<'t, 'n>,
 }
 
 impl<'t> JsonWalk<'t, '_> {
@@ -263,27 +458,19 @@ impl<'t> JsonWalk<'t, '_> {
         }
     }
 
-    fn push(&mut self, shape: Shape, key: Option<(Cow<'t, str>, usize)>) -> usize {
-        let at = key.as_ref().map_or(self.pos, |(_, at)| *at);
-        self.nodes.push(Node {
-            shape,
-            key: key.map(|(k, _)| k),
-            value: None,
-            at,
-            first_child: NONE,
-            next_sibling: NONE,
-        });
-        self.nodes.len() - 1
+    fn push(&mut self, shape: Shape, key: Str, key_at: Option<usize>) -> Option<usize> {
+        self.build.push(shape, key, key_at.unwrap_or(self.pos))
     }
 
-    /// The value at the cursor, as a new node (its index).
-    fn value(&mut self, key: Option<(Cow<'t, str>, usize)>, depth: usize) -> Option<usize> {
+    /// The value at the cursor, as a new node (its index); a member's `key` starts at
+    /// `key_at`.
+    fn value(&mut self, key: Str, key_at: Option<usize>, depth: usize) -> Option<usize> {
         if depth > crate::core::json::MAX_DEPTH {
             return None;
         }
         match self.peek()? {
             b'{' => {
-                let id = self.push(Shape::Object, key);
+                let id = self.push(Shape::Object, key, key_at)?;
                 self.pos += 1;
                 self.skip_ws();
                 if self.peek()? == b'}' {
@@ -299,8 +486,8 @@ impl<'t> JsonWalk<'t, '_> {
                     (self.peek()? == b':').then_some(())?;
                     self.pos += 1;
                     self.skip_ws();
-                    let child = self.value(Some((name, at)), depth + 1)?;
-                    self.link(id, &mut last, child);
+                    let child = self.value(name, Some(at), depth + 1)?;
+                    self.build.link(id, &mut last, child);
                     self.skip_ws();
                     match self.peek()? {
                         b',' => self.pos += 1,
@@ -313,7 +500,7 @@ impl<'t> JsonWalk<'t, '_> {
                 }
             }
             b'[' => {
-                let id = self.push(Shape::Array, key);
+                let id = self.push(Shape::Array, key, key_at)?;
                 self.pos += 1;
                 self.skip_ws();
                 if self.peek()? == b']' {
@@ -323,8 +510,8 @@ impl<'t> JsonWalk<'t, '_> {
                 let mut last = NONE;
                 loop {
                     self.skip_ws();
-                    let child = self.value(None, depth + 1)?;
-                    self.link(id, &mut last, child);
+                    let child = self.value(Str::None, None, depth + 1)?;
+                    self.build.link(id, &mut last, child);
                     self.skip_ws();
                     match self.peek()? {
                         b',' => self.pos += 1,
@@ -337,13 +524,13 @@ impl<'t> JsonWalk<'t, '_> {
                 }
             }
             b'"' => {
-                let id = self.push(Shape::String, key);
+                let id = self.push(Shape::String, key, key_at)?;
                 let text = self.string()?;
-                self.nodes[id].value = Some(text);
+                self.build.set_value(id, text);
                 Some(id)
             }
             _ => {
-                let id = self.push(Shape::Other, key);
+                let id = self.push(Shape::Other, key, key_at)?;
                 let start = self.pos;
                 while !matches!(
                     self.peek(),
@@ -352,22 +539,15 @@ impl<'t> JsonWalk<'t, '_> {
                     self.pos += 1;
                 }
                 (self.pos > start).then_some(())?;
-                self.nodes[id].value = Some(Cow::Borrowed(self.text.get(start..self.pos)?));
+                let value = self.build.text_range(start, self.pos)?;
+                self.build.set_value(id, value);
                 Some(id)
             }
         }
     }
 
-    fn link(&mut self, parent: usize, last: &mut usize, child: usize) {
-        match *last {
-            NONE => self.nodes[parent].first_child = child,
-            prev => self.nodes[prev].next_sibling = child,
-        }
-        *last = child;
-    }
-
-    /// A string at the cursor: borrowed from the text, decoded only when it has escapes.
-    fn string(&mut self) -> Option<Cow<'t, str>> {
+    /// A string at the cursor: a range of the text, decoded only when it has escapes.
+    fn string(&mut self) -> Option<Str> {
         (self.peek()? == b'"').then_some(())?;
         let start = self.pos;
         self.pos += 1;
@@ -384,11 +564,13 @@ impl<'t> JsonWalk<'t, '_> {
         }
         self.pos += 1;
         if escaped {
-            serde_json::from_str(self.text.get(start..self.pos)?)
-                .ok()
-                .map(Cow::Owned)
+            let decoded: String =
+                serde_json::from_str(self.build.text.get(start..self.pos)?).ok()?;
+            self.build.decoded(&decoded)
         } else {
-            self.text.get(start + 1..self.pos - 1).map(Cow::Borrowed)
+            // Checked: the range is one the text has.
+            self.build.text.get(start + 1..self.pos - 1)?;
+            self.build.text_range(start + 1, self.pos - 1)
         }
     }
 }
@@ -470,7 +652,7 @@ fn span_start(location: &serde_saphyr::Location) -> usize {
         .unwrap_or(0)
 }
 
-fn yaml_tree<'t>(text: &str, nodes: &mut Vec<Node<'t>>) -> Option<()> {
+fn yaml_tree(text: &str, build: &mut Builder<'_, '_>) -> Option<()> {
     let options = serde_saphyr::options! {
         budget: serde_saphyr::budget! {
             max_nodes: 20_000_000,
@@ -482,26 +664,26 @@ fn yaml_tree<'t>(text: &str, nodes: &mut Vec<Node<'t>>) -> Option<()> {
     };
     let root: serde_saphyr::Spanned<YamlPos> =
         serde_saphyr::from_str_with_options(text, options).ok()?;
-    fn add<'t>(
+    fn add(
         node: serde_saphyr::Spanned<YamlPos>,
         key: Option<String>,
         at: usize,
-        nodes: &mut Vec<Node<'t>>,
-    ) -> usize {
-        let id = nodes.len();
+        build: &mut Builder<'_, '_>,
+    ) -> Option<usize> {
         let (shape, value) = match &node.value {
             YamlPos::Leaf(shape, value) => (*shape, value.clone()),
             YamlPos::Seq(_) => (Shape::Array, None),
             YamlPos::Map(_) => (Shape::Object, None),
         };
-        nodes.push(Node {
-            shape,
-            key: key.map(Cow::Owned),
-            value: value.map(Cow::Owned),
-            at,
-            first_child: NONE,
-            next_sibling: NONE,
-        });
+        let key = match key {
+            Some(key) => build.decoded(&key)?,
+            None => Str::None,
+        };
+        let id = build.push(shape, key, at)?;
+        if let Some(value) = value {
+            let value = build.decoded(&value)?;
+            build.set_value(id, value);
+        }
         let children: Vec<(Option<String>, usize, serde_saphyr::Spanned<YamlPos>)> =
             match node.value {
                 YamlPos::Leaf(..) => Vec::new(),
@@ -516,17 +698,13 @@ fn yaml_tree<'t>(text: &str, nodes: &mut Vec<Node<'t>>) -> Option<()> {
             };
         let mut last = NONE;
         for (key, at, child) in children {
-            let c = add(child, key, at, nodes);
-            match last {
-                NONE => nodes[id].first_child = c,
-                prev => nodes[prev].next_sibling = c,
-            }
-            last = c;
+            let c = add(child, key, at, build)?;
+            build.link(id, &mut last, c);
         }
-        id
+        Some(id)
     }
     let at = span_start(&root.referenced);
-    add(root, None, at, nodes);
+    add(root, None, at, build)?;
     Some(())
 }
 
@@ -562,5 +740,44 @@ mod tests {
         assert_eq!(at(text, "/a/d/1/e"), Some((5, 7)));
         assert_eq!(at(text, "/q~1r/s"), Some((6, 9)));
         assert_eq!(at(text, "/a/x"), None);
+    }
+
+    /// A large object is looked up through its sorted index, a long line's columns through
+    /// the block counts: both answer exactly what a scan answers (the first of duplicate keys,
+    /// code points from the line's start), across block boundaries and multi-byte text.
+    #[test]
+    fn large_objects_and_long_lines_answer_as_a_scan_does() {
+        let mut members: Vec<String> = (0..200)
+            .map(|i| format!("\"k{i}\": {{\"v\": \"{}\"}}", "é".repeat(i % 7 + 12)))
+            .collect();
+        members.push("\"k5\": {\"dup\": true}".into());
+        members.push("\"esc\\u0061ped\": 1".into());
+        // One line of ~6 KB: offsets reach past the first 4,096-byte block.
+        let text = format!("{{\"big\": {{{}}}}}", members.join(", "));
+        assert!(text.len() > 2 * CHAR_BLOCK && !text.contains('\n'));
+        let tree = SourceTree::parse(&text).unwrap();
+        let big = tree.child(tree.root(), "big").unwrap();
+        assert!(tree.indexes.contains_key(&(big as u32)));
+        let scan = |key: &str| tree.members(big).find(|(k, _)| *k == key).map(|(_, c)| c);
+        for key in ["k0", "k5", "k131", "k199", "escaped", "nope", ""] {
+            assert_eq!(tree.child(big, key), scan(key), "{key}");
+        }
+        let k5 = tree.child(big, "k5").unwrap();
+        assert!(tree.child(k5, "v").is_some(), "the first of two k5 members");
+        for key in ["k0", "k77", "k150", "k199", "escaped"] {
+            let offset = text
+                .find(&format!("\"{}", if key == "escaped" { "esc" } else { key }))
+                .unwrap();
+            let expected = text[..offset].chars().count() + 1;
+            let node = tree.child(big, key).unwrap();
+            assert_eq!(
+                tree.position(node),
+                Position {
+                    line: 1,
+                    column: expected
+                },
+                "{key}"
+            );
+        }
     }
 }

@@ -375,7 +375,9 @@ pub struct Contract {
 /// Normalizes the document [`load`] read from `source` (`final_url`: where it came from after
 /// redirects). An OpenAPI document's external `$ref`s are read too, from the same place: the
 /// same origin, the file's folder, or the same git revision. `started` is when the load began:
-/// `request.timeout` covers everything.
+/// `request.timeout` covers everything. `shared`: another reading of the watch whose equal
+/// endpoints this one shares.
+#[allow(clippy::too_many_arguments)]
 pub async fn contract(
     kind: Kind,
     name: &str,

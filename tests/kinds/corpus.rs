@@ -409,7 +409,7 @@ fn check_pair(old_rel: &str, new_rel: &str, listed_fates: &[(&str, Fate)]) -> Dr
         let o = old
             .endpoints
             .iter()
-            .find(|e| &e.method == method && &e.path_template == template)
+            .find(|e| e.method == *method && e.path_template == *template)
             .unwrap();
         let identity = o.identity();
         assert_eq!(identity, format!("{method} {}", normalize_path(template)));

@@ -15,7 +15,8 @@
 //! positions, so the normal diff path pays nothing.
 
 use crate::core::locate::{escape_token, Location, NodeId, SourceTree};
-use crate::core::model::{Change, Kind};
+use crate::core::model::{Change, CompactString, Kind};
+use compact_str::format_compact;
 use std::collections::BTreeMap;
 
 const METHODS: [&str; 8] = [
@@ -26,7 +27,8 @@ const MAX_REF_HOPS: usize = 32;
 /// A node of the document and its JSON pointer.
 #[derive(Clone)]
 struct Cursor<'a> {
-    pointer: String,
+    /// Inline up to 24 bytes: a large document has an operation index of them.
+    pointer: CompactString,
     tree: &'a SourceTree<'a>,
     node: NodeId,
 }
@@ -34,7 +36,7 @@ struct Cursor<'a> {
 impl<'a> Cursor<'a> {
     fn root(tree: &'a SourceTree<'a>) -> Cursor<'a> {
         Cursor {
-            pointer: String::new(),
+            pointer: CompactString::default(),
             tree,
             node: tree.root(),
         }
@@ -43,7 +45,7 @@ impl<'a> Cursor<'a> {
     fn child(&self, key: &str) -> Option<Cursor<'a>> {
         let node = self.tree.child(self.node, key)?;
         Some(Cursor {
-            pointer: format!("{}/{}", self.pointer, escape_token(key)),
+            pointer: format_compact!("{}/{}", self.pointer, escape_token(key)),
             tree: self.tree,
             node,
         })
@@ -56,7 +58,7 @@ impl<'a> Cursor<'a> {
         tree.members(self.node)
             .map(|(key, node)| {
                 let cursor = Cursor {
-                    pointer: format!("{}/{}", self.pointer, escape_token(key)),
+                    pointer: format_compact!("{}/{}", self.pointer, escape_token(key)),
                     tree,
                     node,
                 };
@@ -124,7 +126,7 @@ fn deref(cursor: Cursor<'_>) -> Cursor<'_> {
             break;
         };
         current = Cursor {
-            pointer: reference.to_string(),
+            pointer: reference.into(),
             tree: current.tree,
             node,
         };
@@ -163,7 +165,7 @@ pub fn source_pointer(kind: Kind, tree: &SourceTree, path: &str) -> Option<Strin
 pub struct Locator<'a> {
     kind: Kind,
     tree: &'a SourceTree<'a>,
-    operations: std::cell::OnceCell<BTreeMap<String, Operation<'a>>>,
+    operations: std::cell::OnceCell<Operations<'a>>,
     /// OpenAPI `paths` keys by their normalized path (the first in document order), made on
     /// first use: a removed endpoint's path item is looked up once per change, not found by a
     /// scan of every path.
@@ -226,7 +228,7 @@ fn pointer_in<'a, 'l>(
     kind: Kind,
     tree: &'a SourceTree<'a>,
     path: &str,
-    ops: impl FnOnce() -> &'l BTreeMap<String, Operation<'a>>,
+    ops: impl FnOnce() -> &'l Operations<'a>,
 ) -> Option<String>
 where
     'a: 'l,
@@ -253,7 +255,7 @@ where
         | Kind::Sqlite
         | Kind::Postgres => return None,
     };
-    Some(found.pointer)
+    Some(found.pointer.into())
 }
 
 /// An OpenAPI operation as the normalizer saw it: the operation and its path item.
@@ -262,16 +264,21 @@ struct Operation<'a> {
     item: Cursor<'a>,
 }
 
+/// Every operation by endpoint name; of operations sharing a name, the first in document
+/// order. A B-tree of small nodes, not one large sorted `Vec`: built after a large
+/// document's contract is dropped, its nodes reuse the memory the allocator holds from it.
+type Operations<'a> = BTreeMap<CompactString, Operation<'a>>;
+
 /// Every operation by endpoint name (operationId, else `METHOD path`; webhooks and callbacks
 /// named as the normalizer names them).
-fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
+fn operations<'a>(tree: &'a SourceTree<'a>) -> Operations<'a> {
     let mut out = BTreeMap::new();
     let top = Cursor::root(tree);
     fn add<'a>(
         item: Cursor<'a>,
         name_of: &dyn Fn(&str) -> String,
         callbacks: bool,
-        out: &mut BTreeMap<String, Operation<'a>>,
+        out: &mut Operations<'a>,
     ) {
         let item = deref(item);
         for method in METHODS {
@@ -298,7 +305,7 @@ fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
                     }
                 }
             }
-            out.entry(name).or_insert(Operation {
+            out.entry(name.into()).or_insert(Operation {
                 op,
                 item: item.clone(),
             });
@@ -324,11 +331,7 @@ fn operations<'a>(tree: &'a SourceTree<'a>) -> BTreeMap<String, Operation<'a>> {
     out
 }
 
-fn openapi_endpoint<'a>(
-    tree: &'a SourceTree<'a>,
-    ops: &BTreeMap<String, Operation<'a>>,
-    rest: &str,
-) -> Cursor<'a> {
+fn openapi_endpoint<'a>(tree: &'a SourceTree<'a>, ops: &Operations<'a>, rest: &str) -> Cursor<'a> {
     let top = Cursor::root(tree);
     let Some((operation, rest)) = longest(rest, |name| ops.get(name)) else {
         // Removed: the path item when it survives, else the paths object.
