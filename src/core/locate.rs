@@ -430,10 +430,11 @@ impl LineIndex {
     fn position(&self, text: &str, offset: usize) -> Position {
         let line = self.starts.partition_point(|s| *s <= offset).max(1);
         let start = self.starts[line - 1];
-        let column = if offset <= text.len() && text.is_char_boundary(offset) && start <= offset {
-            self.chars_before(text, offset) - self.chars_before(text, start) + 1
-        } else {
-            1
+        let column = match text.get(start..offset) {
+            // A short line is counted directly, a long one through the block totals.
+            Some(prefix) if prefix.len() <= CHAR_BLOCK => prefix.chars().count() + 1,
+            Some(_) => self.chars_before(text, offset) - self.chars_before(text, start) + 1,
+            None => 1,
         };
         Position { line, column }
     }

@@ -16,7 +16,6 @@
 
 use crate::core::locate::{escape_token, Location, NodeId, SourceTree};
 use crate::core::model::{Change, CompactString, Kind};
-use compact_str::format_compact;
 use std::collections::BTreeMap;
 
 const METHODS: [&str; 8] = [
@@ -45,10 +44,23 @@ impl<'a> Cursor<'a> {
     fn child(&self, key: &str) -> Option<Cursor<'a>> {
         let node = self.tree.child(self.node, key)?;
         Some(Cursor {
-            pointer: format_compact!("{}/{}", self.pointer, escape_token(key)),
+            pointer: self.pointer_to(key),
             tree: self.tree,
             node,
         })
+    }
+
+    /// This node's pointer extended by the member or element `key`.
+    fn pointer_to(&self, key: &str) -> CompactString {
+        let mut pointer = CompactString::with_capacity(self.pointer.len() + 1 + key.len());
+        pointer.push_str(&self.pointer);
+        pointer.push('/');
+        if key.contains(['~', '/']) {
+            pointer.push_str(&escape_token(key));
+        } else {
+            pointer.push_str(key);
+        }
+        pointer
     }
 
     /// The members of an object with their cursors, in document order, in one pass (looking
@@ -58,7 +70,7 @@ impl<'a> Cursor<'a> {
         tree.members(self.node)
             .map(|(key, node)| {
                 let cursor = Cursor {
-                    pointer: format_compact!("{}/{}", self.pointer, escape_token(key)),
+                    pointer: self.pointer_to(key),
                     tree,
                     node,
                 };
