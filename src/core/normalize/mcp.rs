@@ -39,7 +39,7 @@
 use super::openapi::resolve_pointer;
 use super::schema::normalize_schema;
 use super::{split_watch_name, NormalizeError, SharedEndpoints};
-use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
+use crate::core::json::{parse_document, parse_json_deferring, Deferred};
 use crate::core::model::{EndpointSpec, Evidence, Kind, Metadata, Remote, ToolSpec};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,13 +134,11 @@ pub fn normalize_sharing(
     bytes: &[u8],
     shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
-    if bytes.len() >= DEFER_FROM_BYTES {
-        if let Some(spec) = streaming(watch, bytes, shared) {
-            return Ok(spec);
-        }
-    }
-    let root = parse_document(bytes)?;
-    normalize_with(watch, &root, None, shared)
+    super::streaming_from_threshold(
+        bytes,
+        || streaming(watch, bytes, shared),
+        || normalize_with(watch, &parse_document(bytes)?, None, shared),
+    )
 }
 
 /// [`normalize`] of a JSON tool list without its `tools` array ever being one tree: the

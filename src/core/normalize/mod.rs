@@ -14,7 +14,7 @@ pub mod schema;
 pub mod source;
 pub mod sqlite;
 
-use crate::core::json::ParseError;
+use crate::core::json::{ParseError, DEFER_FROM_BYTES};
 use crate::core::model::{EndpointSpec, Kind, ToolSpec};
 use std::borrow::Borrow;
 use std::sync::Arc;
@@ -119,6 +119,23 @@ impl<'a> SharedEndpoints<'a> {
             }
         }
     }
+}
+
+/// A kind's large-document reading (`streaming`, one item at a time) from
+/// [`DEFER_FROM_BYTES`] when it applies (`Some`), else its full reading: below the threshold
+/// one pass is faster, and wherever the streaming reading is not certain the full one gives the
+/// result and the exact error.
+pub(crate) fn streaming_from_threshold(
+    bytes: &[u8],
+    streaming: impl FnOnce() -> Option<ToolSpec>,
+    full: impl FnOnce() -> Result<ToolSpec, NormalizeError>,
+) -> Result<ToolSpec, NormalizeError> {
+    if bytes.len() >= DEFER_FROM_BYTES {
+        if let Some(spec) = streaming() {
+            return Ok(spec);
+        }
+    }
+    full()
 }
 
 /// Splits a watch name `namespace.name` at its first dot (no dot: empty namespace).
@@ -237,7 +254,7 @@ mod tests {
             for (n, large) in [(40, false), (2000, true)] {
                 let (old_doc, new_doc) = (make(n, usize::MAX, large), make(n, 7, large));
                 assert_eq!(
-                    new_doc.len() >= crate::core::json::DEFER_FROM_BYTES,
+                    new_doc.len() >= DEFER_FROM_BYTES,
                     large,
                     "{kind}: the large variant must take the streaming reader"
                 );

@@ -9,7 +9,7 @@
 
 use super::schema::{normalize_schema, normalize_schema_owned};
 use super::{split_watch_name, NormalizeError, SharedEndpoints};
-use crate::core::json::{parse_document, parse_json_deferring, Deferred, DEFER_FROM_BYTES};
+use crate::core::json::{parse_document, parse_json_deferring, Deferred};
 use crate::core::model::{
     CompactString, EndpointSpec, Evidence, Kind, Metadata, ParameterSpec, Remote, RequestBody,
     ResponseSpec, SmallMap, ToolSpec,
@@ -160,12 +160,11 @@ pub fn normalize_sharing(
     bytes: &[u8],
     shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
-    if bytes.len() >= DEFER_FROM_BYTES {
-        if let Some(spec) = streaming(watch, bytes, shared) {
-            return Ok(spec);
-        }
-    }
-    normalize_owned(watch, parse_document(bytes)?)
+    super::streaming_from_threshold(
+        bytes,
+        || streaming(watch, bytes, shared),
+        || normalize_owned(watch, parse_document(bytes)?),
+    )
 }
 
 /// [`normalize`] of a JSON document without its `paths` ever being one tree: the document is
