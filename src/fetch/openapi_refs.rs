@@ -210,6 +210,7 @@ async fn check_canonical_folder(
 /// Parses `bytes` (the root document fetched by `request`; `final_url` is where it came from
 /// after redirects) and normalizes it, fetching the documents its external `$ref`s reach under
 /// `policy`. `started` is when the root fetch began: the watch's timeout covers everything.
+/// `shared`: another reading of the watch whose equal endpoints this one shares.
 pub async fn normalize_document(
     watch: &str,
     request: &FetchRequest,
@@ -240,8 +241,10 @@ pub async fn normalize_document(
     let root_uri = root_uri(request, final_url).await?;
     let direct = external_documents(&root_uri, &root)?;
     let Some(first) = direct.first() else {
+        let mut spec = normalize_owned(watch, root)?;
+        shared.share_all(&mut spec);
         return Ok(Resolved {
-            spec: normalize_owned(watch, root)?,
+            spec,
             has_external_refs: false,
             external_bytes: 0,
         });
@@ -257,8 +260,10 @@ pub async fn normalize_document(
         Ok(result) => result?,
         Err(_elapsed) => return Err(BundleError::Timeout),
     };
+    let mut spec = normalize_bundle(watch, root_uri.as_str(), root, externals)?;
+    shared.share_all(&mut spec);
     Ok(Resolved {
-        spec: normalize_bundle(watch, root_uri.as_str(), root, externals)?,
+        spec,
         has_external_refs: true,
         external_bytes,
     })

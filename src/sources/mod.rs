@@ -410,10 +410,8 @@ pub async fn contract(
                 shared,
             )
             .await?;
-            let mut spec = resolved.spec;
-            shared.share_all(&mut spec);
             Ok(Contract {
-                spec,
+                spec: resolved.spec,
                 has_external_refs: resolved.has_external_refs,
                 external_bytes: resolved.external_bytes,
             })

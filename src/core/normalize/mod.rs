@@ -152,7 +152,9 @@ pub fn normalize(kind: Kind, watch: &str, bytes: &[u8]) -> Result<ToolSpec, Norm
 }
 
 /// [`normalize`], sharing the endpoints `shared` holds equally (the same result, less memory
-/// when another reading of the watch is held beside it).
+/// when another reading of the watch is held beside it). Each reading shares once: as it
+/// reads (OpenAPI's and MCP's large-document readers, MCP always, so the peak holds one copy),
+/// else afterwards ([`SharedEndpoints::share_all`]).
 pub fn normalize_sharing(
     kind: Kind,
     watch: &str,
@@ -160,9 +162,8 @@ pub fn normalize_sharing(
     shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
     let mut spec = match kind {
-        // The large-document readers share as they read, so the peak holds one copy.
-        Kind::Openapi => openapi::normalize_sharing(watch, bytes, shared),
-        Kind::Mcp => mcp::normalize_sharing(watch, bytes, shared),
+        Kind::Openapi => return openapi::normalize_sharing(watch, bytes, shared),
+        Kind::Mcp => return mcp::normalize_sharing(watch, bytes, shared),
         Kind::Graphql => graphql::normalize(watch, bytes),
         Kind::Openrpc => openrpc::normalize(watch, bytes),
         Kind::Odata => odata::normalize(watch, bytes),

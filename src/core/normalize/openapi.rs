@@ -153,8 +153,8 @@ pub fn normalize(watch: &str, bytes: &[u8]) -> Result<ToolSpec, NormalizeError> 
     normalize_sharing(watch, bytes, SharedEndpoints::default())
 }
 
-/// [`normalize`], sharing the endpoints `shared` holds equally as they are read
-/// ([`SharedEndpoints`]).
+/// [`normalize`], sharing the endpoints `shared` holds equally ([`SharedEndpoints`]): as they
+/// are read one path item at a time, or after the full reading.
 pub fn normalize_sharing(
     watch: &str,
     bytes: &[u8],
@@ -163,7 +163,11 @@ pub fn normalize_sharing(
     super::streaming_from_threshold(
         bytes,
         || streaming(watch, bytes, shared),
-        || normalize_owned(watch, parse_document(bytes)?),
+        || {
+            let mut spec = normalize_owned(watch, parse_document(bytes)?)?;
+            shared.share_all(&mut spec);
+            Ok(spec)
+        },
     )
 }
 
