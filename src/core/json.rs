@@ -89,33 +89,25 @@ impl Deferred<'_> {
         &self,
         mut f: impl FnMut(Value) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(start) = self.start else {
+        let Some(start) = self.start.filter(|_| self.is_array()) else {
             return Ok(());
         };
-        let mut parser = Parser {
+        let mut parser = self.parser_at(start);
+        walk_stopping(|stop| {
+            parser.elements(2, &mut |parser| {
+                let value = parser.value(2)?;
+                f(value).map_err(|e| stop(e, parser.pos))
+            })
+        })
+    }
+
+    /// A parser at the deferred value, which starts at `start`.
+    fn parser_at(&self, start: usize) -> Parser<'_> {
+        Parser {
             bytes: self.text.as_bytes(),
             pos: start,
             defer: None,
             deferred_at: None,
-        };
-        if parser.bytes.get(start) != Some(&b'[') {
-            return Ok(());
-        }
-        let mut failure = None;
-        let result = parser.elements(2, &mut |parser| {
-            let value = parser.value(2)?;
-            f(value).map_err(|e| {
-                failure = Some(e);
-                ParseError::Syntax {
-                    offset: parser.pos,
-                    reason: "stopped",
-                }
-            })
-        });
-        match (result, failure) {
-            (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(e.into()),
-            (Ok(()), None) => Ok(()),
         }
     }
 
@@ -133,13 +125,28 @@ impl Deferred<'_> {
         let Some(start) = self.start.filter(|_| !self.is_array()) else {
             return Ok(());
         };
-        let mut parser = Parser {
-            bytes: self.text.as_bytes(),
-            pos: start,
-            defer: None,
-            deferred_at: None,
-        };
-        parser.members(2, f)
+        self.parser_at(start).members(2, f)
+    }
+}
+
+/// Runs a walk whose callback can fail with the caller's error `E`: `walk` is given `stop`,
+/// which keeps that error and answers the parse error that ends the walk; the caller's error
+/// is then answered instead of it.
+fn walk_stopping<E: From<ParseError>>(
+    walk: impl FnOnce(&mut dyn FnMut(E, usize) -> ParseError) -> Result<(), ParseError>,
+) -> Result<(), E> {
+    let mut failure = None;
+    let result = walk(&mut |e, offset| {
+        failure = Some(e);
+        ParseError::Syntax {
+            offset,
+            reason: "stopped",
+        }
+    });
+    match (result, failure) {
+        (_, Some(e)) => Err(e),
+        (Err(e), None) => Err(e.into()),
+        (Ok(()), None) => Ok(()),
     }
 }
 
@@ -552,26 +559,12 @@ impl Parser<'_> {
         depth: usize,
         mut f: impl FnMut(String, Value) -> Result<(), E>,
     ) -> Result<(), E> {
-        let mut failure = None;
-        let result = self.object_with(depth, &mut |parser, key, _| {
-            let value = parser.value(depth)?;
-            match f(key, value) {
-                Ok(()) => Ok(()),
-                Err(e) => {
-                    failure = Some(e);
-                    // Any error stops the walk; the caller's error is answered below.
-                    Err(ParseError::Syntax {
-                        offset: parser.pos,
-                        reason: "stopped",
-                    })
-                }
-            }
-        });
-        match (result, failure) {
-            (_, Some(e)) => Err(e),
-            (Err(e), None) => Err(e.into()),
-            (Ok(()), None) => Ok(()),
-        }
+        walk_stopping(|stop| {
+            self.object_with(depth, &mut |parser, key, _| {
+                let value = parser.value(depth)?;
+                f(key, value).map_err(|e| stop(e, parser.pos))
+            })
+        })
     }
 
     /// Walks the object at `pos`: `{`, then per member its key (and the key's offset) to
