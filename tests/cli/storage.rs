@@ -37,6 +37,40 @@ fn registry_bytes(sb: &Sandbox) -> u64 {
         .sum()
 }
 
+/// `pending accept ID` by alice, which must succeed.
+fn accept(sb: &Sandbox, cfg: &str, id: i64) {
+    sb.run(&[
+        "pending",
+        "accept",
+        &id.to_string(),
+        "--config",
+        cfg,
+        "--reviewer",
+        "alice",
+        "--reason",
+        "ok",
+    ])
+    .assert_code(0);
+}
+
+/// The catalog of every stored snapshot exports, and `inspect diff` reads the watch's accepted
+/// contract back, identical to itself.
+fn assert_catalog_and_inspect_read_back(sb: &Sandbox, cfg: &str, watch: &str) {
+    sb.run(&["catalog", "export", "--config", cfg])
+        .assert_code(0);
+    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
+    let inspect = sb.run(&[
+        "inspect", "diff", watch, "--old-db", &db, "--new-db", &db, "--json",
+    ]);
+    inspect.assert_code(0);
+    assert_eq!(
+        inspect.json()["compatibility"],
+        "identical",
+        "{}",
+        inspect.describe()
+    );
+}
+
 #[test]
 fn h12_a_flapping_provider_keeps_the_registry_bounded_and_pruned_reviews_answer() {
     let sb = Sandbox::new();
@@ -114,39 +148,9 @@ fn h12_a_flapping_provider_keeps_the_registry_bounded_and_pruned_reviews_answer(
 
     // History, the catalog and inspect read the (compressed) accepted contract as before.
     assert_eq!(sb.history("acme.pets").len(), 1);
-    sb.run(&["catalog", "export", "--config", &cfg])
-        .assert_code(0);
-    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
-    let inspect = sb.run(&[
-        "inspect",
-        "diff",
-        "acme.pets",
-        "--old-db",
-        &db,
-        "--new-db",
-        &db,
-        "--json",
-    ]);
-    inspect.assert_code(0);
-    assert_eq!(
-        inspect.json()["compatibility"],
-        "identical",
-        "{}",
-        inspect.describe()
-    );
+    assert_catalog_and_inspect_read_back(&sb, &cfg, "acme.pets");
     // Accepting the open review applies its (compressed) candidate.
-    sb.run(&[
-        "pending",
-        "accept",
-        &open.to_string(),
-        "--config",
-        &cfg,
-        "--reviewer",
-        "alice",
-        "--reason",
-        "ok",
-    ])
-    .assert_code(0);
+    accept(&sb, &cfg, open);
     let (_, out) = sb.check(&[]);
     assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
 }
@@ -268,18 +272,7 @@ fn h12_each_stored_version_costs_at_most_the_documents_gzip_size_and_reads_back(
 
     // Accepting it stores nothing new: the accepted version is the candidate's document.
     let cfg = sb.config_arg();
-    sb.run(&[
-        "pending",
-        "accept",
-        &id.to_string(),
-        "--config",
-        &cfg,
-        "--reviewer",
-        "alice",
-        "--reason",
-        "ok",
-    ])
-    .assert_code(0);
+    accept(&sb, &cfg, id);
     let accepted = registry_bytes(&sb);
     assert!(
         accepted <= queued + 2 * PAGE_SLACK,
@@ -300,26 +293,7 @@ fn h12_each_stored_version_costs_at_most_the_documents_gzip_size_and_reads_back(
         .map(|h| h["fingerprint"].clone())
         .collect();
     assert_eq!(history, fingerprints);
-    sb.run(&["catalog", "export", "--config", &cfg])
-        .assert_code(0);
-    let db = sb.path("registry.sqlite3").to_string_lossy().into_owned();
-    let inspect = sb.run(&[
-        "inspect",
-        "diff",
-        "acme.items",
-        "--old-db",
-        &db,
-        "--new-db",
-        &db,
-        "--json",
-    ]);
-    inspect.assert_code(0);
-    assert_eq!(
-        inspect.json()["compatibility"],
-        "identical",
-        "{}",
-        inspect.describe()
-    );
+    assert_catalog_and_inspect_read_back(&sb, &cfg, "acme.items");
     let (_, out) = sb.check(&[]);
     assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
     sb.write_file("items.json", &many_ops(1500, None));
