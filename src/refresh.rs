@@ -400,7 +400,7 @@ async fn refresh_recorded(
             state.last_checked_at = Some(now_rfc3339());
             state.last_error = Some(message.clone());
             state.consecutive_failures += 1;
-            if let Err(e) = registry.record_watch(&state) {
+            if let Err(e) = registry.record_failure(&state, error.class()) {
                 tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
             }
             // Not logged here: the daemon logs it by streak (`error_log_every`, src/state.rs),
@@ -684,7 +684,7 @@ async fn refresh_inner(
                     compatibility: Some(compatibility),
                     ..Provenance::default()
                 };
-                match registry.apply_with_state(
+                match registry.apply_candidate(
                     &spec,
                     Some(&base),
                     &provenance,
@@ -692,6 +692,7 @@ async fn refresh_inner(
                     &state,
                     Some(new_validators),
                     &source,
+                    Some(&report),
                 ) {
                     Ok(version) => {
                         tracing::info!(event = "refresh", watch = %watch.name, action = "applied",
@@ -709,7 +710,7 @@ async fn refresh_inner(
                 let compatibility = report.compatibility;
                 // Validators stay at the accepted snapshot so the next cycle refetches.
                 mark_ok(&mut state, WatchStatus::ReportOnly, Some(compatibility));
-                registry.record_watch(&state)?;
+                registry.record_report_only(&state, &report)?;
                 tracing::info!(event = "refresh", watch = %watch.name, action = "report_only", change_count = report.changes.len());
                 let mut outcome = Outcome::new(&watch.name, Action::ReportOnly);
                 outcome.compatibility = Some(compatibility);

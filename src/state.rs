@@ -711,7 +711,7 @@ fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) 
     state.last_checked_at = Some(now_rfc3339());
     state.last_error = Some(message.to_string());
     state.consecutive_failures += 1;
-    if let Err(e) = registry.record_watch(&state) {
+    if let Err(e) = registry.record_failure(&state, "deadline") {
         tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
     }
     state.consecutive_failures

@@ -1,6 +1,7 @@
 //! The pure core: no I/O, no clocks, no randomness. Same input, same bytes out.
 
 pub mod diff;
+pub mod event;
 pub mod fingerprint;
 pub mod hidden;
 pub mod json;

@@ -18,9 +18,9 @@
 //! - every deadline is computed with checked arithmetic ([`later`]): configured durations are
 //!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
-mod notify;
 pub mod schedule;
 pub mod serve;
+mod systemd;
 
 use crate::config::{Config, ConfigError};
 use crate::refresh::Action;
@@ -323,9 +323,9 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     ));
     shared.set_ready(true);
     tracing::info!(event = "daemon_started", watches, registry = %shared.registry_path().display(), api = %bound);
-    notify::ready(&shared.status_line());
+    systemd::ready(&shared.status_line());
 
-    let watchdog = notify::watchdog_interval();
+    let watchdog = systemd::watchdog_interval();
     let mut tick = tokio::time::interval(watchdog.unwrap_or(Duration::from_secs(10)));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut recount = tokio::time::interval(RECOUNT_EVERY);
@@ -340,7 +340,7 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
                 Some(Event::Stop(which)) => break which,
                 None => break "shutdown",
                 Some(Event::Reload) => {
-                    notify::reloading();
+                    systemd::reloading();
                     match reload(&shared, &control_tx, &path).await {
                         Ok(()) => shared.metrics.record_reload(true),
                         Err(e) => {
@@ -348,7 +348,7 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
                             tracing::error!(event = "config_reload_failed", error = %e, "keeping the running config");
                         }
                     }
-                    notify::ready(&shared.status_line());
+                    systemd::ready(&shared.status_line());
                 }
             },
             _ = recount.tick() => {
@@ -365,16 +365,16 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
             _ = tick.tick() => {
                 // From this loop, not a separate timer: a wedged loop stops the watchdog.
                 if watchdog.is_some() {
-                    notify::watchdog();
+                    systemd::watchdog();
                 }
-                notify::status(&shared.status_line());
+                systemd::status(&shared.status_line());
             }
         }
     };
 
     // Drain: no new refreshes; in-flight ones get until the deadline.
     shared.set_ready(false);
-    notify::stopping();
+    systemd::stopping();
     let _ = stop_tx.send(true);
     let in_flight = shared.metrics.in_flight.get();
     tracing::info!(event = "daemon_draining", signal = which, in_flight, drain_timeout = %humantime::format_duration(drain_timeout));

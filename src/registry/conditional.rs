@@ -90,11 +90,12 @@ impl Registry {
     /// ended): the state in one transaction, superseding the open review only when
     /// `open_review` (the source is back at the accepted contract).
     pub fn record_not_modified(&mut self, state: &WatchState, open_review: bool) -> Result<()> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         if open_review {
-            super::supersede_open_reviews(&tx, &state.watch)?;
+            super::supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
         }
-        super::upsert_watch(&tx, state)?;
+        super::events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         failpoint::hit("unchanged.before_commit")?;
         tx.commit()?;
         Ok(())

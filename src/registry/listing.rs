@@ -39,7 +39,7 @@ impl Registry {
         // A daemon keeps up to `max_concurrency + 2` of these: a small page cache each
         // (SQLite's default is 2 MiB), which point reads of a few B-tree pages do not miss.
         conn.pragma_update(None, "cache_size", -POOLED_CACHE_KIB)?;
-        Ok(Registry { conn })
+        Ok(Registry { conn, routes: None })
     }
 
     /// `PRAGMA data_version`: changes when another connection (of this process or another)

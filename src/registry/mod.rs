@@ -8,6 +8,7 @@
 
 mod codec;
 mod conditional;
+pub mod events;
 pub mod failpoint;
 mod listing;
 mod migrate;
@@ -61,6 +62,7 @@ impl StoredSource {
     }
 }
 
+use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
@@ -222,6 +224,28 @@ pub enum Queued {
 
 pub struct Registry {
     conn: Connection,
+    /// The sinks (and retention) for the events this connection writes, when set for it
+    /// alone; else the process's ([`set_process_routes`]).
+    routes: Option<std::sync::Arc<crate::core::event::Routes>>,
+}
+
+fn process_routes() -> &'static std::sync::RwLock<std::sync::Arc<crate::core::event::Routes>> {
+    static ROUTES: std::sync::OnceLock<
+        std::sync::RwLock<std::sync::Arc<crate::core::event::Routes>>,
+    > = std::sync::OnceLock::new();
+    ROUTES.get_or_init(|| {
+        std::sync::RwLock::new(std::sync::Arc::new(crate::core::event::Routes::none()))
+    })
+}
+
+/// Puts the configured sinks in force for every registry connection of this process (the
+/// binary calls it once the config is loaded, and the daemon again on reload), so whichever
+/// command writes an event creates the deliveries the configuration asks for.
+pub fn set_process_routes(routes: std::sync::Arc<crate::core::event::Routes>) {
+    match process_routes().write() {
+        Ok(mut r) => *r = routes,
+        Err(poisoned) => *poisoned.into_inner() = routes,
+    }
 }
 
 /// A reviewer and a reason are shown and logged: control characters (a newline forging a
@@ -370,7 +394,7 @@ impl Registry {
         if check != "ok" {
             return Err(RegistryError::Corrupt(check));
         }
-        let mut registry = Registry { conn };
+        let mut registry = Registry { conn, routes: None };
         migrate::run(&mut registry.conn)?;
         registry.refingerprint_outdated()?;
         Ok(registry)
@@ -402,7 +426,7 @@ impl Registry {
                 supported,
             });
         }
-        Ok(Registry { conn })
+        Ok(Registry { conn, routes: None })
     }
 
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
@@ -582,8 +606,28 @@ impl Registry {
 
     /// Records a watch's bookkeeping after a cycle (not contract state: no version bump).
     pub fn record_watch(&mut self, state: &WatchState) -> Result<()> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
-        upsert_watch(&tx, state)?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a failed cycle: the state, and `refresh_failed` when this failure is the
+    /// `error_after`-th in a row (with its metric class).
+    pub fn record_failure(&mut self, state: &WatchState, class: &str) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, Some(class))?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records a `report_only` cycle with the report its event describes.
+    pub fn record_report_only(&mut self, state: &WatchState, report: &DriftReport) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        events::upsert_watch_emitting(&tx, &routes, state, Some(report), None)?;
         tx.commit()?;
         Ok(())
     }
@@ -616,12 +660,54 @@ impl Registry {
         validators: Option<(&str, Option<&str>, Option<&str>)>,
         source: &StoredSource,
     ) -> Result<i64> {
+        self.apply_candidate(
+            spec,
+            expected,
+            provenance,
+            keep_versions,
+            state,
+            validators,
+            source,
+            None,
+        )
+    }
+
+    /// [`Registry::apply_with_state`] with the report of the comparison, which its event
+    /// (`registered`, `applied` or `projection_upgrade`) carries.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_candidate(
+        &mut self,
+        spec: &ToolSpec,
+        expected: Option<&CasBase>,
+        provenance: &Provenance,
+        keep_versions: u32,
+        state: &WatchState,
+        validators: Option<(&str, Option<&str>, Option<&str>)>,
+        source: &StoredSource,
+        report: Option<&DriftReport>,
+    ) -> Result<i64> {
         failpoint::hit("apply.begin")?;
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
-        supersede_open_reviews(&tx, &state.watch)?;
-        upsert_watch(&tx, state)?;
+        supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
+            EventKind::ProjectionUpgrade
+        } else if expected.is_none() {
+            EventKind::Registered
+        } else {
+            EventKind::Applied
+        };
+        let mut data = EventData::for_watch(&state.watch, &state.kind);
+        if let Some(report) = report {
+            data = data.with_report(report);
+        } else {
+            data.compatibility = provenance.compatibility;
+        }
+        data.registry_version = Some(version);
+        events::emit(&tx, &routes, kind, &data)?;
         if let Some((digest, etag, last_modified)) = validators {
             store_validators(&tx, &state.watch, digest, etag, last_modified)?;
         }
@@ -637,10 +723,11 @@ impl Registry {
         state: &WatchState,
         validators: Option<(&str, Option<&str>, Option<&str>)>,
     ) -> Result<()> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         // The source is back at the accepted contract: an open review no longer describes it.
-        supersede_open_reviews(&tx, &state.watch)?;
-        upsert_watch(&tx, state)?;
+        supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         if let Some((digest, etag, last_modified)) = validators {
             store_validators(&tx, &state.watch, digest, etag, last_modified)?;
         }
@@ -731,6 +818,7 @@ impl Registry {
         keep_reviews: u32,
     ) -> Result<Queued> {
         failpoint::hit("review.begin")?;
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         // The CAS check needs the two columns only: the contract itself was read (and checked
         // against its fingerprint) by the caller, and is not loaded a second time.
@@ -803,12 +891,22 @@ impl Registry {
                 )?;
                 let id = tx.last_insert_rowid();
                 failpoint::hit("review.after_insert")?;
+                if let Some(old) = superseded {
+                    let mut data = EventData::for_watch(&state.watch, &state.kind);
+                    data.review_id = Some(old);
+                    data.superseded_by = Some(id);
+                    events::emit(&tx, &routes, EventKind::ReviewSuperseded, &data)?;
+                }
+                let mut data = EventData::for_watch(&state.watch, &state.kind).with_report(report);
+                data.review_id = Some(id);
+                data.registry_version = Some(base.registry_version);
+                events::emit(&tx, &routes, EventKind::PendingReview, &data)?;
                 dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
                 release_sources(&tx, dropped)?;
                 Queued::New { id, superseded }
             }
         };
-        upsert_watch(&tx, state)?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         failpoint::hit("review.before_commit")?;
         tx.commit()?;
         failpoint::hit("review.after_commit")?;
@@ -827,6 +925,7 @@ impl Registry {
         report: &DriftReport,
         state: &WatchState,
     ) -> Result<Option<i64>> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         let id: Option<i64> = tx
             .query_row(
@@ -851,7 +950,7 @@ impl Registry {
                     report.change_count() as i64,
                 ],
             )?;
-            upsert_watch(&tx, state)?;
+            events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
             tx.commit()?;
         }
         Ok(id)
@@ -895,6 +994,7 @@ impl Registry {
         reason: &str,
         keep_versions: u32,
     ) -> Result<i64> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
         if review.state != ReviewState::Open {
@@ -964,6 +1064,12 @@ impl Registry {
         )?;
         // The validators of the accepted document are unknown here; the next cycle refetches.
         tx.execute("DELETE FROM validators WHERE watch = ?1", [&review.watch])?;
+        let mut data =
+            EventData::for_watch(&review.watch, candidate.kind.as_str()).with_report(report);
+        data.review_id = Some(id);
+        data.registry_version = Some(version);
+        data.reviewer = Some(reviewer.to_string());
+        events::emit(&tx, &routes, EventKind::ReviewAccepted, &data)?;
         failpoint::hit("accept.before_commit")?;
         tx.commit()?;
         failpoint::hit("accept.after_commit")?;
@@ -972,6 +1078,7 @@ impl Registry {
 
     /// Rejects an open review; its candidate fingerprint is remembered and never queued again.
     pub fn reject(&mut self, id: i64, reviewer: &str, reason: &str) -> Result<()> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
         if review.state != ReviewState::Open {
@@ -1000,6 +1107,14 @@ impl Registry {
             "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
             params![&review.watch, WatchStatus::Rejected],
         )?;
+        let kind = review.candidate.as_ref().map_or("", |c| c.kind.as_str());
+        let mut data = EventData::for_watch(&review.watch, kind);
+        if let Some(report) = &review.report {
+            data = data.with_report(report);
+        }
+        data.review_id = Some(id);
+        data.reviewer = Some(reviewer.to_string());
+        events::emit(&tx, &routes, EventKind::ReviewRejected, &data)?;
         tx.commit()?;
         Ok(())
     }
@@ -1007,7 +1122,15 @@ impl Registry {
     /// Drops a watch's tool, history, state, validators, reviews and rejections.
     /// Returns whether anything existed. Removing a tool bumps the registry version.
     pub fn forget(&mut self, watch: &str) -> Result<bool> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
+        let kind: Option<String> = tx
+            .query_row(
+                "SELECT kind FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| r.get(0),
+            )
+            .optional()?;
         let dropped = digests(
             &tx,
             "SELECT source_digest FROM tools WHERE name = ?1
@@ -1033,6 +1156,17 @@ impl Registry {
                 [],
             )?;
         }
+        if removed > 0 {
+            let mut data = EventData::for_watch(watch, kind.as_deref().unwrap_or(""));
+            if had_tool {
+                data.registry_version = Some(tx.query_row(
+                    "SELECT registry_version FROM registry_head WHERE id = 1",
+                    [],
+                    |r| r.get(0),
+                )?);
+            }
+            events::emit(&tx, &routes, EventKind::WatchForgotten, &data)?;
+        }
         tx.commit()?;
         Ok(removed > 0)
     }
@@ -1040,12 +1174,24 @@ impl Registry {
     /// Clears a watch's `stale`/`error` state so the next cycle starts afresh (and adopts the
     /// configured source identity). Returns whether the watch had state.
     pub fn reset(&mut self, watch: &str) -> Result<bool> {
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
+        let kind: Option<String> = tx
+            .query_row(
+                "SELECT kind FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| r.get(0),
+            )
+            .optional()?;
         let n = tx.execute(
             "UPDATE watch_state SET status = ?2, last_error = NULL, consecutive_failures = 0,
                     source_identity = NULL WHERE watch = ?1",
             params![watch, WatchStatus::Idle],
         )?;
+        if n > 0 {
+            let data = EventData::for_watch(watch, kind.as_deref().unwrap_or(""));
+            events::emit(&tx, &routes, EventKind::WatchReset, &data)?;
+        }
         tx.commit()?;
         Ok(n > 0)
     }
@@ -1081,13 +1227,14 @@ impl Registry {
         if outdated == 0 {
             return Ok(());
         }
+        let routes = self.current_routes();
         let tx = self.write_tx()?;
         // A 304-only watch must fetch once to gain what the new projection models.
         tx.execute(
             "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
             [FINGERPRINT_VERSION],
         )?;
-        upgrade::accepted_from_sources(&tx)?;
+        upgrade::accepted_from_sources(&tx, &routes)?;
         upgrade::open_reviews_from_sources(&tx)?;
         // Whatever has no source (older releases, external `$ref`s), or whose source the new
         // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
@@ -1710,7 +1857,23 @@ fn apply_in(
     Ok(new_head)
 }
 
-fn supersede_open_reviews(tx: &Transaction<'_>, watch: &str) -> Result<()> {
+fn supersede_open_reviews(
+    tx: &Transaction<'_>,
+    routes: &crate::core::event::Routes,
+    watch: &str,
+    kind: &str,
+    superseded_by: Option<i64>,
+) -> Result<()> {
+    let open: Vec<i64> = tx
+        .prepare_cached("SELECT id FROM reviews WHERE watch = ?1 AND state = ?2")?
+        .query_map(params![watch, ReviewState::Open], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    for id in open {
+        let mut data = EventData::for_watch(watch, kind);
+        data.review_id = Some(id);
+        data.superseded_by = superseded_by;
+        events::emit(tx, routes, EventKind::ReviewSuperseded, &data)?;
+    }
     let dropped = digests(
         tx,
         "SELECT source_digest FROM reviews WHERE watch = ?1 AND state = ?2",

@@ -81,7 +81,10 @@ fn before_key(spec: &ToolSpec) -> String {
 
 /// Accepted snapshots stored with their source: re-normalized in place (the current history
 /// row carries the note), and open reviews based on them follow the new base fingerprint.
-pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
+pub(super) fn accepted_from_sources(
+    tx: &Transaction<'_>,
+    routes: &crate::core::event::Routes,
+) -> Result<()> {
     // The source: in `sources` (migration 0004 on) or in the row (migration 0003).
     let rows: Vec<(String, Vec<u8>, bool)> = tx
         .prepare(
@@ -98,9 +101,20 @@ pub(super) fn accepted_from_sources(tx: &Transaction<'_>) -> Result<()> {
         let Some(current) = readable(read_tool(tx, &name))? else {
             continue;
         };
-        let Some((spec, _)) = renormalize("tools", &name, &current.spec, &gz)? else {
+        let Some((spec, report)) = renormalize("tools", &name, &current.spec, &gz)? else {
             continue;
         };
+        // Baselined without review: notifiable like the refresh's own projection upgrades.
+        let mut data = crate::core::event::EventData::for_watch(&name, spec.kind.as_str())
+            .with_report(&report);
+        data.compatibility = None;
+        data.registry_version = Some(current.registry_version);
+        super::events::emit(
+            tx,
+            routes,
+            crate::core::event::EventKind::ProjectionUpgrade,
+            &data,
+        )?;
         let fingerprint = tool_fingerprint(&spec);
         // A row read from its source stays so: this release's reading of it is `spec`.
         tx.execute(
