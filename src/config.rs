@@ -31,6 +31,9 @@ pub struct Config {
     pub server: Server,
     pub severity: SeverityOverrides,
     pub watches: Vec<WatchConfig>,
+    /// `[[notify]]` sinks (main config file only) and `[notifications]` settings.
+    pub notify: Vec<SinkConfig>,
+    pub notifications: Notifications,
     /// Position of each watch in `watches`, by name: lookups are O(1), not a scan per watch.
     index: HashMap<String, usize>,
     /// The files `include` matched, in the order their watches were read.
@@ -76,6 +79,15 @@ pub struct Server {
     pub listen: String,
     pub admin_token_env: Option<String>,
     pub per_watch_metrics: PerWatchMetrics,
+    /// The URL the API is reached at from outside (links in notifications; a path prefix is
+    /// kept). `None`: links are left out.
+    pub public_url: Option<url::Url>,
+    /// Extra `Host` values `/v1` accepts (exact `host:port`, e.g. a reverse proxy's).
+    pub allowed_hosts: Vec<String>,
+    /// A token that can read `/v1` (nothing else).
+    pub read_token_env: Option<String>,
+    /// A token that can queue refreshes (`POST /v1/watches/{name}/refresh`) and nothing else.
+    pub refresh_token_env: Option<String>,
 }
 
 /// `[server] per_watch_metrics`: whether `/metrics` carries series labelled by watch.
@@ -177,6 +189,9 @@ struct RawConfig {
     severity: BTreeMap<String, String>,
     #[serde(default)]
     watch: Vec<RawWatch>,
+    #[serde(default)]
+    notify: Vec<RawSink>,
+    notifications: Option<RawNotifications>,
     /// Globs of files holding more `[[watch]]` tables (relative to this file's folder).
     include: Option<Vec<toml::Spanned<String>>>,
 }
@@ -223,6 +238,11 @@ struct RawServer {
     listen: Option<toml::Spanned<String>>,
     admin_token_env: Option<String>,
     per_watch_metrics: Option<toml::Spanned<toml::Value>>,
+    public_url: Option<toml::Spanned<String>>,
+    #[serde(default)]
+    allowed_hosts: Vec<toml::Spanned<String>>,
+    read_token_env: Option<String>,
+    refresh_token_env: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -353,7 +373,29 @@ impl Config {
             listen: None,
             admin_token_env: None,
             per_watch_metrics: None,
+            public_url: None,
+            allowed_hosts: Vec::new(),
+            read_token_env: None,
+            refresh_token_env: None,
         });
+        let public_url = match &server.public_url {
+            None => None,
+            Some(u) => Some(parse_public_url(u.get_ref()).map_err(|e| {
+                invalid(format!(
+                    "line {}: server.public_url: {e}",
+                    line_of(text, u.span())
+                ))
+            })?),
+        };
+        let mut allowed_hosts = Vec::new();
+        for h in &server.allowed_hosts {
+            allowed_hosts.push(parse_allowed_host(h.get_ref()).map_err(|e| {
+                invalid(format!(
+                    "line {}: server.allowed_hosts: {e}",
+                    line_of(text, h.span())
+                ))
+            })?);
+        }
         let server = Server {
             listen: match server.listen {
                 None => "127.0.0.1:9477".into(),
@@ -369,6 +411,10 @@ impl Config {
                 }
             },
             admin_token_env: server.admin_token_env,
+            public_url,
+            allowed_hosts,
+            read_token_env: server.read_token_env,
+            refresh_token_env: server.refresh_token_env,
             per_watch_metrics: match &server.per_watch_metrics {
                 None => PerWatchMetrics::Auto,
                 Some(v) => match v.get_ref() {
@@ -387,6 +433,8 @@ impl Config {
         let global_severity =
             parse_overrides(&raw.severity).map_err(|m| invalid(format!("[severity]: {m}")))?;
 
+        let notifications = parse_notifications(raw.notifications, text).map_err(invalid)?;
+        let notify = parse_sinks(raw.notify, text, &base).map_err(invalid)?;
         let mut so_far = WatchesSoFar::default();
         Config::add_watches(path, text, raw.watch, &global_severity, &mut so_far, false)?;
         let included = included_files(path, text, &base, raw.include.as_deref().unwrap_or(&[]))?;
@@ -425,6 +473,8 @@ impl Config {
             server,
             severity: global_severity,
             watches,
+            notify,
+            notifications,
             index,
             included,
             unset_vars,
@@ -1222,5 +1272,326 @@ mod tests {
         );
         assert!(parse("[daemon]\nerror_log_every = 0\n").is_err());
         assert!(parse("[daemon]\nsummary_interval = \"0s\"\n").is_err());
+    }
+}
+
+// ---- Notifications: `[[notify]]` sinks and `[notifications]` (main config file only) ----
+
+/// Where a sink delivers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkKind {
+    /// Standard Webhooks: signed JSON.
+    Webhook,
+    /// A Slack incoming webhook (Block Kit).
+    Slack,
+    /// A Microsoft Teams Workflows webhook (an Adaptive Card 1.4).
+    Teams,
+}
+
+impl SinkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SinkKind::Webhook => "webhook",
+            SinkKind::Slack => "slack",
+            SinkKind::Teams => "teams",
+        }
+    }
+
+    pub fn is_chat(self) -> bool {
+        !matches!(self, SinkKind::Webhook)
+    }
+}
+
+/// One `[[notify]]` table. `url` and `secrets` are templates (`${VAR}`, `${file:PATH}`),
+/// expanded only when a delivery is sent: their values are never stored, logged or printed.
+#[derive(Debug, Clone)]
+pub struct SinkConfig {
+    pub name: String,
+    pub kind: SinkKind,
+    pub url: String,
+    /// Standard Webhooks secrets (`whsec_…`): every one signs (rotation).
+    pub secrets: Vec<String>,
+    pub proxy: Option<String>,
+    pub ca_file: Option<PathBuf>,
+    pub filter: crate::core::event::SinkFilter,
+    pub include_changes: bool,
+}
+
+/// `[notifications]`.
+#[derive(Debug, Clone)]
+pub struct Notifications {
+    pub error_after: i64,
+    /// A delivery still failing this long after its event is `failed` (default 3 days).
+    pub max_age: Duration,
+    /// One attempt's timeout (default 15 s).
+    pub timeout: Duration,
+    pub keep_events: u64,
+    pub keep_deliveries: u64,
+    /// Events and finished deliveries older than this are pruned (default 30 days).
+    pub retention: Duration,
+    /// More than this many events due at once for one chat sink are sent as one digest.
+    pub digest_after: usize,
+}
+
+pub const DEFAULT_NOTIFY_MAX_AGE: Duration = Duration::from_secs(3 * 24 * 3600);
+pub const DEFAULT_NOTIFY_TIMEOUT: Duration = Duration::from_secs(15);
+pub const DEFAULT_DIGEST_AFTER: usize = 10;
+
+impl Default for Notifications {
+    fn default() -> Notifications {
+        Notifications {
+            error_after: crate::core::event::DEFAULT_ERROR_AFTER,
+            max_age: DEFAULT_NOTIFY_MAX_AGE,
+            timeout: DEFAULT_NOTIFY_TIMEOUT,
+            keep_events: crate::core::event::DEFAULT_KEEP_EVENTS,
+            keep_deliveries: crate::core::event::DEFAULT_KEEP_DELIVERIES,
+            retention: Duration::from_secs(crate::core::event::DEFAULT_RETENTION_SECS),
+            digest_after: DEFAULT_DIGEST_AFTER,
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotifications {
+    error_after: Option<i64>,
+    max_age: Option<toml::Spanned<String>>,
+    timeout: Option<toml::Spanned<String>>,
+    keep_events: Option<u64>,
+    keep_deliveries: Option<u64>,
+    retention: Option<toml::Spanned<String>>,
+    digest_after: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSink {
+    name: toml::Spanned<String>,
+    kind: SinkKind,
+    url: String,
+    secret: Option<String>,
+    #[serde(default)]
+    secrets: Vec<String>,
+    proxy: Option<String>,
+    ca_file: Option<String>,
+    events: Option<Vec<String>>,
+    min_compatibility: Option<String>,
+    #[serde(default)]
+    watches: Vec<String>,
+    #[serde(default)]
+    rules: Vec<String>,
+    #[serde(default)]
+    include_changes: bool,
+}
+
+fn parse_notifications(raw: Option<RawNotifications>, text: &str) -> Result<Notifications, String> {
+    let mut n = Notifications::default();
+    let Some(raw) = raw else { return Ok(n) };
+    let duration = |t: &toml::Spanned<String>, key: &str, min: Duration, max: Duration| {
+        bounded_duration(t, min, max)
+            .map_err(|e| format!("line {}: notifications.{key}: {e}", line_of(text, t.span())))
+    };
+    if let Some(e) = raw.error_after {
+        if !(1..=1_000_000).contains(&e) {
+            return Err("notifications.error_after must be between 1 and 1000000".into());
+        }
+        n.error_after = e;
+    }
+    if let Some(t) = &raw.max_age {
+        n.max_age = duration(t, "max_age", Duration::from_secs(1), MAX_INTERVAL)?;
+    }
+    if let Some(t) = &raw.timeout {
+        n.timeout = duration(t, "timeout", MIN_TIMEOUT, Duration::from_secs(300))?;
+    }
+    if let Some(t) = &raw.retention {
+        n.retention = duration(t, "retention", Duration::from_secs(60), MAX_INTERVAL)?;
+    }
+    if let Some(k) = raw.keep_events {
+        n.keep_events = k.max(1);
+    }
+    if let Some(k) = raw.keep_deliveries {
+        n.keep_deliveries = k.max(1);
+    }
+    if let Some(d) = raw.digest_after {
+        n.digest_after = d.max(1);
+    }
+    Ok(n)
+}
+
+/// The events a sink receives when its table names none: every event for a webhook; chat
+/// sinks leave out `registered` and `projection_upgrade` (a first start would flood them).
+pub fn default_sink_events(kind: SinkKind) -> Vec<crate::core::event::EventKind> {
+    use crate::core::event::EventKind;
+    EventKind::ALL
+        .iter()
+        .copied()
+        .filter(|e| {
+            !kind.is_chat() || !matches!(e, EventKind::Registered | EventKind::ProjectionUpgrade)
+        })
+        .collect()
+}
+
+fn parse_sinks(raw: Vec<RawSink>, text: &str, base: &Path) -> Result<Vec<SinkConfig>, String> {
+    use crate::core::event::{EventKind, SinkFilter};
+    let mut sinks: Vec<SinkConfig> = Vec::new();
+    for r in raw {
+        let line = line_of(text, r.name.span());
+        let name = r.name.into_inner();
+        let at = format!("line {line}: notify {name:?}");
+        if name.is_empty()
+            || name.len() > 64
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        {
+            return Err(format!(
+                "{at}: name must be 1 to 64 letters, digits, '-', '_' or '.'"
+            ));
+        }
+        if sinks.iter().any(|s| s.name == name) {
+            return Err(format!("{at}: a sink of that name is already defined"));
+        }
+        // The URL is a secret: check only that it is a template or a URL, never echo it.
+        if !r.url.contains("${") {
+            match url::Url::parse(&r.url) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => {}
+                _ => {
+                    return Err(format!(
+                        "{at}: url must be an http(s) URL or a `${{VAR}}` / `${{file:PATH}}` reference (its value is not shown)"
+                    ))
+                }
+            }
+        }
+        let mut secrets: Vec<String> = r.secret.into_iter().collect();
+        secrets.extend(r.secrets);
+        match r.kind {
+            SinkKind::Webhook if secrets.is_empty() => {
+                return Err(format!(
+                    "{at}: a webhook sink needs `secret` (or `secrets` while rotating): a Standard Webhooks `whsec_` secret"
+                ))
+            }
+            SinkKind::Slack | SinkKind::Teams if !secrets.is_empty() => {
+                return Err(format!(
+                    "{at}: `secret` is for webhook sinks (a {} URL is its own secret)",
+                    r.kind.as_str()
+                ))
+            }
+            _ => {}
+        }
+        let events = match r.events {
+            None => default_sink_events(r.kind),
+            Some(list) => {
+                let mut events = Vec::new();
+                for e in list {
+                    match EventKind::parse(&e) {
+                        Some(k) => events.push(k),
+                        None => {
+                            return Err(format!(
+                                "{at}: unknown event {e:?} (one of {})",
+                                EventKind::ALL
+                                    .iter()
+                                    .map(|k| k.as_str())
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            ))
+                        }
+                    }
+                }
+                events
+            }
+        };
+        let min_compatibility = match r.min_compatibility.as_deref() {
+            None => None,
+            Some(c @ ("compatible" | "breaking" | "security_review")) => {
+                crate::core::model::Compatibility::parse(c)
+            }
+            Some(other) => return Err(format!(
+                "{at}: min_compatibility {other:?} must be compatible, breaking or security_review"
+            )),
+        };
+        let mut watches = Vec::new();
+        for w in &r.watches {
+            watches.push(
+                glob::Pattern::new(w).map_err(|e| format!("{at}: watches pattern {w:?}: {e}"))?,
+            );
+        }
+        for rule in &r.rules {
+            if rules::find(rule).is_none() {
+                return Err(format!("{at}: unknown rule id {rule:?} in rules"));
+            }
+        }
+        sinks.push(SinkConfig {
+            name,
+            kind: r.kind,
+            url: crate::fetch::secrets::absolutize_file_refs(&r.url, base),
+            secrets: secrets
+                .iter()
+                .map(|s| crate::fetch::secrets::absolutize_file_refs(s, base))
+                .collect(),
+            proxy: r.proxy,
+            ca_file: r.ca_file.map(|p| base.join(p)),
+            filter: SinkFilter {
+                events,
+                min_compatibility,
+                watches,
+                rules: r.rules,
+            },
+            include_changes: r.include_changes,
+        });
+    }
+    Ok(sinks)
+}
+
+/// `[server] public_url`: an http(s) URL without credentials, query or fragment.
+fn parse_public_url(text: &str) -> Result<url::Url, String> {
+    let u = url::Url::parse(text).map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    if !matches!(u.scheme(), "http" | "https") {
+        return Err(format!("{text:?} must be an http or https URL"));
+    }
+    if !u.username().is_empty() || u.password().is_some() {
+        return Err("must not carry credentials".into());
+    }
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(format!("{text:?} must not have a query or a fragment"));
+    }
+    Ok(u)
+}
+
+/// One `[server] allowed_hosts` entry: exactly `host:port`, no wildcard.
+fn parse_allowed_host(text: &str) -> Result<String, String> {
+    let (host, port) = text
+        .rsplit_once(':')
+        .ok_or_else(|| format!("{text:?} must be host:port"))?;
+    if host.is_empty() || port.parse::<u16>().is_err() {
+        return Err(format!("{text:?} must be host:port"));
+    }
+    if host.contains(['*', '/', ' ', '@']) {
+        return Err(format!(
+            "{text:?}: wildcards and URLs are not allowed; write host:port"
+        ));
+    }
+    Ok(text.to_ascii_lowercase())
+}
+
+impl Config {
+    /// The sinks and retention the registry routes events by.
+    pub fn routes(&self) -> crate::core::event::Routes {
+        let n = &self.notifications;
+        crate::core::event::Routes {
+            sinks: self
+                .notify
+                .iter()
+                .map(|s| (s.name.clone(), s.filter.clone()))
+                .collect(),
+            error_after: n.error_after,
+            keep_events: n.keep_events,
+            keep_deliveries: n.keep_deliveries,
+            retention_secs: n.retention.as_secs(),
+        }
+    }
+
+    pub fn sink(&self, name: &str) -> Option<&SinkConfig> {
+        self.notify.iter().find(|s| s.name == name)
     }
 }

@@ -25,6 +25,7 @@ pub mod daemon;
 pub mod fetch;
 pub mod mcp;
 pub mod metrics;
+pub mod notify;
 pub mod process;
 pub mod refresh;
 pub mod registry;

@@ -46,6 +46,12 @@ pub struct Metrics {
     pub reload_successful: Gauge,
     pub reload_success_timestamp: FloatGauge,
     pub reloads: Family<Labels, Counter>,
+    /// Delivery attempts by sink and outcome (`delivered`, `retry`, `failed`, `gone`).
+    notifications: Family<Labels, Counter>,
+    /// Pending deliveries by sink.
+    notifications_pending: Family<Labels, Gauge>,
+    /// Time from an event's commit to its delivery.
+    notification_latency: Histogram,
     /// The series one refresh moves, by (kind, action), created on first use and then reused:
     /// a refresh builds no label sets.
     handles: Mutex<HashMap<(&'static str, &'static str), RefreshHandles>>,
@@ -126,6 +132,10 @@ impl Metrics {
             reload_successful: Gauge::default(),
             reload_success_timestamp: FloatGauge::default(),
             reloads: Family::default(),
+            notifications: Family::default(),
+            notifications_pending: Family::default(),
+            // 10 ms .. about 23 h.
+            notification_latency: Histogram::new(exponential_buckets(0.01, 3.0, 16)),
             handles: Mutex::new(HashMap::new()),
             by_status_handles: Vec::new(),
         };
@@ -231,6 +241,21 @@ impl Metrics {
             "Config reload attempts by result",
             m.reloads.clone(),
         );
+        registry.register(
+            "notifications",
+            "Notification delivery attempts by sink and outcome (delivered, retry, failed, gone)",
+            m.notifications.clone(),
+        );
+        registry.register(
+            "notifications_pending",
+            "Deliveries waiting to be sent, by sink",
+            m.notifications_pending.clone(),
+        );
+        registry.register(
+            "notification_delivery_seconds",
+            "Time from an event's commit to its successful delivery",
+            m.notification_latency.clone(),
+        );
         // Every status has its series from the start (0 until a watch has it).
         for s in WatchStatus::ALL {
             m.by_status
@@ -238,6 +263,29 @@ impl Metrics {
                 .set(0);
         }
         Metrics { registry, ..m }
+    }
+
+    /// One delivery attempt's end; `latency` (seconds since the event) when delivered.
+    pub fn record_notification(&self, sink: &str, outcome: &str, latency: Option<f64>) {
+        self.notifications
+            .get_or_create(&labels(&[("sink", sink), ("outcome", outcome)]))
+            .inc();
+        if let Some(l) = latency {
+            self.notification_latency.observe(l);
+        }
+    }
+
+    /// Pending deliveries of each configured sink (0 for a sink with none).
+    pub fn set_notifications_pending(&self, sinks: &[String], pending: &[(String, i64)]) {
+        for sink in sinks {
+            let n = pending
+                .iter()
+                .find(|(s, _)| s == sink)
+                .map_or(0, |(_, n)| *n);
+            self.notifications_pending
+                .get_or_create(&labels(&[("sink", sink)]))
+                .set(n);
+        }
     }
 
     /// Whether series labelled by watch are kept.

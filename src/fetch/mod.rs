@@ -12,7 +12,7 @@ pub mod graphql;
 pub(crate) mod http;
 pub mod openapi_refs;
 pub mod optimade;
-mod secrets;
+pub mod secrets;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -94,6 +94,12 @@ impl FetchRequest {
             same_origin_redirects: false,
         }
     }
+}
+
+/// The shared HTTP client for `request`'s proxy, CA file and timeouts: redirects are never
+/// followed by it (notification deliveries treat one as a failure).
+pub async fn client_for(request: &FetchRequest) -> Result<reqwest::Client, FetchError> {
+    http::build_client(request).await
 }
 
 /// A URL as it may be shown, logged or stored in a message: userinfo removed and every query
