@@ -80,6 +80,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/summary", get(summary))
         .route("/watches", get(watches))
         .route("/watches/{name}", get(watch))
+        .route("/watches/{name}/refresh", post(refresh_now))
+        .route("/notifications", get(notifications))
         .route("/pending", get(pending))
         .route("/pending/{id}", get(pending_one))
         .route("/pending/{id}/accept", post(accept))
@@ -107,6 +109,23 @@ async fn host_guard(State(shared): State<Arc<Shared>>, request: Request, next: N
             "the Host header does not name this server's listen address",
         )
         .into_response();
+    }
+    // Reachable beyond loopback: reads need the admin or the read token too.
+    if shared.exposed() && request.method() == axum::http::Method::GET {
+        let given = bearer(request.headers());
+        let ok = given.is_some_and(|g| {
+            [shared.admin_token(), shared.read_token()]
+                .iter()
+                .flatten()
+                .any(|t| tokens_equal(g, t))
+        });
+        if !ok {
+            return ApiError::new(
+                StatusCode::UNAUTHORIZED,
+                "a valid bearer token (admin or read) is required on a non-loopback listener",
+            )
+            .into_response();
+        }
     }
     next.run(request).await
 }
@@ -351,6 +370,16 @@ fn tokens_equal(given: &str, expected: &str) -> bool {
         == 0
 }
 
+/// The bearer token of a request. The scheme is case-insensitive (RFC 9110 §11.1).
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, token)| token.trim())
+}
+
 fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(expected) = shared.admin_token() else {
         return Err(ApiError::new(
@@ -358,13 +387,7 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
             "review actions are disabled: no admin token is configured (server.admin_token_env)",
         ));
     };
-    // The scheme is case-insensitive (RFC 9110 §11.1): `bearer`, `BEARER` and `Bearer`.
-    let given = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|h| h.to_str().ok())
-        .and_then(|h| h.trim().split_once(' '))
-        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
-        .map(|(_, token)| token.trim());
+    let given = bearer(headers);
     match given {
         Some(token) if tokens_equal(token, &expected) => Ok(()),
         _ => Err(ApiError::new(
@@ -410,6 +433,7 @@ async fn accept(
         Ok(version)
     })
     .await?;
+    shared.deliveries_wake.notify_one();
     refresh_gauges(&shared).await;
     Ok(Json(views::accepted_json(id, result)))
 }
@@ -428,8 +452,126 @@ async fn reject(
         Ok(())
     })
     .await?;
+    shared.deliveries_wake.notify_one();
     refresh_gauges(&shared).await;
     Ok(Json(views::rejected_json(id)))
+}
+
+/// `POST /v1/watches/{name}/refresh`: queues a refresh through the scheduler (202, with
+/// `Location` the watch). The admin token, or the refresh token (which can do nothing else).
+async fn refresh_now(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let given = bearer(&headers);
+    let allowed = given.is_some_and(|g| {
+        [shared.admin_token(), shared.refresh_token()]
+            .iter()
+            .flatten()
+            .any(|t| tokens_equal(g, t))
+    });
+    if shared.admin_token().is_none() && shared.refresh_token().is_none() {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "refresh on demand is disabled: no admin or refresh token is configured (server.admin_token_env, server.refresh_token_env)",
+        )
+        .into_response();
+    }
+    if !allowed {
+        return ApiError::new(StatusCode::UNAUTHORIZED, "a valid bearer token is required")
+            .into_response();
+    }
+    if shared.config().watch(&name).is_none() {
+        return ApiError::new(StatusCode::NOT_FOUND, format!("no watch named {name:?}"))
+            .into_response();
+    }
+    if shared.watch_status(&name) == Some(WatchStatus::Stale) {
+        return ApiError::new(
+            StatusCode::CONFLICT,
+            format!("watch {name:?} is stale: run `schemawatch watch reset {name}` first"),
+        )
+        .into_response();
+    }
+    if !shared.is_ready() {
+        return ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the daemon is not ready (starting or draining)",
+        )
+        .into_response();
+    }
+    match shared.request_refresh(&name).await {
+        Some(crate::state::OnDemand::Queued) => {
+            let location = format!("/v1/watches/{name}");
+            let mut response = (
+                StatusCode::ACCEPTED,
+                Json(json!({"watch": name, "queued": true})),
+            )
+                .into_response();
+            if let Ok(v) = header::HeaderValue::from_str(&location) {
+                response.headers_mut().insert(header::LOCATION, v);
+            }
+            response
+        }
+        Some(crate::state::OnDemand::Unknown) => {
+            ApiError::new(StatusCode::NOT_FOUND, format!("no watch named {name:?}")).into_response()
+        }
+        None => {
+            ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the daemon is draining").into_response()
+        }
+    }
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct NotificationsQuery {
+    sink: Option<String>,
+    state: Option<String>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+/// `GET /v1/notifications`: deliveries, newest first, paged like the other listings.
+async fn notifications(
+    State(shared): State<Arc<Shared>>,
+    query: Result<Query<NotificationsQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
+    let limit = match &q.limit {
+        None => None,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => Some(n),
+            _ => {
+                return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    format!("limit: expected a number from 1 to {MAX_PAGE}"),
+                ))
+            }
+        },
+    };
+    let query = views::NotificationQuery {
+        sink: q.sink.clone(),
+        state: q.state.clone(),
+        limit,
+        cursor: q.cursor.clone(),
+    };
+    let (value, next) = with_registry(shared, move |r, _| {
+        views::notifications_json(r, &query)?.map_err(|m| ApiError::new(StatusCode::BAD_REQUEST, m))
+    })
+    .await?;
+    let link = next.map(|cursor| {
+        let mut query = url::form_urlencoded::Serializer::new(String::new());
+        if let Some(s) = &q.sink {
+            query.append_pair("sink", s);
+        }
+        if let Some(s) = &q.state {
+            query.append_pair("state", s);
+        }
+        query.append_pair("limit", &limit.unwrap_or(DEFAULT_PAGE).to_string());
+        query.append_pair("cursor", &cursor);
+        format!("</v1/notifications?{}>; rel=\"next\"", query.finish())
+    });
+    Ok(paged(value, link))
 }
 
 async fn refresh_gauges(shared: &Arc<Shared>) {

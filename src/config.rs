@@ -1506,9 +1506,11 @@ fn parse_sinks(raw: Vec<RawSink>, text: &str, base: &Path) -> Result<Vec<SinkCon
             Some(c @ ("compatible" | "breaking" | "security_review")) => {
                 crate::core::model::Compatibility::parse(c)
             }
-            Some(other) => return Err(format!(
+            Some(other) => {
+                return Err(format!(
                 "{at}: min_compatibility {other:?} must be compatible, breaking or security_review"
-            )),
+            ))
+            }
         };
         let mut watches = Vec::new();
         for w in &r.watches {

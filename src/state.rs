@@ -95,6 +95,31 @@ pub struct Shared {
     /// Bookkeeping waiting for the group commit ([`Shared::flush_checked`]): watch → the
     /// `last_checked_at` of its latest 304 that changed nothing else.
     checked: Mutex<HashMap<String, String>>,
+    /// Wakes the delivery task: an event this process committed, or another process's write
+    /// seen through `data_version`.
+    pub deliveries_wake: Arc<tokio::sync::Notify>,
+    /// Where `POST /v1/watches/{name}/refresh` queues a refresh (set by the daemon's loop).
+    refresh_requests: Mutex<Option<tokio::sync::mpsc::Sender<RefreshRequest>>>,
+    /// `[server] read_token_env` and `refresh_token_env` values (trimmed).
+    read_token: RwLock<Option<String>>,
+    refresh_token: RwLock<Option<String>>,
+    /// Whether the API is reachable beyond loopback (then `/v1` reads need a token).
+    exposed: bool,
+}
+
+/// A refresh asked for on demand, and where its answer goes.
+pub struct RefreshRequest {
+    pub watch: String,
+    pub reply: tokio::sync::oneshot::Sender<OnDemand>,
+}
+
+/// How the scheduler took an on-demand refresh.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnDemand {
+    /// Due now (or right after the refresh running now); N asks while queued give one refresh.
+    Queued,
+    /// The scheduler does not know the watch.
+    Unknown,
 }
 
 fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
@@ -106,8 +131,12 @@ fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
 /// The admin token: the variable's value with surrounding whitespace (a trailing newline from
 /// a secret file or `echo`) trimmed, so it can match a header.
 pub(crate) fn read_token(config: &Config) -> Option<String> {
-    let var = config.server.admin_token_env.as_deref()?;
-    std::env::var(var)
+    token_of(config.server.admin_token_env.as_deref())
+}
+
+/// The value of the token variable `var` (trimmed), when set and not empty.
+pub(crate) fn token_of(var: Option<&str>) -> Option<String> {
+    std::env::var(var?)
         .ok()
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
@@ -116,8 +145,9 @@ pub(crate) fn read_token(config: &Config) -> Option<String> {
 /// Host header values `/v1` accepts: the configured listen address, the bound address, and
 /// when the API listens on loopback or on every interface, the loopback names with the port
 /// (a DNS-rebinding page sends its own host name, never these).
-fn allowed_hosts(listen: &str, bound: SocketAddr) -> Vec<String> {
+fn allowed_hosts(listen: &str, bound: SocketAddr, extra: &[String]) -> Vec<String> {
     let mut hosts = vec![listen.to_string(), bound.to_string()];
+    hosts.extend(extra.iter().cloned());
     if bound.ip().is_loopback() || bound.ip().is_unspecified() {
         let port = bound.port();
         hosts.push(format!("localhost:{port}"));
@@ -146,7 +176,16 @@ impl Shared {
             observer: Mutex::new((observer, None)),
             checked: Mutex::new(HashMap::new()),
             admin_token: RwLock::new(read_token(&config)),
-            allowed_hosts: allowed_hosts(&config.server.listen, bound),
+            read_token: RwLock::new(token_of(config.server.read_token_env.as_deref())),
+            refresh_token: RwLock::new(token_of(config.server.refresh_token_env.as_deref())),
+            deliveries_wake: Arc::new(tokio::sync::Notify::new()),
+            refresh_requests: Mutex::new(None),
+            exposed: !bound.ip().is_loopback(),
+            allowed_hosts: allowed_hosts(
+                &config.server.listen,
+                bound,
+                &config.server.allowed_hosts,
+            ),
             registry_path: config.storage.path.clone(),
             config: RwLock::new(Arc::new(config)),
             ready: AtomicBool::new(false),
@@ -179,6 +218,18 @@ impl Shared {
                 };
                 if !self.registry_lost.swap(true, Ordering::SeqCst) {
                     tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
+                    // Not durable: the registry that would hold the event is gone.
+                    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                        let config = self.config();
+                        handle.spawn(async move {
+                            crate::notify::send_volatile(
+                                &config,
+                                crate::core::event::EventKind::RegistryReplaced,
+                                crate::core::event::EventData::default(),
+                            )
+                            .await;
+                        });
+                    }
                 }
                 Err(error)
             }
@@ -196,6 +247,15 @@ impl Shared {
     /// Puts `config` in force (the scheduler holds the same `Arc`).
     pub(crate) fn set_config_arc(&self, config: Arc<Config>) {
         let token = read_token(&config);
+        crate::registry::set_process_routes(Arc::new(config.routes()));
+        let read = token_of(config.server.read_token_env.as_deref());
+        let refresh = token_of(config.server.refresh_token_env.as_deref());
+        for (lock, value) in [(&self.read_token, read), (&self.refresh_token, refresh)] {
+            match lock.write() {
+                Ok(mut t) => *t = value,
+                Err(poisoned) => *poisoned.into_inner() = value,
+            }
+        }
         match self.config.write() {
             Ok(mut c) => *c = config,
             Err(poisoned) => *poisoned.into_inner() = config,
@@ -225,6 +285,58 @@ impl Shared {
             Ok(t) => t.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
         }
+    }
+
+    /// The `read_token_env` token, when configured and set.
+    pub fn read_token(&self) -> Option<String> {
+        match self.read_token.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// The `refresh_token_env` token, when configured and set.
+    pub fn refresh_token(&self) -> Option<String> {
+        match self.refresh_token.read() {
+            Ok(t) => t.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Whether the API is reachable beyond loopback.
+    pub fn exposed(&self) -> bool {
+        self.exposed
+    }
+
+    /// The daemon's loop takes on-demand refreshes from here.
+    pub(crate) fn set_refresh_requests(&self, tx: tokio::sync::mpsc::Sender<RefreshRequest>) {
+        match self.refresh_requests.lock() {
+            Ok(mut r) => *r = Some(tx),
+            Err(poisoned) => *poisoned.into_inner() = Some(tx),
+        }
+    }
+
+    /// Queues an on-demand refresh of `watch`; `None` while no scheduler takes requests
+    /// (starting or draining).
+    pub async fn request_refresh(&self, watch: &str) -> Option<OnDemand> {
+        let tx = match self.refresh_requests.lock() {
+            Ok(r) => r.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }?;
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        tx.send(RefreshRequest {
+            watch: watch.to_string(),
+            reply,
+        })
+        .await
+        .ok()?;
+        answer.await.ok()
+    }
+
+    /// The stored status of a configured watch, from memory.
+    pub fn watch_status(&self, name: &str) -> Option<WatchStatus> {
+        self.cell(name)
+            .map(|c| status_at(c.status.load(Ordering::SeqCst)))
     }
 
     pub fn host_allowed(&self, host: &str) -> bool {
@@ -443,6 +555,10 @@ impl Shared {
         // an unchanged cycle supersedes is caught by the data_version recount).
         if !matches!(outcome.action, Action::Unchanged | Action::Error) {
             self.update_registry_gauges(&registry);
+        }
+        // An event may have been written with this cycle (a failure streak's too).
+        if outcome.action != Action::Unchanged || failures > 0 {
+            self.deliveries_wake.notify_one();
         }
         self.give_back(registry);
         Some((outcome, failures))
@@ -678,6 +794,8 @@ impl Shared {
         self.update_registry_gauges(registry);
         observer.1 = Some(version);
         drop(observer);
+        // Another process may have written events (a CLI accept, a cron `check`).
+        self.deliveries_wake.notify_one();
         for (name, status) in moves {
             self.set_status(&name, status);
         }
@@ -724,15 +842,19 @@ mod tests {
     #[test]
     fn allowed_hosts_cover_the_listen_address_and_localhost() {
         let bound: SocketAddr = "127.0.0.1:9477".parse().unwrap();
-        let hosts = allowed_hosts("127.0.0.1:9477", bound);
+        let hosts = allowed_hosts("127.0.0.1:9477", bound, &[]);
         assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
         assert!(hosts.contains(&"localhost:9477".to_string()));
         assert!(!hosts.iter().any(|h| h.contains("evil")));
         let pod: SocketAddr = "10.1.2.3:9477".parse().unwrap();
-        assert_eq!(allowed_hosts("10.1.2.3:9477", pod), vec!["10.1.2.3:9477"]);
+        assert_eq!(
+            allowed_hosts("10.1.2.3:9477", pod, &[]),
+            vec!["10.1.2.3:9477"]
+        );
         let any: SocketAddr = "0.0.0.0:9477".parse().unwrap();
-        let hosts = allowed_hosts("0.0.0.0:9477", any);
+        let hosts = allowed_hosts("0.0.0.0:9477", any, &["proxy.example:443".to_string()]);
         assert!(hosts.contains(&"127.0.0.1:9477".to_string()));
+        assert!(hosts.contains(&"proxy.example:443".to_string()));
         assert!(!hosts.contains(&"10.1.2.3:9477".to_string()));
     }
 

@@ -381,3 +381,83 @@ mod tests {
         );
     }
 }
+
+/// Filters and page of `notify list` / `GET /v1/notifications`.
+#[derive(Debug, Clone, Default)]
+pub struct NotificationQuery {
+    pub sink: Option<String>,
+    pub state: Option<String>,
+    pub limit: Option<usize>,
+    pub cursor: Option<String>,
+}
+
+/// A delivery cursor: the last (event sequence, sink) of the previous page, hex behind `d1`.
+fn delivery_cursor(seq: i64, sink: &str) -> String {
+    let mut out = String::from("d1");
+    for b in format!("{seq}\u{0}{sink}").bytes() {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+fn parse_delivery_cursor(cursor: &str) -> Option<(i64, String)> {
+    let hex = cursor.strip_prefix("d1")?;
+    if hex.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect();
+    let text = String::from_utf8(bytes?).ok()?;
+    let (seq, sink) = text.split_once('\u{0}')?;
+    Some((seq.parse().ok()?, sink.to_string()))
+}
+
+/// Deliveries newest first: `{"notifications": [...], "pending": {sink: n}}`, and the cursor of
+/// the next page when one follows. The same JSON from the CLI and the API.
+pub fn notifications_json(
+    registry: &Registry,
+    q: &NotificationQuery,
+) -> Result<Result<(Value, Option<String>), String>, RegistryError> {
+    use crate::registry::events::{DeliveryQuery, DELIVERED, FAILED, PENDING};
+    if let Some(state) = &q.state {
+        if ![PENDING, DELIVERED, FAILED].contains(&state.as_str()) {
+            return Ok(Err(format!(
+                "state: expected one of {PENDING}, {DELIVERED}, {FAILED}"
+            )));
+        }
+    }
+    let before = match &q.cursor {
+        None => None,
+        Some(c) => match parse_delivery_cursor(c) {
+            Some(b) => Some(b),
+            None => return Ok(Err("cursor: not a cursor this command gave out".into())),
+        },
+    };
+    let limit = q.limit.unwrap_or(100).clamp(1, 1000);
+    let mut rows = registry.deliveries(&DeliveryQuery {
+        sink: q.sink.clone(),
+        state: q.state.clone(),
+        before,
+        limit: limit + 1,
+    })?;
+    let next = (rows.len() > limit).then(|| {
+        rows.truncate(limit);
+        rows.last()
+            .map(|r| delivery_cursor(r.sequence, &r.sink))
+            .unwrap_or_default()
+    });
+    let pending: serde_json::Map<String, Value> = registry
+        .pending_by_sink()?
+        .into_iter()
+        .map(|(sink, n)| (sink, json!(n)))
+        .collect();
+    Ok(Ok((
+        json!({"notifications": rows, "pending": pending}),
+        next.filter(|c| !c.is_empty()),
+    )))
+}

@@ -16,12 +16,61 @@ pub struct CheckArgs {
     watches: Vec<String>,
     #[arg(long)]
     json: bool,
+    /// Do not deliver due notifications before exiting (a daemon holding the delivery lease
+    /// delivers them anyway).
+    #[arg(long)]
+    no_notify: bool,
 }
 
 pub async fn run(args: CheckArgs) -> Outcome {
     let config = load_config(&args.config)?;
     super::init_logging(config.daemon.log_format, "info");
-    check(&config, &args.watches, args.json).await
+    let result = check(&config, &args.watches, args.json).await;
+    if !args.no_notify {
+        deliver(&config).await;
+    }
+    result
+}
+
+/// Delivers every due notification before exiting, when no daemon holds the delivery lease
+/// (a cron `check` with no daemon). Bounded; failures are retried by the next run or a
+/// daemon, and never change the exit code.
+async fn deliver(config: &Config) {
+    if config.notify.is_empty() {
+        return;
+    }
+    let Ok(mut registry) = open_registry(config) else {
+        return;
+    };
+    let owner = format!("check-{}", std::process::id());
+    let now = schemawatch::registry::events::now_ms();
+    if registry.delivery_lease_held(&owner, now).unwrap_or(true) {
+        return;
+    }
+    let bound = config
+        .notifications
+        .timeout
+        .saturating_mul(2)
+        .saturating_add(std::time::Duration::from_secs(5));
+    match tokio::time::timeout(
+        bound,
+        schemawatch::notify::deliver_due(&mut registry, config, &owner, None),
+    )
+    .await
+    {
+        Ok(Ok(s)) if s.attempts() > 0 => tracing::info!(
+            event = "notifications_sent",
+            delivered = s.delivered,
+            retried = s.retried,
+            failed = s.failed
+        ),
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!(event = "notification_pass_failed", error = %e),
+        Err(_) => tracing::warn!(
+            event = "notification_pass_cut",
+            "due notifications not all sent within the bound; the next run or a daemon sends the rest"
+        ),
+    }
 }
 
 async fn check(config: &Config, only: &[String], json: bool) -> Outcome {

@@ -33,6 +33,7 @@ mod daemon;
 mod diff;
 mod history;
 mod inspect;
+mod notify;
 mod pending;
 mod pin;
 mod rules;
@@ -107,6 +108,11 @@ enum Command {
     },
     /// List the drift rules (`--markdown` renders docs/rules.md).
     Rules(rules::RulesArgs),
+    /// Notification sinks: send a test event, list deliveries.
+    Notify {
+        #[command(subcommand)]
+        action: notify::NotifyCommand,
+    },
 }
 
 /// `--kind`: one of the contract kinds, by the names the config uses.
@@ -190,6 +196,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Triage(args) => triage::run(args),
         Command::Inspect { action } => inspect::run(action),
         Command::Rules(args) => rules::run(args),
+        Command::Notify { action } => notify::run(action).await,
     }
 }
 
@@ -208,7 +215,10 @@ fn init_logging(format: LogFormat, default_level: &str) {
 }
 
 fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
-    Ok(Config::load(&arg.config)?)
+    let config = Config::load(&arg.config)?;
+    // Whichever command writes an event creates the deliveries the config asks for.
+    schemawatch::registry::set_process_routes(std::sync::Arc::new(config.routes()));
+    Ok(config)
 }
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {

@@ -179,6 +179,69 @@ fn spawn_api(
     Ok(done_rx)
 }
 
+fn stop_rx_for_deliveries(stop: &watch::Sender<bool>) -> watch::Receiver<bool> {
+    stop.subscribe()
+}
+
+/// How long the daemon's delivery lease lasts; renewed at every pass and at least every
+/// half of it, so a one-shot `check` delivers only while no daemon does.
+pub const DELIVERY_LEASE: Duration = Duration::from_secs(30);
+/// Events and finished deliveries are pruned this often.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
+/// The delivery task: a pass at every wake-up (this process's commits, another process's
+/// writes seen by the recount, the next retry coming due, the lease to renew) while this
+/// daemon holds the delivery lease.
+async fn deliver(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let owner = format!(
+        "daemon-{}-{:x}",
+        std::process::id(),
+        crate::registry::events::now_ms()
+    );
+    let mut last_prune = Instant::now();
+    let mut wait = Duration::ZERO;
+    loop {
+        tokio::select! {
+            _ = stop.wait_for(|s| *s) => break,
+            _ = shared.deliveries_wake.notified() => {}
+            _ = tokio::time::sleep(wait) => {}
+        }
+        let config = shared.config();
+        wait = DELIVERY_LEASE / 2;
+        let Ok(mut registry) = shared.take_registry() else {
+            continue;
+        };
+        let now = crate::registry::events::now_ms();
+        let held = registry
+            .acquire_delivery_lease(&owner, now, now + DELIVERY_LEASE.as_millis() as i64)
+            .unwrap_or(false);
+        if held && !config.notify.is_empty() {
+            match crate::notify::deliver_due(&mut registry, &config, &owner, Some(&shared.metrics))
+                .await
+            {
+                Ok(_) => {}
+                Err(e) => tracing::error!(event = "notification_pass_failed", error = %e),
+            }
+            let sinks: Vec<String> = config.notify.iter().map(|s| s.name.clone()).collect();
+            if let Ok(Some(at)) = registry.next_due_ms(&sinks) {
+                let until = (at - crate::registry::events::now_ms()).max(100) as u64;
+                wait = wait.min(Duration::from_millis(until));
+            }
+        }
+        if last_prune.elapsed() >= PRUNE_EVERY {
+            last_prune = Instant::now();
+            if let Err(e) = registry.prune_events() {
+                tracing::error!(event = "event_prune_failed", error = %e);
+            }
+        }
+        shared.give_back(registry);
+    }
+    if let Ok(mut registry) = shared.take_registry() {
+        let _ = registry.release_delivery_lease(&owner);
+        shared.give_back(registry);
+    }
+}
+
 /// The periodic INFO `summary` event: the `/v1/summary` fields (the two maps as JSON text).
 fn log_summary(shared: &Shared) {
     let s = shared.summary();
@@ -261,6 +324,8 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     crate::process::become_subreaper();
     crate::process::spawn_reaper();
 
+    // Whichever connection writes an event creates the deliveries the config asks for.
+    crate::registry::set_process_routes(Arc::new(config.routes()));
     let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
     // File identities of older releases, stored relative (docs/reliability.md H10).
     crate::refresh::migrate_identities(&mut registry, &config)?;
@@ -321,6 +386,9 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
         control_rx,
         stop_rx,
     ));
+    let (refresh_tx, mut refresh_rx) = mpsc::channel::<crate::state::RefreshRequest>(64);
+    shared.set_refresh_requests(refresh_tx);
+    let deliveries = tokio::spawn(deliver(shared.clone(), stop_rx_for_deliveries(&stop_tx)));
     shared.set_ready(true);
     tracing::info!(event = "daemon_started", watches, registry = %shared.registry_path().display(), api = %bound);
     systemd::ready(&shared.status_line());
@@ -351,6 +419,10 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
                     systemd::ready(&shared.status_line());
                 }
             },
+            Some(request) = refresh_rx.recv() => {
+                // While draining the scheduler is gone: the request's sender is dropped (503).
+                let _ = control_tx.send(Control::RefreshNow(request)).await;
+            }
             _ = recount.tick() => {
                 // A registry changed by another process (a CLI accept, a reset, a cron check).
                 let s = shared.clone();
@@ -376,6 +448,7 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     shared.set_ready(false);
     systemd::stopping();
     let _ = stop_tx.send(true);
+    refresh_rx.close();
     let in_flight = shared.metrics.in_flight.get();
     tracing::info!(event = "daemon_draining", signal = which, in_flight, drain_timeout = %humantime::format_duration(drain_timeout));
     let deadline = later(Instant::now(), drain_timeout);
@@ -434,6 +507,8 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     // What the drained refreshes (and API checks) deferred.
     let s = shared.clone();
     let _ = tokio::task::spawn_blocking(move || s.flush_checked()).await;
+    // A pass in progress ends with its current send (bounded by the delivery timeout).
+    let _ = tokio::time::timeout(Duration::from_secs(1), deliveries).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
     Ok(())
 }

@@ -94,6 +94,8 @@ struct Slot {
     /// Tells a refresh of this slot from one of a watch removed and re-added meanwhile.
     generation: u32,
     running: bool,
+    /// Refresh again as soon as the running refresh ends (asked on demand while it ran).
+    again: bool,
 }
 
 /// How a reload changed the schedule.
@@ -147,6 +149,7 @@ impl Scheduler {
             jitter: Jitter::seeded(name_hash(name)),
             generation: self.next_generation,
             running: false,
+            again: false,
         }
     }
 
@@ -213,11 +216,14 @@ impl Scheduler {
         if slot.generation != generation || !slot.running {
             return None;
         }
-        let wait = if ok {
+        let wait = if slot.again {
+            Duration::ZERO
+        } else if ok {
             next_interval(interval, slot.jitter.fraction())
         } else {
             backoff(failures, interval, slot.jitter.fraction())
         };
+        slot.again = false;
         slot.running = false;
         slot.due = later(now, wait);
         let due = slot.due;
@@ -269,6 +275,26 @@ impl Scheduler {
         r
     }
 
+    /// An on-demand refresh of `name`: due now, or right after the one running now. Asking
+    /// again while one is queued changes nothing; the refresh after it is scheduled from its
+    /// end, as always (no burst).
+    pub fn refresh_now(&mut self, name: &str, now: Instant) -> crate::state::OnDemand {
+        let Some(index) = self.index_of(name) else {
+            return crate::state::OnDemand::Unknown;
+        };
+        let Some(slot) = self.slots.get_mut(index) else {
+            return crate::state::OnDemand::Unknown;
+        };
+        if slot.running {
+            slot.again = true;
+        } else if slot.due > now {
+            slot.due = now;
+            self.heap
+                .push(Reverse((now, index as u32, slot.generation)));
+        }
+        crate::state::OnDemand::Queued
+    }
+
     /// The due time of the watch at `index` (for the overdue gauge).
     pub fn due(&self, index: usize) -> Option<Instant> {
         self.slots.get(index).map(|s| s.due)
@@ -297,6 +323,8 @@ pub type Refresher = Arc<
 /// Messages to a running [`drive`].
 pub enum Control {
     Reload(Arc<Config>, oneshot::Sender<Reloaded>),
+    /// `POST /v1/watches/{name}/refresh`.
+    RefreshNow(crate::state::RefreshRequest),
 }
 
 /// Refreshes still in flight when [`drive`] stopped, and the watch of each (by task id).
@@ -339,6 +367,13 @@ pub async fn drive(
                     }
                     let _ = reply.send(r);
                 }
+                Some(Control::RefreshNow(request)) => {
+                    let answer = scheduler.refresh_now(&request.watch, Instant::now());
+                    if let Some(due) = scheduler.config().watch_index(&request.watch).and_then(|i| scheduler.due(i)) {
+                        observer.scheduled(&request.watch, due);
+                    }
+                    let _ = request.reply.send(answer);
+                }
                 None => break,
             },
             Some(joined) = running.join_next_with_id(), if !running.is_empty() => {
@@ -379,6 +414,40 @@ pub async fn drive(
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn an_on_demand_refresh_is_due_now_once_and_the_next_counts_from_its_end() {
+        let start = Instant::now();
+        let mut s = Scheduler::new(config(1, "1h"), start);
+        let now = start;
+        for _ in 0..3 {
+            assert_eq!(s.refresh_now("ns.w0", now), crate::state::OnDemand::Queued);
+        }
+        assert_eq!(
+            s.refresh_now("ns.nope", now),
+            crate::state::OnDemand::Unknown
+        );
+        let started = s.pop_due(now).expect("due now");
+        // Three asks, one refresh.
+        assert!(s.pop_due(now).is_none());
+        // Asked again while it runs: due right after it ends, then back to the interval.
+        assert_eq!(s.refresh_now("ns.w0", now), crate::state::OnDemand::Queued);
+        let end = now + Duration::from_secs(2);
+        let due = s
+            .finished("ns.w0", started.generation, true, 0, end)
+            .unwrap();
+        assert_eq!(due, end);
+        let again = s.pop_due(end).unwrap();
+        let later_end = end + Duration::from_secs(1);
+        let next = s
+            .finished("ns.w0", again.generation, true, 0, later_end)
+            .unwrap();
+        assert!(
+            next >= later_end + Duration::from_secs(54 * 60),
+            "{:?}",
+            next - later_end
+        );
+    }
 
     fn config(n: usize, interval: &str) -> Arc<Config> {
         Arc::new(
