@@ -103,12 +103,12 @@ class Control:
         except FileNotFoundError:
             return None
         if not isinstance(spec, dict):
-            raise ValueError("control file: expected a JSON object")
+            raise ValueError("expected a JSON object")
         status, times = spec.get("status"), spec.get("times")
         if not isinstance(status, int) or not 100 <= status <= 599:
-            raise ValueError(f"control file: status must be an integer 100-599, got {status!r}")
+            raise ValueError(f"status must be an integer 100-599, got {status!r}")
         if times is not None and (not isinstance(times, int) or isinstance(times, bool)):
-            raise ValueError(f"control file: times must be an integer, got {times!r}")
+            raise ValueError(f"times must be an integer, got {times!r}")
         if times is not None and times <= 0:
             os.remove(self.path)
             return None
@@ -162,7 +162,7 @@ class Receiver:
                 try:
                     forced = self.control.take()
                 except (ValueError, OSError) as err:
-                    sys.stderr.write(f"webhook_receiver: {err}\n")
+                    sys.stderr.write(f"webhook_receiver: control file {self.control.path}: {err}\n")
                     forced = (500, {})
                 wid = headers.get("webhook-id")
                 if forced is not None and not 200 <= forced[0] < 300:
