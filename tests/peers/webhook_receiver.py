@@ -204,6 +204,11 @@ class Receiver:
         self.log.flush()
 
 
+class Server(ThreadingHTTPServer):
+    # socketserver's default listen backlog of 5 resets concurrent connections (seen with 20).
+    request_queue_size = 128
+
+
 class Handler(BaseHTTPRequestHandler):
     receiver = None  # set in main
 
@@ -271,7 +276,7 @@ def main():
 
     Handler.receiver = Receiver(args)
     try:
-        server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+        server = Server(("127.0.0.1", args.port), Handler)
     except (OSError, OverflowError) as err:
         fail(f"cannot listen on 127.0.0.1:{args.port}: {err}")
     try:
