@@ -215,7 +215,7 @@ async fn deliver(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
         let held = registry
             .acquire_delivery_lease(&owner, now, now + DELIVERY_LEASE.as_millis() as i64)
             .unwrap_or(false);
-        if held && !config.notify.is_empty() {
+        if held {
             match crate::notify::deliver_due(&mut registry, &config, &owner, Some(&shared.metrics))
                 .await
             {

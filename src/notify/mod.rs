@@ -302,7 +302,7 @@ pub async fn deliver_due(
         digests.push((sink.name.clone(), config_digest(sink).await));
     }
     let disabled = registry.sync_sinks(&digests)?;
-    let enabled: Vec<String> = names
+    let mut enabled: Vec<String> = names
         .iter()
         .filter(|n| !disabled.contains(n))
         .cloned()
@@ -353,6 +353,9 @@ pub async fn deliver_due(
             let Some(sink) = config.sink(&c.sink) else {
                 continue;
             };
+            if !enabled.contains(&c.sink) {
+                continue;
+            }
             let body = body_for(sink, &c.event, config);
             let sent = send(sink, timeout, &c.event.id, body).await;
             record(
@@ -367,7 +370,7 @@ pub async fn deliver_due(
             )?;
             if sent == Sent::Gone {
                 // Everything else of this sink waits for its configuration to change.
-                break;
+                enabled.retain(|n| *n != c.sink);
             }
         }
         if batch.len() < CLAIM_BATCH && summary.digested == 0 {
