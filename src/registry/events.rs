@@ -299,7 +299,7 @@ impl Registry {
             })?;
             for row in rows {
                 let row = row?;
-                if sinks.iter().any(|s| *s == row.sink) && claimed.len() < limit {
+                if sinks.contains(&row.sink) && claimed.len() < limit {
                     claimed.push(row);
                 }
             }
