@@ -10,7 +10,7 @@
 use crate::config::{Config, WatchConfig};
 use crate::metrics::Metrics;
 use crate::refresh::{refresh_deferring, Action, Outcome};
-use crate::registry::{now_rfc3339, Registry, RegistryError, WatchState, WatchStatus};
+use crate::registry::{Registry, RegistryError, WatchState, WatchStatus};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -525,21 +525,9 @@ impl Shared {
                     "the refresh did not finish within its deadline of {}",
                     humantime::format_duration(deadline)
                 );
-                let failures = record_deadline(&mut registry, watch, &message);
+                let outcome = crate::refresh::failed(&mut registry, watch, message, "deadline");
                 self.metrics.record_deadline(kind, &watch.name, seconds);
-                Outcome {
-                    watch: watch.name.clone(),
-                    action: Action::Error,
-                    compatibility: None,
-                    review_id: None,
-                    error: Some(message),
-                    report: None,
-                    fetched_bytes: 0,
-                    not_modified: false,
-                    error_class: Some("deadline"),
-                    consecutive_failures: failures,
-                    checked_at_deferred: None,
-                }
+                outcome
             }
         };
         let failures = outcome.consecutive_failures;
@@ -812,27 +800,6 @@ impl Shared {
             if pending == 1 { "" } else { "s" }
         )
     }
-}
-
-/// Records a refresh abandoned at its deadline; answers the watch's errors in a row.
-fn record_deadline(registry: &mut Registry, watch: &WatchConfig, message: &str) -> i64 {
-    let mut state = registry
-        .watch_state(&watch.name)
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| WatchState {
-            watch: watch.name.clone(),
-            kind: watch.kind.as_str().into(),
-            ..WatchState::default()
-        });
-    state.status = WatchStatus::Error;
-    state.last_checked_at = Some(now_rfc3339());
-    state.last_error = Some(message.to_string());
-    state.consecutive_failures += 1;
-    if let Err(e) = registry.record_failure(&state, "deadline") {
-        tracing::error!(event = "state_write_failed", watch = %watch.name, error = %e);
-    }
-    state.consecutive_failures
 }
 
 #[cfg(test)]
