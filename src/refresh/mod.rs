@@ -691,7 +691,7 @@ fn commit(
         }
         Decision::Rejected => {
             mark_ok(state, WatchStatus::Rejected, None);
-            registry.record_watch(state).map(|()| ())
+            registry.record_watch(state)
         }
         Decision::Apply { base, report } => {
             let compatibility = report.compatibility;
