@@ -13,6 +13,11 @@
 //! - I4 atomicity: a breaking/security version carries the accepted review it came from; an
 //!   open review's watch has its state row, and a `pending_review` watch has a review.
 //! - I5 `PRAGMA integrity_check` = ok, and the durability pragmas hold.
+//! - I7 events: every committed contract change (a history row) has exactly one event
+//!   (`registered`, `applied`, `review_accepted` or `projection_upgrade` at its registry
+//!   version) and every queued review exactly one `pending_review`; no such event lacks its
+//!   change; event sequences are gap-free up to the stored high-water mark, and every
+//!   delivery names an event.
 //! - I6 the credential canary (raw, base64, percent-encoded, hex) is in no registry file
 //!   (db, -wal, -shm) and none of the extra texts (logs, API and CLI output).
 
@@ -314,6 +319,9 @@ pub fn check(db: &Path, expect: &Expect) -> (Facts, Vec<String>) {
         }
     }
 
+    // I7
+    v.extend(event_violations(db, &facts));
+
     // I6
     for path in registry_files(db) {
         if let Ok(bytes) = std::fs::read(&path) {
@@ -328,6 +336,103 @@ pub fn check(db: &Path, expect: &Expect) -> (Facts, Vec<String>) {
         }
     }
     (facts, v)
+}
+
+/// I7: events match the changes they report, one to one.
+fn event_violations(db: &Path, facts: &Facts) -> Vec<String> {
+    let mut v = Vec::new();
+    let Ok(conn) = open(db) else {
+        return v;
+    };
+    let rows: Vec<(i64, String, Option<String>, String)> = match conn
+        .prepare("SELECT seq, event, watch, data_json FROM events ORDER BY seq")
+        .and_then(|mut s| {
+            s.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+                .collect()
+        }) {
+        Ok(rows) => rows,
+        Err(e) => return vec![format!("I7: cannot read events: {e}")],
+    };
+    let high: i64 = conn
+        .query_row("SELECT event_seq FROM registry_meta", [], |r| r.get(0))
+        .unwrap_or(-1);
+    let seqs: Vec<i64> = rows.iter().map(|r| r.0).collect();
+    let expected: Vec<i64> = (1..=high).collect();
+    if seqs != expected {
+        v.push(format!(
+            "I7: event sequences {seqs:?} are not 1..={high} (nothing is pruned in these runs)"
+        ));
+    }
+    let mut contract_events: BTreeMap<(String, i64), usize> = BTreeMap::new();
+    let mut review_events: BTreeMap<i64, usize> = BTreeMap::new();
+    for (seq, event, watch, json) in &rows {
+        let data: serde_json::Value = match serde_json::from_str(json) {
+            Ok(d) => d,
+            Err(e) => {
+                v.push(format!("I7: event {seq} has unreadable data: {e}"));
+                continue;
+            }
+        };
+        let watch = watch.clone().unwrap_or_default();
+        match event.as_str() {
+            "registered" | "applied" | "review_accepted" | "projection_upgrade" => {
+                let Some(rv) = data["registry_version"].as_i64() else {
+                    v.push(format!("I7: {event} event {seq} without registry_version"));
+                    continue;
+                };
+                *contract_events.entry((watch.clone(), rv)).or_default() += 1;
+                if event != "projection_upgrade"
+                    && !facts
+                        .versions
+                        .iter()
+                        .any(|r| r.tool == watch && r.registry_version == rv)
+                {
+                    v.push(format!(
+                        "I7: {event} event {seq} of {watch} at registry_version {rv} has no committed change"
+                    ));
+                }
+            }
+            "pending_review" => match data["review_id"].as_i64() {
+                Some(id) => {
+                    *review_events.entry(id).or_default() += 1;
+                    if !facts.reviews.iter().any(|r| r.id == id) {
+                        v.push(format!("I7: pending_review event {seq} names no review ({id})"));
+                    }
+                }
+                None => v.push(format!("I7: pending_review event {seq} without review_id")),
+            },
+            _ => {}
+        }
+    }
+    for row in &facts.versions {
+        let n = contract_events
+            .get(&(row.tool.clone(), row.registry_version))
+            .copied()
+            .unwrap_or(0);
+        if n != 1 {
+            v.push(format!(
+                "I7: {}@{} (registry_version {}) has {n} events",
+                row.tool, row.version, row.registry_version
+            ));
+        }
+    }
+    for r in &facts.reviews {
+        let n = review_events.get(&r.id).copied().unwrap_or(0);
+        if n != 1 {
+            v.push(format!("I7: review {} of {} has {n} pending_review events", r.id, r.watch));
+        }
+    }
+    let orphans: i64 = conn
+        .query_row(
+            "SELECT COUNT(*) FROM deliveries d WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = d.event_seq)",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap_or(0);
+    if orphans > 0 {
+        v.push(format!("I7: {orphans} deliveries name no event"));
+    }
+    v
 }
 
 /// Panics with every violation.
