@@ -6,6 +6,7 @@ mod common;
 
 mod container;
 mod hardening;
+mod limits;
 mod operations;
 mod scale;
 mod service;

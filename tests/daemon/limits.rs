@@ -1,0 +1,151 @@
+//! Issue 29's hostile-input probe against the daemon (`schemawatch run`), round 2: each test
+//! reproduces one scenario of docs/reliability.md's H rows (H16 onwards).
+
+use crate::common;
+use crate::service::*;
+
+use common::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// `GET path` with a read timeout: the status, or `None` when the connection was closed or
+/// timed out without an answer (what a starved probe sees).
+fn probe(addr: SocketAddr, path: &str, limit: Duration) -> Option<u16> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(limit)).ok()?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).ok()?;
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The head of a `POST path` announcing `length` body bytes, on a fresh connection.
+fn post_head(addr: SocketAddr, path: &str, length: usize) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).expect("connect to the API");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
+/// The status of whatever the server answers on `stream` within `limit` (`None`: nothing).
+fn answer_status(stream: &mut TcpStream, limit: Duration) -> Option<u16> {
+    stream.set_read_timeout(Some(limit)).ok()?;
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                answer.extend_from_slice(&buf[..n]);
+                if answer.windows(4).any(|w| w == b"\r\n\r\n") {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    let text = String::from_utf8_lossy(&answer);
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// H16: 70 clients trickling a 1 MB body into `POST /v1/pins/check` (one byte every 2 s)
+/// used to hold every connection slot: `/healthz` was refused for as long as they trickled.
+/// Now the probes keep a reserve of their own, a body must arrive within the body deadline
+/// (10 s: the trickler gets 408 and is closed), and a body over the route's limit is refused
+/// (413) from its `Content-Length`, before any of it is read.
+#[test]
+fn h16_slow_request_bodies_never_starve_the_probes() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(&config_text(
+        &file_watch("acme.pets", "pets.json", "1h"),
+        "",
+    ));
+    let mut daemon = Daemon::start(&sb, None);
+    daemon.wait_for_log("daemon_started", |_| true);
+    let addr = daemon.api;
+
+    // A body over the limit (2 MiB for a pin) is refused at once, nothing of it sent.
+    let mut big = post_head(addr, "/v1/pins/check", 3_000_000);
+    assert_eq!(
+        answer_status(&mut big, Duration::from_secs(5)),
+        Some(413),
+        "{}",
+        daemon.log_text()
+    );
+    // A review decision has a small limit of its own.
+    let mut decision = post_head(addr, "/v1/pending/1/accept", 100_000);
+    assert_eq!(
+        answer_status(&mut decision, Duration::from_secs(5)),
+        Some(413)
+    );
+
+    let started = Instant::now();
+    let mut tricklers: Vec<TcpStream> = (0..70)
+        .map(|_| {
+            let mut s = post_head(addr, "/v1/pins/check", 1_000_000);
+            s.write_all(b"{").unwrap();
+            s
+        })
+        .collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<TcpStream> = tricklers.iter().map(|s| s.try_clone().unwrap()).collect();
+    let trickle = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut writers = writers;
+            // Bounded: at most 15 rounds of one byte per connection, 2 s apart.
+            for _ in 0..15 {
+                for _ in 0..20 {
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                for w in &mut writers {
+                    let _ = w.write_all(b" ");
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    for _ in 0..5 {
+        for path in ["/healthz", "/readyz"] {
+            let asked = Instant::now();
+            let status = probe(addr, path, Duration::from_secs(5));
+            assert_eq!(
+                status,
+                Some(200),
+                "{path} while bodies trickle (after {:?})",
+                asked.elapsed()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // Every trickler that got a slot is answered 408 by the body deadline (10 s) plus a
+    // margin; the few beyond the connection cap were refused (503) or closed.
+    let mut timed_out = 0;
+    for s in &mut tricklers {
+        let left = (started + Duration::from_secs(25)).saturating_duration_since(Instant::now());
+        let status = answer_status(s, left.max(Duration::from_millis(1)));
+        assert!(
+            matches!(status, Some(408) | Some(503) | None),
+            "a trickling body got {status:?}"
+        );
+        timed_out += usize::from(status == Some(408));
+    }
+    assert!(timed_out >= 60, "only {timed_out} of 70 got 408");
+    stop.store(true, Ordering::SeqCst);
+    trickle.join().unwrap();
+    // The API still answers a normal request afterwards.
+    assert_eq!(probe(addr, "/v1/status", PATIENCE), Some(200));
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}
