@@ -158,7 +158,13 @@ pub fn main() -> ExitCode {
         .enable_all()
         .build()
         .map_err(|e| Failure::Usage(anyhow!("cannot start the async runtime: {e}")))
-        .and_then(|rt| rt.block_on(dispatch(cli)));
+        .and_then(|rt| {
+            let result = rt.block_on(dispatch(cli));
+            // A blocking read that outlived its deadline (abandoned by a timeout) must not keep
+            // the process alive: dropping the runtime would wait for it forever (H17).
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
+        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported(message)) => {

@@ -203,6 +203,8 @@ pub enum FetchError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("cannot read {}: not a regular file (a FIFO, device or socket is never read as a document; pipe it to `-` instead)", path.display())]
+    NotRegular { path: PathBuf },
     #[error("cannot read standard input: {error}")]
     Stdin { error: std::io::Error },
     #[error("cannot read {object} from git: {detail}")]

@@ -149,3 +149,37 @@ fn h16_slow_request_bodies_never_starve_the_probes() {
     let (status, _) = daemon.terminate(PATIENCE);
     assert!(status.success());
 }
+
+/// H17: under `run`, a FIFO as a watch's `path` (was: one blocked thread leaked per refresh,
+/// SIGTERM ignored after `daemon_stopped`) fails each refresh at once and SIGTERM exits.
+#[test]
+fn h17_a_fifo_document_neither_leaks_readers_nor_blocks_shutdown() {
+    let sb = Sandbox::new();
+    let status = std::process::Command::new("mkfifo")
+        .arg(sb.path("pets.fifo"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    sb.write_config(&config_text(
+        &file_watch("acme.fifo", "pets.fifo", "1s"),
+        "",
+    ));
+    let mut daemon = Daemon::start(&sb, None);
+    let failed = daemon.wait_for_log("refresh_failed", |_| true);
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("not a regular file"),
+        "{failed}"
+    );
+    // Refreshes go on failing (none is stuck behind a blocked read).
+    let wait = Instant::now();
+    while daemon.count_events("refresh_failed") < 3 {
+        assert!(wait.elapsed() < PATIENCE, "{}", daemon.log_text());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (status, took) = daemon.terminate(Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(10));
+}

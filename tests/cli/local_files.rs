@@ -1,0 +1,96 @@
+//! Issue 29's hostile-input probe, round 2, through the binary: a careless operator's local
+//! files (FIFOs, configs, read-only registries, sizes). Each test reproduces one scenario of
+//! docs/reliability.md's H rows (H16 onwards).
+
+use crate::common;
+
+use common::*;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// Waits at most `limit` for a spawned run; a run still going then is killed and the test
+/// fails (what a hang used to look like).
+fn finish_within(sb: &Sandbox, spawned: (Vec<String>, Child), limit: Duration) -> Run {
+    let (args, mut child) = spawned;
+    let started = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let run = sb.finish((args.clone(), child));
+            panic!(
+                "{args:?} still running after {limit:?}:\n{}",
+                run.describe()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    sb.finish((args, child))
+}
+
+fn mkfifo(sb: &Sandbox, name: &str) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(sb.path(name))
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+const ROOT_WITH_REF: &str = r#"openapi: 3.0.3
+info: {title: pets, version: "1"}
+paths:
+  /pets:
+    get:
+      responses:
+        "200":
+          description: ok
+          content:
+            application/json:
+              schema:
+                $ref: "defs.fifo#/Pet"
+"#;
+
+/// H17: a FIFO as a watch's `path` or as a `$ref` target (was: `check` printed its error at
+/// the deadline and never exited; `diff` with a `$ref` to it hung past its deadline) is
+/// refused at once as "not a regular file", with nothing registered.
+#[test]
+fn h17_a_fifo_as_a_document_or_ref_target_is_refused_at_once() {
+    let sb = Sandbox::new();
+    mkfifo(&sb, "pets.fifo");
+    mkfifo(&sb, "defs.fifo");
+    sb.write_file("root.yaml", ROOT_WITH_REF.as_bytes());
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.fifo\"\nkind = \"openapi\"\npath = \"pets.fifo\"\ntimeout = \"5s\"\n\n[[watch]]\nname = \"acme.ref\"\nkind = \"openapi\"\npath = \"root.yaml\"\ntimeout = \"5s\"\n",
+    );
+    let cfg = sb.config_arg();
+    let limit = Duration::from_secs(20);
+    let run = finish_within(&sb, sb.spawn(&["check", "--config", &cfg, "--json"]), limit);
+    run.assert_code(1);
+    let check = run.json();
+    for watch in ["acme.fifo", "acme.ref"] {
+        let outcome = outcome_for(&check, watch);
+        assert_eq!(outcome["action"], "error", "{outcome}");
+        assert!(
+            outcome["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("not a regular file"),
+            "{outcome}"
+        );
+    }
+    assert_eq!(sb.registry_version(), 0);
+    // `diff` of a FIFO, and of a document with a `$ref` to one.
+    for new in ["pets.fifo", "root.yaml"] {
+        let run = finish_within(
+            &sb,
+            sb.spawn(&["diff", "--kind", "openapi", "pets.json", new]),
+            limit,
+        );
+        assert_eq!(run.code, 2, "{}", run.describe());
+        assert!(
+            run.stderr_text().contains("not a regular file"),
+            "{}",
+            run.describe()
+        );
+    }
+}
