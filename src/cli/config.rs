@@ -17,6 +17,8 @@ pub fn run(action: ConfigCommand) -> Outcome {
             config
                 .require_env()
                 .map_err(|e| super::Failure::Usage(e.into()))?;
+            schemawatch::daemon::check_listen(&config)
+                .map_err(|e| super::Failure::Usage(e.into()))?;
             // Included files were read and validated by `load_config`; name how many.
             let included = match config.included.len() {
                 0 => String::new(),

@@ -62,8 +62,8 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
 
 /// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable
-/// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
-/// `[::]`) with no admin token configured.
+/// (review actions would be silently disabled), and an API beyond loopback with no admin
+/// token configured ([`check_listen`]).
 pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
     config
         .require_env()
@@ -75,18 +75,30 @@ pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
             )));
         }
     }
-    let unspecified = config
-        .server
-        .listen
-        .parse::<SocketAddr>()
-        .is_ok_and(|a| a.ip().is_unspecified());
-    if unspecified && config.server.admin_token_env.is_none() {
-        return Err(DaemonError::Refused(format!(
-            "server.listen = {:?} serves the API on every interface without an admin token: set server.admin_token_env, or listen on loopback",
-            config.server.listen
-        )));
+    check_listen(config)
+}
+
+/// An API beyond loopback needs an admin token (H11, H18): on every interface (`0.0.0.0`,
+/// `[::]`) or on any specific address that is not loopback (`10.0.0.5:9477`), since a
+/// token-less API there is open to the network. `config check` says the same.
+pub fn check_listen(config: &Config) -> Result<(), DaemonError> {
+    if config.server.admin_token_env.is_some() {
+        return Ok(());
     }
-    Ok(())
+    let Ok(addr) = config.server.listen.parse::<SocketAddr>() else {
+        return Ok(());
+    };
+    let reach = if addr.ip().is_unspecified() {
+        "on every interface"
+    } else if addr.ip().to_canonical().is_loopback() {
+        return Ok(());
+    } else {
+        "on an address that is not loopback"
+    };
+    Err(DaemonError::Refused(format!(
+        "server.listen = {:?} serves the API {reach} without an admin token: set server.admin_token_env, or listen on loopback",
+        config.server.listen
+    )))
 }
 
 /// Reads the config again (SIGHUP). A valid config adds, removes and changes watches in

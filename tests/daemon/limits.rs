@@ -183,3 +183,36 @@ fn h17_a_fifo_document_neither_leaks_readers_nor_blocks_shutdown() {
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(10));
 }
+
+/// H18: a specific address that is not loopback, without an admin token (was: accepted; only
+/// `0.0.0.0` and `[::]` were refused), is refused by `config check` and by `run` before it
+/// binds anything; loopback addresses other than 127.0.0.1 stay fine.
+#[test]
+fn h18_a_non_loopback_listen_needs_an_admin_token() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let cfg = sb.config_arg();
+    let watch = file_watch("acme.pets", "pets.json", "1h");
+    for listen in ["192.0.2.10:9477", "[2001:db8::1]:9477", "0.0.0.0:0"] {
+        sb.write_config(&config_text(&watch, "").replace("127.0.0.1:0", listen));
+        for args in [
+            vec!["config", "check", "--config", &cfg],
+            vec!["run", "--config", &cfg],
+        ] {
+            let run = sb.run(&args);
+            assert_eq!(run.code, 2, "{listen} {args:?}: {}", run.describe());
+            let err = run.stderr_text();
+            assert!(
+                err.contains("without an admin token") && err.contains(listen),
+                "{listen} {args:?}: {}",
+                run.describe()
+            );
+        }
+    }
+    // Loopback in any spelling needs no token.
+    for listen in ["127.0.0.2:9477", "[::1]:9477", "[::ffff:127.0.0.1]:9477"] {
+        sb.write_config(&config_text(&watch, "").replace("127.0.0.1:0", listen));
+        let run = sb.run(&["config", "check", "--config", &cfg]);
+        assert_eq!(run.code, 0, "{listen}: {}", run.describe());
+    }
+}
