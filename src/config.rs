@@ -887,18 +887,78 @@ pub fn expand_env(text: &str) -> Result<String, String> {
 
 /// A TOML error as `line N: message`, naming the key when there is one.
 fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
-    let message = err.message().trim().to_string();
+    let message = scrub_values(err.message().trim());
     match err.span() {
+        // Where, never what: the offending text may be a secret (a header value, a token
+        // pasted in the wrong place), so neither it nor its line is quoted (H19).
         Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            let snippet: String = text[span.start.min(text.len())..span.end.min(text.len())]
-                .chars()
-                .take(60)
-                .collect();
-            format!("line {line}: {message} (at `{snippet}`)")
+            let start = floor_char_boundary(text, span.start.min(text.len()));
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[..start].matches('\n').count() + 1;
+            let column = text[line_start..start].chars().count() + 1;
+            format!("line {line}, column {column}: {message}")
         }
         None => message,
     }
+}
+
+/// The largest char boundary at or before `at`.
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// A TOML or serde message without the values it quotes: `"…"` strings, and the backticked
+/// value after `integer`, `floating point`, `character`, `boolean` or `unknown variant` (serde's
+/// way of naming what it got). Field names and expectations stay (`unknown field `x``).
+fn scrub_values(message: &str) -> String {
+    const VALUE_BEFORE_TICK: [&str; 5] = [
+        "integer ",
+        "floating point ",
+        "character ",
+        "boolean ",
+        "unknown variant ",
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(['"', '`']) {
+        let (before, from) = rest.split_at(i);
+        out.push_str(before);
+        let quote = if from.starts_with('"') { '"' } else { '`' };
+        let is_value = quote == '"' || VALUE_BEFORE_TICK.iter().any(|w| out.ends_with(w));
+        // The closing quote: the next one not escaped by a backslash.
+        let body = &from[1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (j, c) in body.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                c if c == quote && !escaped => {
+                    end = Some(j);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(end) = end else {
+            // Unterminated: drop the rest, it may be the value.
+            out.push(quote);
+            out.push('…');
+            return out;
+        };
+        out.push(quote);
+        if is_value {
+            out.push('…');
+        } else {
+            out.push_str(&body[..end]);
+        }
+        out.push(quote);
+        rest = &body[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 // How the source layer reads a watch: the config depends on the source layer, never the
@@ -941,6 +1001,25 @@ impl WatchConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn scrubbed_messages_keep_names_and_drop_values() {
+        assert_eq!(
+            scrub_values(r#"invalid type: string "tok\"en", expected u32"#),
+            r#"invalid type: string "…", expected u32"#
+        );
+        assert_eq!(
+            scrub_values("unknown variant `secret`, expected `none` or `same-origin`"),
+            "unknown variant `…`, expected `none` or `same-origin`"
+        );
+        assert_eq!(
+            scrub_values("unknown field `bogus_key`, expected one of `path`"),
+            "unknown field `bogus_key`, expected one of `path`"
+        );
+        assert_eq!(scrub_values("expected `b`, `f`"), "expected `b`, `f`");
+        assert_eq!(scrub_values("integer `123`"), "integer `…`");
+        assert_eq!(scrub_values("unterminated \"abc"), "unterminated \"…");
+    }
+
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {

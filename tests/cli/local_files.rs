@@ -94,3 +94,53 @@ fn h17_a_fifo_as_a_document_or_ref_target_is_refused_at_once() {
         );
     }
 }
+
+/// H19: a TOML error in a config quotes neither the offending value nor its line (was:
+/// `(at `…`)` with the text, and serde's `invalid type: string "…"`): a secret pasted into
+/// the wrong place, or a header value with a typo, stays out of the terminal. File, line and
+/// column still say where.
+#[test]
+fn h19_toml_errors_say_where_never_what() {
+    const SECRET: &str = "s3cr3t-0dd5-value";
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let cfg = sb.config_arg();
+    let watch = "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n";
+    for (text, line, column) in [
+        // An unterminated header value.
+        (
+            format!("{watch}[watch.schema_headers]\nAuthorization = \"Bearer {SECRET}\n"),
+            6,
+            "Authorization = \"Bearer ".len() + SECRET.len() + 1,
+        ),
+        // A secret where a number belongs.
+        (
+            format!("[storage]\nkeep_versions = \"{SECRET}\"\n\n{watch}"),
+            2,
+            17,
+        ),
+        // A secret where a table belongs.
+        (format!("storage = \"{SECRET}\"\n\n{watch}"), 1, 11),
+        // A secret as a bare value.
+        (
+            format!("[storage]\nkeep_versions = {SECRET}\n\n{watch}"),
+            2,
+            17,
+        ),
+    ] {
+        sb.write_config(&text);
+        let run = sb.run(&["config", "check", "--config", &cfg]);
+        assert_eq!(run.code, 2, "{}", run.describe());
+        let err = run.stderr_text();
+        assert!(!err.contains(SECRET), "the value is quoted back: {err}");
+        assert!(
+            !err.contains("s3cr3t"),
+            "part of the value is quoted back: {err}"
+        );
+        assert!(
+            err.contains("schemawatch.toml")
+                && err.contains(&format!("line {line}, column {column}:")),
+            "{text}\n{err}"
+        );
+    }
+}

@@ -216,3 +216,35 @@ fn h18_a_non_loopback_listen_needs_an_admin_token() {
         assert_eq!(run.code, 0, "{listen}: {}", run.describe());
     }
 }
+
+/// H19: on SIGHUP, the `config_reload_failed` ERROR for a TOML error names the file, line and
+/// column but never the offending value (was: the line's text, a secret header included).
+#[test]
+fn h19_a_reload_error_never_quotes_the_value() {
+    const SECRET: &str = "s3cr3t-0dd5-value";
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let watch = file_watch("acme.pets", "pets.json", "1h");
+    sb.write_config(&config_text(&watch, ""));
+    let mut daemon = Daemon::start(&sb, None);
+    daemon.wait_for_log("daemon_started", |_| true);
+    sb.write_config(&config_text(
+        &format!("{watch}[watch.schema_headers]\nAuthorization = \"Bearer {SECRET}\n"),
+        "",
+    ));
+    daemon.signal("HUP");
+    let failed = daemon.wait_for_log("config_reload_failed", |_| true);
+    assert_eq!(failed["level"], "ERROR");
+    let error = failed["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("line ") && error.contains("column"),
+        "{failed}"
+    );
+    assert!(
+        !daemon.log_text().contains("s3cr3t"),
+        "{}",
+        daemon.log_text()
+    );
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}
