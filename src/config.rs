@@ -723,7 +723,11 @@ fn included_files(
     base: &Path,
     patterns: &[toml::Spanned<String>],
 ) -> Result<Vec<PathBuf>, ConfigError> {
+    // The config itself, however spelled (`./c.toml`, a symlink to it): never its own include.
+    let own = std::fs::canonicalize(path).ok();
     let mut files = BTreeSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut examined = 0usize;
     for pattern in patterns {
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
@@ -745,15 +749,94 @@ fn included_files(
                 format!("{folder}/{raw}")
             }
         };
-        let matches = glob::glob(&full).map_err(|e| invalid(e.to_string()))?;
-        for entry in matches {
-            let file = entry.map_err(|e| invalid(e.to_string()))?;
-            if file.is_file() && file != path {
-                files.insert(file);
+        let compiled = glob::Pattern::new(&full).map_err(|e| invalid(e.to_string()))?;
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        // Walk from the pattern's literal folder, never into a symlinked folder (a loop
+        // under `**` used to grow without bound, H21), as deep as the pattern reaches.
+        let (root, depth) = walk_root(base, raw);
+        let walk_from = if root.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            root.as_path()
+        };
+        let walker = walkdir::WalkDir::new(walk_from)
+            .follow_links(false)
+            .min_depth(1)
+            .max_depth(depth)
+            .sort_by_file_name();
+        for entry in walker {
+            examined += 1;
+            if examined > MAX_INCLUDE_ENTRIES {
+                return Err(invalid(format!(
+                    "the include patterns look at more than {MAX_INCLUDE_ENTRIES} entries; name a narrower folder"
+                )));
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                // A folder the pattern names that does not exist matches nothing.
+                Err(e) if e.depth() == 0 => continue,
+                Err(e) => return Err(invalid(e.to_string())),
+            };
+            let shown = if root.as_os_str().is_empty() {
+                entry.path().strip_prefix(".").unwrap_or(entry.path())
+            } else {
+                entry.path()
+            };
+            if !compiled.matches_path_with(shown, options) || !shown.is_file() {
+                continue;
+            }
+            let canonical = std::fs::canonicalize(shown).ok();
+            if canonical.is_some() && canonical == own {
+                continue;
+            }
+            if !seen.insert(canonical.unwrap_or_else(|| shown.to_path_buf())) {
+                continue;
+            }
+            files.insert(shown.to_path_buf());
+            if files.len() > MAX_INCLUDED_FILES {
+                return Err(invalid(format!(
+                    "the include patterns match more than {MAX_INCLUDED_FILES} files"
+                )));
             }
         }
     }
     Ok(files.into_iter().collect())
+}
+
+/// Most files a config's `include` patterns may match.
+pub const MAX_INCLUDED_FILES: usize = 10_000;
+/// Most folder entries the `include` patterns may look at, together.
+pub const MAX_INCLUDE_ENTRIES: usize = 200_000;
+
+/// Where a relative (to `base`) or absolute include pattern's walk starts — its leading
+/// components without glob metacharacters — and how many levels below it the pattern reaches
+/// (unbounded with a `**` component).
+fn walk_root(base: &Path, raw: &str) -> (PathBuf, usize) {
+    let mut root = if Path::new(raw).is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    let components: Vec<&str> = raw.split('/').filter(|c| !c.is_empty()).collect();
+    let literal = components
+        .iter()
+        .take(components.len().saturating_sub(1))
+        .take_while(|c| !c.contains(['*', '?', '[', ']']))
+        .count();
+    for c in &components[..literal] {
+        root.push(c);
+    }
+    let rest = &components[literal..];
+    let depth = if rest.contains(&"**") {
+        usize::MAX
+    } else {
+        rest.len()
+    };
+    (root, depth)
 }
 
 /// The first `${NAME}` of a value template whose variable is not set (`${file:…}` is read at

@@ -144,3 +144,82 @@ fn h19_toml_errors_say_where_never_what() {
         );
     }
 }
+
+/// H20: a config that includes itself through another spelling (`./schemawatch.toml`, a
+/// glob run from a relative `--config`, a symlink to it) is recognised by its canonical path
+/// and skipped (was: compared as text, so it was read as an included file and refused: "an
+/// included file holds only [[watch]] tables").
+#[test]
+fn h20_a_config_never_includes_itself_under_another_spelling() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    std::os::unix::fs::symlink("schemawatch.toml", sb.path("link.toml")).unwrap();
+    std::fs::create_dir(sb.path("watches.d")).unwrap();
+    sb.write_file(
+        "watches.d/more.toml",
+        b"[[watch]]\nname = \"acme.more\"\nkind = \"openapi\"\npath = \"../pets.json\"\n",
+    );
+    sb.write_config(
+        "include = [\"./schemawatch.toml\", \"link.toml\", \"*.toml\", \"watches.d/*.toml\"]\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n",
+    );
+    for config in [
+        sb.config_arg().as_str(),
+        "schemawatch.toml",
+        "./schemawatch.toml",
+        "link.toml",
+    ] {
+        let run = sb.run(&["config", "check", "--config", config]);
+        assert_eq!(run.code, 0, "--config {config}: {}", run.describe());
+        assert!(
+            run.stdout_text().contains("2 watches, 1 included file"),
+            "--config {config}: {}",
+            run.describe()
+        );
+    }
+}
+
+/// H21: a symlink loop under a `**` include glob (was: `config check` grew without bound,
+/// 570 MB) is not followed: folder symlinks are never walked into, so `config check` ends at
+/// once with the real files; more matches than the bound are a clear error.
+#[test]
+fn h21_include_globs_do_not_follow_symlink_loops_and_are_bounded() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    std::fs::create_dir_all(sb.path("w/sub")).unwrap();
+    // Two loops: every path through them is a new path (2^n of them), as a glob sees it.
+    std::os::unix::fs::symlink(".", sb.path("w/a")).unwrap();
+    std::os::unix::fs::symlink("..", sb.path("w/sub/b")).unwrap();
+    sb.write_file(
+        "w/sub/more.toml",
+        b"[[watch]]\nname = \"acme.more\"\nkind = \"openapi\"\npath = \"../../pets.json\"\n",
+    );
+    sb.write_config(
+        "include = [\"w/**/*.toml\"]\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n",
+    );
+    let cfg = sb.config_arg();
+    let run = finish_within(
+        &sb,
+        sb.spawn(&["config", "check", "--config", &cfg]),
+        Duration::from_secs(20),
+    );
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert!(
+        run.stdout_text().contains("2 watches, 1 included file"),
+        "{}",
+        run.describe()
+    );
+    // More files than the bound (10,000): refused, naming the pattern and the bound.
+    std::fs::create_dir(sb.path("many")).unwrap();
+    for i in 0..10_001 {
+        std::fs::write(sb.path(&format!("many/{i}.toml")), "").unwrap();
+    }
+    sb.write_config("include = [\"many/*.toml\"]\n");
+    let run = sb.run(&["config", "check", "--config", &cfg]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(
+        run.stderr_text().contains("more than 10000 files")
+            && run.stderr_text().contains("many/*.toml"),
+        "{}",
+        run.describe()
+    );
+}

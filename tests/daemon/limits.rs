@@ -248,3 +248,37 @@ fn h19_a_reload_error_never_quotes_the_value() {
     let (status, _) = daemon.terminate(PATIENCE);
     assert!(status.success());
 }
+
+/// H21: SIGHUP with a symlink loop under a `**` include glob (was: the daemon grew 10 MB/s
+/// and then ignored SIGTERM) reloads at once with the real files, and SIGTERM right after a
+/// reload still exits.
+#[test]
+fn h21_a_reload_through_a_symlink_loop_ends_and_sigterm_exits() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    std::fs::create_dir_all(sb.path("w/sub")).unwrap();
+    std::os::unix::fs::symlink(".", sb.path("w/a")).unwrap();
+    std::os::unix::fs::symlink("..", sb.path("w/sub/b")).unwrap();
+    sb.write_file(
+        "w/sub/more.toml",
+        &format!(
+            "[[watch]]\nname = \"acme.more\"\nkind = \"openapi\"\npath = \"{}\"\ninterval = \"1h\"\n",
+            sb.path("pets.json").display()
+        )
+        .into_bytes(),
+    );
+    let watch = file_watch("acme.pets", "pets.json", "1h");
+    sb.write_config(&config_text(&watch, ""));
+    let mut daemon = Daemon::start(&sb, None);
+    daemon.wait_for_log("daemon_started", |_| true);
+    sb.write_config(&format!(
+        "include = [\"w/**/*.toml\"]\n{}",
+        config_text(&watch, "")
+    ));
+    daemon.signal("HUP");
+    daemon.wait_for_log("config_reloaded", |v| v["added"] == 1);
+    daemon.signal("HUP");
+    let (status, took) = daemon.terminate(Duration::from_secs(10));
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(10));
+}
