@@ -223,3 +223,102 @@ fn h21_include_globs_do_not_follow_symlink_loops_and_are_bounded() {
         run.describe()
     );
 }
+
+/// `args` as an unprivileged user (nobody) when the tests run as root, whom file modes do not
+/// stop; as the current user otherwise.
+fn run_unprivileged(sb: &Sandbox, args: &[&str]) -> Run {
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| o.stdout.starts_with(b"0\n"))
+        .unwrap_or(false);
+    if !root {
+        return sb.run(args);
+    }
+    let mut cmd = sb.command(&[]);
+    let mut wrapped = std::process::Command::new("setpriv");
+    wrapped
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin()])
+        .args(args)
+        .current_dir(sb.dir.path())
+        .stdin(std::process::Stdio::null());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    let _ = &mut cmd;
+    let output = wrapped.output().expect("run setpriv");
+    Run {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        code: output.status.code().expect("exited normally"),
+        stdout: output.stdout,
+        stderr: output.stderr,
+    }
+}
+
+/// H22: the read-only commands work on a read-only registry (a 0444 file in a 0555 folder,
+/// as a backup or a mounted snapshot is): `status`, `history`, `pending list` / `show`,
+/// `catalog export`, `pin capture` and `triage` (was: "attempt to write a readonly database"
+/// from each); a write (`check`) is still refused, and nothing is written.
+#[test]
+fn h22_read_only_commands_work_on_a_read_only_registry() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n",
+    );
+    let (run, _) = sb.check(&[]);
+    run.assert_code(0);
+    sb.write_file("pets.json", &Pets::v3().bytes());
+    let (run, check) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&check)["action"],
+        "pending_review",
+        "{}",
+        run.describe()
+    );
+    let review = only_outcome(&check)["review_id"].as_i64().unwrap();
+    let review = review.to_string();
+    let cfg = sb.config_arg();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &std::path::Path, m: u32| {
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(m)).unwrap()
+    };
+    for entry in std::fs::read_dir(sb.dir.path()).unwrap() {
+        mode(&entry.unwrap().path(), 0o444);
+    }
+    mode(sb.dir.path(), 0o555);
+    let before: Vec<(std::path::PathBuf, Vec<u8>)> = sb.all_files();
+    for args in [
+        vec!["status", "--config", &cfg],
+        vec!["status", "--config", &cfg, "--json"],
+        vec!["history", "acme.pets", "--config", &cfg],
+        vec!["pending", "list", "--config", &cfg],
+        vec!["pending", "show", &review, "--config", &cfg],
+        vec!["catalog", "export", "--config", &cfg],
+        vec!["pin", "capture", "--config", &cfg],
+        vec!["triage", "--config", &cfg],
+    ] {
+        let run = run_unprivileged(&sb, &args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.describe());
+        assert!(!run.stdout.is_empty(), "{args:?}: {}", run.describe());
+    }
+    let status = run_unprivileged(&sb, &["status", "--config", &cfg, "--json"]);
+    assert!(
+        status.stdout_text().contains("acme.pets"),
+        "{}",
+        status.describe()
+    );
+    // A write is refused, clearly.
+    let run = run_unprivileged(&sb, &["check", "--config", &cfg]);
+    assert_ne!(run.code, 0, "{}", run.describe());
+    assert!(run.stderr_text().contains("registry"), "{}", run.describe());
+    mode(sb.dir.path(), 0o755);
+    assert_eq!(
+        sb.all_files(),
+        before,
+        "a read-only command wrote something"
+    );
+}
