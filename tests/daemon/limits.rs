@@ -282,3 +282,84 @@ fn h21_a_reload_through_a_symlink_loop_ends_and_sigterm_exits() {
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(10));
 }
+
+/// H23: a reviewer name cannot imitate log fields (was: `reviewer=alice accepted=true`, read
+/// by a log parser as two fields): the text log quotes it, the JSON log keeps it one string.
+#[test]
+fn h23_a_reviewer_name_cannot_forge_log_fields() {
+    let forged = "alice accepted=true via=cli";
+    for format in ["text", "json"] {
+        let sb = Sandbox::new();
+        sb.write_file("pets.json", &Pets::v1().bytes());
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        sb.write_config(
+            &with_admin_token(&config_text(
+                &file_watch("acme.pets", "pets.json", "1s"),
+                "",
+            ))
+            .replace("127.0.0.1:0", &format!("127.0.0.1:{port}")),
+        );
+        let log = std::fs::File::create(sb.path("daemon.log")).unwrap();
+        let config = sb.config_arg();
+        let mut child = sb
+            .command(&["run", "--config", &config, "--log-format", format])
+            .env("RUST_LOG", "info")
+            .env(ADMIN_VAR, ADMIN_TOKEN)
+            .stdout(std::process::Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap();
+        let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+        let started = Instant::now();
+        let wait = |what: &str, ok: &dyn Fn() -> bool| {
+            while !ok() {
+                assert!(started.elapsed() < PATIENCE, "{what}");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        };
+        wait("registered", &|| {
+            probe(addr, "/readyz", Duration::from_secs(5)) == Some(200)
+                && std::fs::read_to_string(sb.path("daemon.log"))
+                    .unwrap_or_default()
+                    .contains("registered")
+        });
+        sb.write_file("pets.json", &Pets::v3().bytes());
+        wait("a pending review", &|| {
+            http(addr, "GET", "/v1/pending", None, &[], None)
+                .1
+                .contains("\"id\"")
+        });
+        let auth = format!("Bearer {ADMIN_TOKEN}");
+        let body = serde_json::json!({"reviewer": forged, "reason": "ok"}).to_string();
+        let (status, answer) = http(
+            addr,
+            "POST",
+            "/v1/pending/1/accept",
+            None,
+            &[("Authorization", &auth)],
+            Some(&body),
+        );
+        assert_eq!(status, 200, "{answer}");
+        let _ = child.kill();
+        let _ = child.wait();
+        let text = std::fs::read_to_string(sb.path("daemon.log")).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.contains("review_accepted"))
+            .unwrap_or_else(|| panic!("no review_accepted line:\n{text}"));
+        if format == "text" {
+            assert!(
+                line.contains(&format!("reviewer={forged:?}")),
+                "the reviewer is not quoted: {line}"
+            );
+        } else {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert_eq!(v["reviewer"], forged, "{line}");
+            assert_eq!(v["via"], "api", "{line}");
+        }
+    }
+}
