@@ -18,6 +18,7 @@
 //! - every deadline is computed with checked arithmetic ([`later`]): configured durations are
 //!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
+pub mod descriptors;
 mod notify;
 pub mod schedule;
 pub mod serve;
@@ -116,6 +117,10 @@ async fn reload(
             message: e.to_string(),
         });
     }
+    let new = descriptors::apply(new, false).map_err(|message| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    })?;
     let old = shared.config();
     if new.storage.path != old.storage.path {
         tracing::warn!(
@@ -268,6 +273,8 @@ impl schedule::Observer for Shared {
 /// Runs until `events` says stop (or closes): binds the API, starts the scheduler, reloads.
 pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<(), DaemonError> {
     check_startup(&config)?;
+    // Descriptors for the refreshes and the API, or fewer refreshes, or no start (H24).
+    let config = descriptors::apply(config, true).map_err(DaemonError::Refused)?;
     // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
     // re-parented to us: reap them (docs/reliability.md H1).
     crate::process::become_subreaper();

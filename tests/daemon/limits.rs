@@ -363,3 +363,116 @@ fn h23_a_reviewer_name_cannot_forge_log_fields() {
         }
     }
 }
+
+/// `sb`'s daemon (JSON logs) started by `sh -c '<limits>; exec schemawatch run …'`.
+fn start_under(sb: &Sandbox, limits: &str) -> Daemon {
+    let config = sb.config_arg();
+    let cmd = sb.command(&[]);
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &format!("{limits} && exec \"$0\" \"$@\"")])
+        .arg(bin())
+        .args(["run", "--config", &config, "--log-format", "json"])
+        .current_dir(sb.dir.path());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    Daemon::start_command(sh, None)
+}
+
+/// `args` of the binary run by `sh -c '<limits>; exec schemawatch …'`.
+fn run_under(sb: &Sandbox, limits: &str, args: &[&str]) -> Run {
+    let cmd = sb.command(&[]);
+    let mut sh = std::process::Command::new("sh");
+    sh.args(["-c", &format!("{limits} && exec \"$0\" \"$@\"")])
+        .arg(bin())
+        .args(args)
+        .current_dir(sb.dir.path());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => sh.env(k, v),
+            None => sh.env_remove(k),
+        };
+    }
+    let output = sh.output().unwrap();
+    Run {
+        args: args.iter().map(|s| s.to_string()).collect(),
+        code: output.status.code().expect("exited normally"),
+        stdout: output.stdout,
+        stderr: output.stderr,
+    }
+}
+
+/// H24: `max_concurrency = 4` (the default) under `ulimit -n 64` (was: every API connection
+/// closed at accept, `config check` ok, no WARN) runs one refresh at a time with a WARN, and
+/// the API answers; `config check` says so. Below what one refresh needs it refuses to start.
+/// With a soft limit under a higher hard one, the daemon raises its soft limit instead.
+#[test]
+fn h24_the_descriptor_budget_is_fitted_at_start() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let config = config_text(&file_watch("acme.pets", "pets.json", "1s"), "")
+        .replace("max_concurrency = 2", "max_concurrency = 4");
+    sb.write_config(&config);
+    let cfg = sb.config_arg();
+
+    let check = run_under(&sb, "ulimit -n 64", &["config", "check", "--config", &cfg]);
+    assert_eq!(check.code, 0, "{}", check.describe());
+    assert!(
+        check.stderr_text().contains("warning")
+            && check.stderr_text().contains("running 1 refresh"),
+        "{}",
+        check.describe()
+    );
+
+    let mut daemon = start_under(&sb, "ulimit -n 64");
+    let warned = daemon.wait_for_log("descriptor_budget", |_| true);
+    assert_eq!(warned["level"], "WARN", "{warned}");
+    assert_eq!(warned["max_concurrency"], 1, "{warned}");
+    assert_eq!(warned["configured_max_concurrency"], 4, "{warned}");
+    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
+    for _ in 0..3 {
+        let (status, body) = daemon.get("/v1/status");
+        assert_eq!(status, 200, "{body}\n{}", daemon.log_text());
+    }
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+
+    // Not even one refresh beside a few API connections: refused, by both.
+    for args in [
+        vec!["config", "check", "--config", &cfg],
+        vec!["run", "--config", &cfg],
+    ] {
+        let run = run_under(&sb, "ulimit -n 60", &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.describe());
+        assert!(
+            run.stderr_text()
+                .contains("RLIMIT_NOFILE 60 leaves no room"),
+            "{args:?}: {}",
+            run.describe()
+        );
+    }
+
+    // A low soft limit under a higher hard one is raised: no WARN, four refreshes at once.
+    let mut daemon = start_under(&sb, "ulimit -Sn 64 && ulimit -Hn 4096");
+    daemon.wait_for_log("descriptor_limit_raised", |v| v["to"] == 4096);
+    let limits = std::fs::read_to_string(format!("/proc/{}/limits", daemon.child.id())).unwrap();
+    let open_files = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .unwrap();
+    assert!(
+        open_files.split_whitespace().nth(3) == Some("4096"),
+        "{open_files}"
+    );
+    assert_eq!(
+        daemon.count_events("descriptor_budget"),
+        0,
+        "{}",
+        daemon.log_text()
+    );
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}
