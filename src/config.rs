@@ -662,9 +662,16 @@ impl Config {
                 )?,
                 max_bytes: match &w.max_bytes {
                     None => DEFAULT_MAX_BYTES,
-                    Some(v) => {
-                        parse_size(v).map_err(|e| invalid(format!("{at}: max_bytes: {e}")))?
-                    }
+                    Some(v) => match parse_size(v) {
+                        Ok(n) if n > crate::fetch::MAX_MAX_BYTES => {
+                            return Err(invalid(format!(
+                                "line {name_line}: {at}: max_bytes: {n} bytes is above the largest allowed, 1GiB ({} bytes)",
+                                crate::fetch::MAX_MAX_BYTES
+                            )))
+                        }
+                        Ok(n) => n,
+                        Err(e) => return Err(invalid(format!("{at}: max_bytes: {e}"))),
+                    },
                 },
                 ca_file: w.ca_file.as_deref().map(resolve).transpose()?,
                 proxy: w.proxy,

@@ -33,6 +33,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on decoded body bytes (32 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+/// The largest `max_bytes` a watch may set (1 GiB): a document is held and normalized in
+/// memory, so a larger cap would only let a provider exhaust it (H25).
+pub const MAX_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// HTTP validators of a stored snapshot. Kept outside the fingerprint (docs/design.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

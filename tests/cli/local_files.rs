@@ -322,3 +322,44 @@ fn h22_read_only_commands_work_on_a_read_only_registry() {
         "a read-only command wrote something"
     );
 }
+
+/// H25: `max_bytes` has an upper bound, 1 GiB (was: any size, `9223372036854775807` or
+/// `"8000000GiB"` included, so a provider could make a watch hold any amount in memory):
+/// `config check` refuses a larger one naming the watch, the line and the bound.
+#[test]
+fn h25_max_bytes_is_bounded() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let cfg = sb.config_arg();
+    let watch = "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n";
+    for value in [
+        "\"1025MiB\"",
+        "\"8000000GiB\"",
+        "9223372036854775807",
+        "1073741825",
+    ] {
+        sb.write_config(&format!("{watch}max_bytes = {value}\n"));
+        let run = sb.run(&["config", "check", "--config", &cfg]);
+        assert_eq!(run.code, 2, "{value}: {}", run.describe());
+        let err = run.stderr_text();
+        assert!(
+            err.contains("max_bytes")
+                && err.contains("above the largest allowed, 1GiB")
+                && err.contains("acme.pets")
+                && err.contains("line 2"),
+            "{value}: {err}"
+        );
+    }
+    for value in ["\"1GiB\"", "1073741824", "\"32MiB\""] {
+        sb.write_config(&format!("{watch}max_bytes = {value}\n"));
+        let run = sb.run(&["config", "check", "--config", &cfg]);
+        assert_eq!(run.code, 0, "{value}: {}", run.describe());
+    }
+    // The document is still read whole under a large cap.
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n{watch}max_bytes = \"1GiB\"\n"
+    ));
+    let (run, check) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(only_outcome(&check)["action"], "registered");
+}
