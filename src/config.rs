@@ -1085,6 +1085,7 @@ impl WatchConfig {
             external_refs: self.external_refs,
             database: self.database.clone(),
             mcp_resources: self.mcp_resources,
+            max_endpoints: Some(self.max_endpoints),
         }
     }
 }
