@@ -712,9 +712,16 @@ impl Config {
                 )?,
                 max_bytes: match &w.max_bytes {
                     None => DEFAULT_MAX_BYTES,
-                    Some(v) => {
-                        parse_size(v).map_err(|e| invalid(format!("{at}: max_bytes: {e}")))?
-                    }
+                    Some(v) => match parse_size(v) {
+                        Ok(n) if n > crate::fetch::MAX_MAX_BYTES => {
+                            return Err(invalid(format!(
+                                "line {name_line}: {at}: max_bytes: {n} bytes is above the largest allowed, 1GiB ({} bytes)",
+                                crate::fetch::MAX_MAX_BYTES
+                            )))
+                        }
+                        Ok(n) => n,
+                        Err(e) => return Err(invalid(format!("{at}: max_bytes: {e}"))),
+                    },
                 },
                 ca_file: w.ca_file.as_deref().map(resolve).transpose()?,
                 proxy: w.proxy,
@@ -773,7 +780,11 @@ fn included_files(
     base: &Path,
     patterns: &[toml::Spanned<String>],
 ) -> Result<Vec<PathBuf>, ConfigError> {
+    // The config itself, however spelled (`./c.toml`, a symlink to it): never its own include.
+    let own = std::fs::canonicalize(path).ok();
     let mut files = BTreeSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut examined = 0usize;
     for pattern in patterns {
         let invalid = |message: String| ConfigError::Invalid {
             path: path.to_path_buf(),
@@ -795,15 +806,94 @@ fn included_files(
                 format!("{folder}/{raw}")
             }
         };
-        let matches = glob::glob(&full).map_err(|e| invalid(e.to_string()))?;
-        for entry in matches {
-            let file = entry.map_err(|e| invalid(e.to_string()))?;
-            if file.is_file() && file != path {
-                files.insert(file);
+        let compiled = glob::Pattern::new(&full).map_err(|e| invalid(e.to_string()))?;
+        let options = glob::MatchOptions {
+            case_sensitive: true,
+            require_literal_separator: true,
+            require_literal_leading_dot: false,
+        };
+        // Walk from the pattern's literal folder, never into a symlinked folder (a loop
+        // under `**` used to grow without bound, H21), as deep as the pattern reaches.
+        let (root, depth) = walk_root(base, raw);
+        let walk_from = if root.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            root.as_path()
+        };
+        let walker = walkdir::WalkDir::new(walk_from)
+            .follow_links(false)
+            .min_depth(1)
+            .max_depth(depth)
+            .sort_by_file_name();
+        for entry in walker {
+            examined += 1;
+            if examined > MAX_INCLUDE_ENTRIES {
+                return Err(invalid(format!(
+                    "the include patterns look at more than {MAX_INCLUDE_ENTRIES} entries; name a narrower folder"
+                )));
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                // A folder the pattern names that does not exist matches nothing.
+                Err(e) if e.depth() == 0 => continue,
+                Err(e) => return Err(invalid(e.to_string())),
+            };
+            let shown = if root.as_os_str().is_empty() {
+                entry.path().strip_prefix(".").unwrap_or(entry.path())
+            } else {
+                entry.path()
+            };
+            if !compiled.matches_path_with(shown, options) || !shown.is_file() {
+                continue;
+            }
+            let canonical = std::fs::canonicalize(shown).ok();
+            if canonical.is_some() && canonical == own {
+                continue;
+            }
+            if !seen.insert(canonical.unwrap_or_else(|| shown.to_path_buf())) {
+                continue;
+            }
+            files.insert(shown.to_path_buf());
+            if files.len() > MAX_INCLUDED_FILES {
+                return Err(invalid(format!(
+                    "the include patterns match more than {MAX_INCLUDED_FILES} files"
+                )));
             }
         }
     }
     Ok(files.into_iter().collect())
+}
+
+/// Most files a config's `include` patterns may match.
+pub const MAX_INCLUDED_FILES: usize = 10_000;
+/// Most folder entries the `include` patterns may look at, together.
+pub const MAX_INCLUDE_ENTRIES: usize = 200_000;
+
+/// Where a relative (to `base`) or absolute include pattern's walk starts — its leading
+/// components without glob metacharacters — and how many levels below it the pattern reaches
+/// (unbounded with a `**` component).
+fn walk_root(base: &Path, raw: &str) -> (PathBuf, usize) {
+    let mut root = if Path::new(raw).is_absolute() {
+        PathBuf::from("/")
+    } else {
+        base.to_path_buf()
+    };
+    let components: Vec<&str> = raw.split('/').filter(|c| !c.is_empty()).collect();
+    let literal = components
+        .iter()
+        .take(components.len().saturating_sub(1))
+        .take_while(|c| !c.contains(['*', '?', '[', ']']))
+        .count();
+    for c in &components[..literal] {
+        root.push(c);
+    }
+    let rest = &components[literal..];
+    let depth = if rest.contains(&"**") {
+        usize::MAX
+    } else {
+        rest.len()
+    };
+    (root, depth)
 }
 
 /// The first `${NAME}` of a value template whose variable is not set (`${file:…}` is read at
@@ -937,18 +1027,78 @@ pub fn expand_env(text: &str) -> Result<String, String> {
 
 /// A TOML error as `line N: message`, naming the key when there is one.
 fn describe_toml_error(text: &str, err: &toml::de::Error) -> String {
-    let message = err.message().trim().to_string();
+    let message = scrub_values(err.message().trim());
     match err.span() {
+        // Where, never what: the offending text may be a secret (a header value, a token
+        // pasted in the wrong place), so neither it nor its line is quoted (H19).
         Some(span) => {
-            let line = text[..span.start.min(text.len())].matches('\n').count() + 1;
-            let snippet: String = text[span.start.min(text.len())..span.end.min(text.len())]
-                .chars()
-                .take(60)
-                .collect();
-            format!("line {line}: {message} (at `{snippet}`)")
+            let start = floor_char_boundary(text, span.start.min(text.len()));
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line = text[..start].matches('\n').count() + 1;
+            let column = text[line_start..start].chars().count() + 1;
+            format!("line {line}, column {column}: {message}")
         }
         None => message,
     }
+}
+
+/// The largest char boundary at or before `at`.
+fn floor_char_boundary(text: &str, mut at: usize) -> usize {
+    while at > 0 && !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// A TOML or serde message without the values it quotes: `"…"` strings, and the backticked
+/// value after `integer`, `floating point`, `character`, `boolean` or `unknown variant` (serde's
+/// way of naming what it got). Field names and expectations stay (`unknown field `x``).
+fn scrub_values(message: &str) -> String {
+    const VALUE_BEFORE_TICK: [&str; 5] = [
+        "integer ",
+        "floating point ",
+        "character ",
+        "boolean ",
+        "unknown variant ",
+    ];
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(i) = rest.find(['"', '`']) {
+        let (before, from) = rest.split_at(i);
+        out.push_str(before);
+        let quote = if from.starts_with('"') { '"' } else { '`' };
+        let is_value = quote == '"' || VALUE_BEFORE_TICK.iter().any(|w| out.ends_with(w));
+        // The closing quote: the next one not escaped by a backslash.
+        let body = &from[1..];
+        let mut end = None;
+        let mut escaped = false;
+        for (j, c) in body.char_indices() {
+            match c {
+                '\\' if !escaped => escaped = true,
+                c if c == quote && !escaped => {
+                    end = Some(j);
+                    break;
+                }
+                _ => escaped = false,
+            }
+        }
+        let Some(end) = end else {
+            // Unterminated: drop the rest, it may be the value.
+            out.push(quote);
+            out.push('…');
+            return out;
+        };
+        out.push(quote);
+        if is_value {
+            out.push('…');
+        } else {
+            out.push_str(&body[..end]);
+        }
+        out.push(quote);
+        rest = &body[end + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 // How the source layer reads a watch: the config depends on the source layer, never the
@@ -985,12 +1135,32 @@ impl WatchConfig {
             external_refs: self.external_refs,
             database: self.database.clone(),
             mcp_resources: self.mcp_resources,
+            max_endpoints: Some(self.max_endpoints),
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn scrubbed_messages_keep_names_and_drop_values() {
+        assert_eq!(
+            scrub_values(r#"invalid type: string "tok\"en", expected u32"#),
+            r#"invalid type: string "…", expected u32"#
+        );
+        assert_eq!(
+            scrub_values("unknown variant `secret`, expected `none` or `same-origin`"),
+            "unknown variant `…`, expected `none` or `same-origin`"
+        );
+        assert_eq!(
+            scrub_values("unknown field `bogus_key`, expected one of `path`"),
+            "unknown field `bogus_key`, expected one of `path`"
+        );
+        assert_eq!(scrub_values("expected `b`, `f`"), "expected `b`, `f`");
+        assert_eq!(scrub_values("integer `123`"), "integer `…`");
+        assert_eq!(scrub_values("unterminated \"abc"), "unterminated \"…");
+    }
+
     use super::*;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {

@@ -17,6 +17,18 @@ pub fn run(action: ConfigCommand) -> Outcome {
             config
                 .require_env()
                 .map_err(|e| super::Failure::Usage(e.into()))?;
+            schemawatch::daemon::check_listen(&config)
+                .map_err(|e| super::Failure::Usage(e.into()))?;
+            // What `run` will do about descriptors under this shell's limits (H24).
+            use schemawatch::daemon::descriptors;
+            let concurrency = config.daemon.max_concurrency;
+            let (limit, fit) = descriptors::assess(concurrency);
+            if let Some(message) = descriptors::describe(limit, concurrency, fit) {
+                if matches!(fit, descriptors::Fit::Refused { .. }) {
+                    return Err(super::Failure::Usage(anyhow::anyhow!(message)));
+                }
+                eprintln!("schemawatch: warning: {message}");
+            }
             // Included files were read and validated by `load_config`; name how many.
             let included = match config.included.len() {
                 0 => String::new(),

@@ -1,6 +1,6 @@
 //! `schemawatch history`: a tool's applied versions, newest first.
 
-use super::{load_config, open_registry, print_json, ConfigArg, Failure, Outcome};
+use super::{load_config, open_registry_reading, print_json, ConfigArg, Failure, Outcome};
 use anyhow::anyhow;
 use schemawatch::config::Config;
 use schemawatch::views;
@@ -20,7 +20,7 @@ pub fn run(args: HistoryArgs) -> Outcome {
 }
 
 fn history(config: &Config, tool: &str, json: bool) -> Outcome {
-    let registry = open_registry(config)?;
+    let registry = open_registry_reading(config)?;
     let entries = registry.history(tool).map_err(anyhow::Error::from)?;
     if entries.is_empty() && registry.tool(tool).map_err(anyhow::Error::from)?.is_none() {
         return Err(Failure::Usage(anyhow!(

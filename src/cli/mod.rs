@@ -164,7 +164,13 @@ pub fn main() -> ExitCode {
         .enable_all()
         .build()
         .map_err(|e| Failure::Usage(anyhow!("cannot start the async runtime: {e}")))
-        .and_then(|rt| rt.block_on(dispatch(cli)));
+        .and_then(|rt| {
+            let result = rt.block_on(dispatch(cli));
+            // A blocking read that outlived its deadline (abandoned by a timeout) must not keep
+            // the process alive: dropping the runtime would wait for it forever (H17).
+            rt.shutdown_timeout(std::time::Duration::from_secs(1));
+            result
+        });
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported(message)) => {
@@ -230,6 +236,26 @@ fn open_registry(config: &Config) -> anyhow::Result<Registry> {
     Ok(registry)
 }
 
+/// The registry for a command that only reads (`status`, `history`, `pending list|show`,
+/// `catalog export`, `pin`, `triage`): opened as usual (migrations, upgrades) or, when that
+/// needs a write it cannot make (a 0444 file, a read-only folder or mount: a backup, a
+/// snapshot), opened read-only (docs/reliability.md H22). A missing file keeps the usual path.
+fn open_registry_reading(config: &Config) -> anyhow::Result<Registry> {
+    match open_registry(config) {
+        Ok(registry) => Ok(registry),
+        Err(e) => {
+            let path = &config.storage.path;
+            match path.is_file().then(|| Registry::open_read_only(path)) {
+                Some(Ok(registry)) => {
+                    tracing::debug!(event = "registry_opened_read_only", error = %format!("{e:#}"));
+                    Ok(registry)
+                }
+                _ => Err(e),
+            }
+        }
+    }
+}
+
 fn print_json(value: &Value) {
     // serde_json without preserve_order sorts object keys, so output is byte-stable.
     say!(
@@ -243,7 +269,7 @@ fn current_tools(
     config: &Config,
     only: &[String],
 ) -> anyhow::Result<Vec<schemawatch::artifacts::pin::PinnedTool>> {
-    let registry = open_registry(config)?;
+    let registry = open_registry_reading(config)?;
     Ok(schemawatch::artifacts::current_tools(
         config, &registry, only,
     )?)

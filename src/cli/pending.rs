@@ -1,6 +1,8 @@
 //! `schemawatch pending list|show|accept|reject`: the review queue.
 
-use super::{load_config, open_registry, print_json, ConfigArg, Failure, Outcome};
+use super::{
+    load_config, open_registry, open_registry_reading, print_json, ConfigArg, Failure, Outcome,
+};
 use schemawatch::core::report::report_text;
 use schemawatch::registry::RegistryError;
 use schemawatch::views;
@@ -57,7 +59,7 @@ pub fn run(action: PendingCommand) -> Outcome {
     match action {
         PendingCommand::List { config, json } => {
             let config = load_config(&config)?;
-            let registry = open_registry(&config)?;
+            let registry = open_registry_reading(&config)?;
             let reviews = registry.review_heads(true).map_err(anyhow::Error::from)?;
             if json {
                 print_json(&views::pending_list_json(&reviews));
@@ -79,7 +81,7 @@ pub fn run(action: PendingCommand) -> Outcome {
         }
         PendingCommand::Show { id, config, json } => {
             let config = load_config(&config)?;
-            let registry = open_registry(&config)?;
+            let registry = open_registry_reading(&config)?;
             let review = registry.review(id).map_err(decision_failure)?;
             if json {
                 print_json(&views::review_detail(&review));

@@ -1,8 +1,8 @@
 //! `schemawatch pin capture|check`: pins of reviewed tool versions.
 
 use super::{
-    current_tools, load_config, open_registry, print_json, read_artifacts, ConfigArg, Failure,
-    Outcome,
+    current_tools, load_config, open_registry_reading, print_json, read_artifacts, ConfigArg,
+    Failure, Outcome,
 };
 use anyhow::anyhow;
 use schemawatch::artifacts::pin;
@@ -49,7 +49,7 @@ pub async fn run(action: PinCommand) -> Outcome {
         } => {
             let config = load_config(&config)?;
             let text = read_artifacts(&[&pin_path]).await?.remove(0);
-            let registry = open_registry(&config)?;
+            let registry = open_registry_reading(&config)?;
             let result = schemawatch::artifacts::check_pin(&config, &registry, &text)
                 .map_err(anyhow::Error::from)?;
             if json {

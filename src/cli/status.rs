@@ -1,6 +1,6 @@
 //! `schemawatch status`: every watch's state (`--status S`: only the watches in status S).
 
-use super::{load_config, open_registry, print_json, ConfigArg, Failure, Outcome};
+use super::{load_config, open_registry_reading, print_json, ConfigArg, Failure, Outcome};
 use schemawatch::config::Config;
 use schemawatch::registry::WatchStatus;
 use schemawatch::views::{self, Filter, Page};
@@ -40,7 +40,7 @@ pub fn run(args: StatusArgs) -> Outcome {
 }
 
 fn status(config: &Config, json: bool, filter: &Filter) -> Outcome {
-    let registry = open_registry(config)?;
+    let registry = open_registry_reading(config)?;
     let (status, _) = views::status_listing(config, &registry, filter, &Page::default())
         .map_err(anyhow::Error::from)?;
     let registry_version = &status["registry_version"];

@@ -1,6 +1,8 @@
 //! `schemawatch triage`: every endpoint in one surface bucket; a classification file checked.
 
-use super::{load_config, open_registry, print_json, read_text, ConfigArg, Failure, Outcome};
+use super::{
+    load_config, open_registry_reading, print_json, read_text, ConfigArg, Failure, Outcome,
+};
 use anyhow::anyhow;
 use schemawatch::artifacts::triage as surface;
 use schemawatch::config::Config;
@@ -24,7 +26,7 @@ pub fn run(args: TriageArgs) -> Outcome {
 }
 
 fn triage(config: &Config, classification: Option<&Path>, json: bool) -> Outcome {
-    let registry = open_registry(config)?;
+    let registry = open_registry_reading(config)?;
     let mut buckets = std::collections::BTreeMap::new();
     for watch in &config.watches {
         if let Some(tool) = registry.tool(&watch.name).map_err(anyhow::Error::from)? {

@@ -18,6 +18,7 @@
 //! - every deadline is computed with checked arithmetic ([`later`]): configured durations are
 //!   bounded (`config.rs`), and even an unbounded one would mean "never", not a panic.
 
+pub mod descriptors;
 pub mod schedule;
 pub mod serve;
 mod systemd;
@@ -62,8 +63,8 @@ pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
 
 /// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable
-/// (review actions would be silently disabled), and an API on every interface (`0.0.0.0`,
-/// `[::]`) with no admin token configured.
+/// (review actions would be silently disabled), and an API beyond loopback with no admin
+/// token configured ([`check_listen`]).
 pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
     config
         .require_env()
@@ -75,18 +76,30 @@ pub fn check_startup(config: &Config) -> Result<(), DaemonError> {
             )));
         }
     }
-    let unspecified = config
-        .server
-        .listen
-        .parse::<SocketAddr>()
-        .is_ok_and(|a| a.ip().is_unspecified());
-    if unspecified && config.server.admin_token_env.is_none() {
-        return Err(DaemonError::Refused(format!(
-            "server.listen = {:?} serves the API on every interface without an admin token: set server.admin_token_env, or listen on loopback",
-            config.server.listen
-        )));
+    check_listen(config)
+}
+
+/// An API beyond loopback needs an admin token (H11, H18): on every interface (`0.0.0.0`,
+/// `[::]`) or on any specific address that is not loopback (`10.0.0.5:9477`), since a
+/// token-less API there is open to the network. `config check` says the same.
+pub fn check_listen(config: &Config) -> Result<(), DaemonError> {
+    if config.server.admin_token_env.is_some() {
+        return Ok(());
     }
-    Ok(())
+    let Ok(addr) = config.server.listen.parse::<SocketAddr>() else {
+        return Ok(());
+    };
+    let reach = if addr.ip().is_unspecified() {
+        "on every interface"
+    } else if addr.ip().to_canonical().is_loopback() {
+        return Ok(());
+    } else {
+        "on an address that is not loopback"
+    };
+    Err(DaemonError::Refused(format!(
+        "server.listen = {:?} serves the API {reach} without an admin token: set server.admin_token_env, or listen on loopback",
+        config.server.listen
+    )))
 }
 
 /// Reads the config again (SIGHUP). A valid config adds, removes and changes watches in
@@ -104,6 +117,10 @@ async fn reload(
             message: e.to_string(),
         });
     }
+    let new = descriptors::apply(new, false).map_err(|message| ConfigError::Invalid {
+        path: path.to_path_buf(),
+        message,
+    })?;
     let old = shared.config();
     if new.storage.path != old.storage.path {
         tracing::warn!(
@@ -319,6 +336,8 @@ impl schedule::Observer for Shared {
 /// Runs until `events` says stop (or closes): binds the API, starts the scheduler, reloads.
 pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<(), DaemonError> {
     check_startup(&config)?;
+    // Descriptors for the refreshes and the API, or fewer refreshes, or no start (H24).
+    let config = descriptors::apply(config, true).map_err(DaemonError::Refused)?;
     // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
     // re-parented to us: reap them (docs/reliability.md H1).
     crate::process::become_subreaper();

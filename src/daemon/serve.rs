@@ -8,7 +8,11 @@
 //!   once;
 //! - a connection must send a complete request head within [`HEADER_TIMEOUT`] of being
 //!   accepted or of its previous response, else it is closed;
-//! - accept errors (`EMFILE`, …) pause the loop briefly instead of spinning.
+//! - accept errors (`EMFILE`, …) pause the loop briefly instead of spinning;
+//! - when every connection is busy (say, clients trickling request bodies until the body
+//!   deadline of [`crate::api::BODY_TIMEOUT`]), a new one takes one of
+//!   [`PROBE_CONNECTIONS`] slots of its own that serve only `/healthz` and `/readyz` (any other
+//!   request there is answered 503), so the probes are never starved (H16).
 
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -24,6 +28,8 @@ use tower::ServiceExt;
 pub const MAX_CONNECTIONS: usize = 64;
 /// A request head must arrive within this long (of the accept, or of the previous response).
 pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections beyond [`MAX_CONNECTIONS`] that serve only the probes.
+pub const PROBE_CONNECTIONS: usize = 8;
 /// File descriptors kept free for refreshes: this plus 8 per refresh slot.
 pub const FD_RESERVE_BASE: u64 = 16;
 
@@ -73,6 +79,7 @@ pub async fn serve(
 ) {
     let reserve = FD_RESERVE_BASE + 8 * max_concurrency as u64;
     let open = Arc::new(Connections::default());
+    let probes = Arc::new(Connections::default());
     let (closing_tx, closing) = tokio::sync::watch::channel(false);
     let mut tasks = JoinSet::new();
     let mut next_id = 0u64;
@@ -91,59 +98,115 @@ pub async fn serve(
                 continue;
             }
         };
-        // Room for it: under the connection cap and outside the descriptor reserve.
-        let full = |count: usize| {
-            count >= MAX_CONNECTIONS
-                || descriptors().is_some_and(|(fds, limit)| fds.saturating_add(reserve) > limit)
+        // Room for it: under the connection cap and outside the descriptor reserve. A probe
+        // slot may use the per-slot part of the reserve, never its base.
+        let fds_over = |reserve: u64| {
+            descriptors().is_some_and(|(fds, limit)| fds.saturating_add(reserve) > limit)
         };
-        if full(open.lock().len()) && !open.evict_one() {
+        let probe_only = if open.lock().len() < MAX_CONNECTIONS && !fds_over(reserve) {
+            false
+        } else if open.evict_one() {
+            false
+        } else if (probes.lock().len() < PROBE_CONNECTIONS && !fds_over(FD_RESERVE_BASE))
+            || probes.evict_one()
+        {
+            true
+        } else {
             tracing::debug!(
                 event = "api_connection_refused",
                 "every API connection is busy"
             );
             drop(stream);
             continue;
-        }
+        };
         next_id += 1;
-        let id = next_id;
-        let busy = Arc::new(AtomicBool::new(false));
-        let service_busy = busy.clone();
-        let router = app.clone();
-        let service = hyper::service::service_fn(move |request| {
-            let router = router.clone();
-            let busy = service_busy.clone();
-            async move {
-                busy.store(true, Ordering::SeqCst);
-                let response = router.oneshot(request).await;
-                busy.store(false, Ordering::SeqCst);
-                response
-            }
-        });
-        let mut closing = closing.clone();
-        let registry = open.clone();
+        let registry = if probe_only {
+            probes.clone()
+        } else {
+            open.clone()
+        };
+        let task = connection(
+            next_id,
+            stream,
+            app.clone(),
+            probe_only,
+            closing.clone(),
+            registry.clone(),
+        );
         // Held across the spawn: the task removes itself only after it was inserted.
-        let mut guard = open.lock();
-        let handle = tasks.spawn(async move {
-            let mut builder = hyper::server::conn::http1::Builder::new();
-            builder
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEADER_TIMEOUT)
-                .max_buf_size(64 * 1024);
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            tokio::select! {
-                _ = conn.as_mut() => {}
-                _ = async { closing.wait_for(|c| *c).await.is_ok() } => {
-                    conn.as_mut().graceful_shutdown();
-                    let _ = conn.await;
-                }
-            }
-            registry.lock().remove(&id);
-        });
-        guard.insert(id, (busy, handle));
+        let mut guard = registry.lock();
+        let handle = tasks.spawn(task.run);
+        guard.insert(next_id, (task.busy, handle));
         drop(guard);
     }
     let _ = closing_tx.send(true);
     drop(listener);
     while tasks.join_next().await.is_some() {}
+}
+
+/// One accepted connection: its busy flag and the future that serves it.
+struct Connection<F> {
+    busy: Arc<AtomicBool>,
+    run: F,
+}
+
+/// The paths a probe slot serves.
+fn is_probe(path: &str) -> bool {
+    path == "/healthz" || path == "/readyz"
+}
+
+fn connection(
+    id: u64,
+    stream: tokio::net::TcpStream,
+    app: Router,
+    probe_only: bool,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+    registry: Arc<Connections>,
+) -> Connection<impl std::future::Future<Output = ()> + Send + 'static> {
+    let busy = Arc::new(AtomicBool::new(false));
+    let service_busy = busy.clone();
+    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+        let router = app.clone();
+        let busy = service_busy.clone();
+        async move {
+            if probe_only && !is_probe(request.uri().path()) {
+                let mut refused = axum::response::Response::new(axum::body::Body::from(
+                    "{\"error\":\"every API connection is busy: only /healthz and /readyz are served now\"}",
+                ));
+                *refused.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+                let headers = refused.headers_mut();
+                headers.insert(
+                    hyper::header::CONTENT_TYPE,
+                    hyper::header::HeaderValue::from_static("application/json"),
+                );
+                headers.insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+                return Ok(refused);
+            }
+            busy.store(true, Ordering::SeqCst);
+            let response = router.oneshot(request).await;
+            busy.store(false, Ordering::SeqCst);
+            response
+        }
+    });
+    let run = async move {
+        let mut builder = hyper::server::conn::http1::Builder::new();
+        builder
+            .timer(TokioTimer::new())
+            .header_read_timeout(HEADER_TIMEOUT)
+            .max_buf_size(64 * 1024);
+        let conn = builder.serve_connection(TokioIo::new(stream), service);
+        tokio::pin!(conn);
+        tokio::select! {
+            _ = conn.as_mut() => {}
+            _ = async { closing.wait_for(|c| *c).await.is_ok() } => {
+                conn.as_mut().graceful_shutdown();
+                let _ = conn.await;
+            }
+        }
+        registry.lock().remove(&id);
+    };
+    Connection { busy, run }
 }

@@ -33,6 +33,9 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default cap on decoded body bytes (32 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 32 * 1024 * 1024;
+/// The largest `max_bytes` a watch may set (1 GiB): a document is held and normalized in
+/// memory, so a larger cap would only let a provider exhaust it (H25).
+pub const MAX_MAX_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// HTTP validators of a stored snapshot. Kept outside the fingerprint (docs/design.md).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -209,6 +212,8 @@ pub enum FetchError {
         path: PathBuf,
         error: std::io::Error,
     },
+    #[error("cannot read {}: not a regular file (a FIFO, device or socket is never read as a document; pipe it to `-` instead)", path.display())]
+    NotRegular { path: PathBuf },
     #[error("cannot read standard input: {error}")]
     Stdin { error: std::io::Error },
     #[error("cannot read {object} from git: {detail}")]

@@ -118,6 +118,9 @@ pub struct McpRequest {
     pub probe_timeout: Duration,
     /// Which resources are listed.
     pub resources: McpResources,
+    /// Most tools read (the watch's `max_endpoints`): one more stops the walk at that page,
+    /// before the rest is requested or held (H26). `None`: no limit.
+    pub max_tools: Option<usize>,
 }
 
 impl McpRequest {
@@ -129,6 +132,7 @@ impl McpRequest {
             max_pages: DEFAULT_MAX_PAGES,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             resources: McpResources::default(),
+            max_tools: None,
         }
     }
 
@@ -160,8 +164,10 @@ pub struct Snapshot {
     pub instructions: Option<String>,
     /// The server's declared capabilities, verbatim (`None`: it stated none).
     pub capabilities: Option<Value>,
-    /// Every tool, in server order, verbatim.
-    pub tools: Vec<Value>,
+    /// Every tool, in server order, verbatim, each as its compact JSON text: a live listing
+    /// is held about as compactly as the same list read from a file, never as a tree of
+    /// every tool (H26).
+    pub tools: Vec<Box<str>>,
     /// Every prompt (with the `messages` of `prompts/get` for prompts without required
     /// arguments), when the server has the prompts capability.
     pub prompts: Option<Vec<Value>>,
@@ -177,8 +183,17 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// The snapshot document the MCP normalizer reads.
-    pub fn document(&self) -> Value {
+    /// Every tool as a JSON value (for inspection and tests; [`Snapshot::into_document`] never
+    /// builds these).
+    pub fn tool_values(&self) -> Vec<Value> {
+        self.tools
+            .iter()
+            .map(|t| serde_json::from_str(t).unwrap_or(Value::Null))
+            .collect()
+    }
+
+    /// Everything but the tools, keyed as in the document.
+    fn envelope(&self) -> Map<String, Value> {
         let mut doc = Map::new();
         doc.insert("protocolVersion".into(), json!(self.protocol_version));
         doc.insert("transport".into(), json!(self.transport));
@@ -194,7 +209,6 @@ impl Snapshot {
         if let Some(capabilities) = &self.capabilities {
             doc.insert("capabilities".into(), capabilities.clone());
         }
-        doc.insert("tools".into(), Value::Array(self.tools.clone()));
         for (key, list) in [
             ("prompts", &self.prompts),
             ("resourceTemplates", &self.resource_templates),
@@ -204,7 +218,51 @@ impl Snapshot {
                 doc.insert(key.into(), Value::Array(items.clone()));
             }
         }
+        doc
+    }
+
+    /// The snapshot document the MCP normalizer reads.
+    pub fn document(&self) -> Value {
+        let mut doc = self.envelope();
+        doc.insert("tools".into(), Value::Array(self.tool_values()));
         Value::Object(doc)
+    }
+
+    /// [`Snapshot::document`] as bytes, written from the tools' texts (each freed once
+    /// written): the same bytes as `serde_json::to_vec(&self.document())`, sorted keys and
+    /// all, without a tree of the tools.
+    pub fn into_document(mut self) -> Result<Vec<u8>, serde_json::Error> {
+        let mut tools = Some(std::mem::take(&mut self.tools));
+        let mut doc = self.envelope();
+        doc.insert("tools".into(), Value::Array(Vec::new()));
+        let size = tools.iter().flatten().map(|t| t.len() + 1).sum::<usize>() + 1024;
+        let mut out = Vec::with_capacity(size);
+        out.push(b'{');
+        for (i, (key, value)) in doc.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            serde_json::to_writer(&mut out, key)?;
+            out.push(b':');
+            match (key.as_str(), tools.take()) {
+                ("tools", Some(tools)) => {
+                    out.push(b'[');
+                    for (j, tool) in tools.into_iter().enumerate() {
+                        if j > 0 {
+                            out.push(b',');
+                        }
+                        out.extend_from_slice(tool.as_bytes());
+                    }
+                    out.push(b']');
+                }
+                (_, rest) => {
+                    tools = rest;
+                    serde_json::to_writer(&mut out, value)?;
+                }
+            }
+        }
+        out.push(b'}');
+        Ok(out)
     }
 }
 
@@ -248,6 +306,8 @@ pub enum McpError {
     TooManyPages { method: String, limit: usize },
     #[error("{method} repeated a cursor; the pagination never ends")]
     CursorLoop { method: String },
+    #[error("the MCP server lists more than {limit} tools, more than this watch's max_endpoints ({limit}); stopped reading after {pages} page(s) of tools/list, nothing was stored (raise max_endpoints to accept it)")]
+    TooManyTools { limit: usize, pages: usize },
 }
 
 /// A JSON-RPC answer to one request.
@@ -401,7 +461,7 @@ pub async fn fetch_tools(request: &McpRequest) -> Result<Snapshot, McpError> {
 /// [`fetch_tools`], rendered as the snapshot document's bytes.
 pub async fn fetch_document(request: &McpRequest) -> Result<Vec<u8>, McpError> {
     let snapshot = fetch_tools(request).await?;
-    serde_json::to_vec(&snapshot.document()).map_err(|e| McpError::Protocol {
+    snapshot.into_document().map_err(|e| McpError::Protocol {
         detail: format!("cannot serialize the snapshot: {e}"),
     })
 }
@@ -490,7 +550,19 @@ async fn session(
     let (mut pages, mut other_pages) = (0, 0);
     // Tools unless the server states capabilities without them (then it has none).
     let tools = if declares("tools") != Some(false) {
-        list_all(conn, request, era, "tools/list", "tools", phase, &mut pages).await?
+        let as_text = |tool: Value| -> Result<Box<str>, McpError> {
+            serde_json::to_string(&tool)
+                .map(String::into_boxed_str)
+                .map_err(|e| McpError::Protocol {
+                    detail: format!("cannot keep a tool: {e}"),
+                })
+        };
+        let list = List {
+            method: "tools/list",
+            key: "tools",
+            limit: request.max_tools,
+        };
+        list_all(conn, request, era, list, phase, &mut pages, as_text).await?
     } else {
         Vec::new()
     };
@@ -499,10 +571,14 @@ async fn session(
             conn,
             request,
             era,
-            "prompts/list",
-            "prompts",
+            List {
+                method: "prompts/list",
+                key: "prompts",
+                limit: None,
+            },
             phase,
             &mut other_pages,
+            Ok,
         )
         .await?;
         for prompt in prompts.iter_mut() {
@@ -519,10 +595,14 @@ async fn session(
                 conn,
                 request,
                 era,
-                "resources/templates/list",
-                "resourceTemplates",
+                List {
+                    method: "resources/templates/list",
+                    key: "resourceTemplates",
+                    limit: None,
+                },
                 phase,
                 &mut other_pages,
+                Ok,
             )
             .await?,
         )
@@ -535,10 +615,14 @@ async fn session(
                 conn,
                 request,
                 era,
-                "resources/list",
-                "resources",
+                List {
+                    method: "resources/list",
+                    key: "resources",
+                    limit: None,
+                },
                 phase,
                 &mut other_pages,
+                Ok,
             )
             .await?,
         )
@@ -569,16 +653,25 @@ fn params_for(era: Era, params: Map<String, Value>) -> Value {
     }
 }
 
-/// Walks a paginated `*/list` method from no cursor to the end; `key` is the result's array.
-async fn list_all(
+/// A paginated `*/list` method, the result's array `key`, and the most items it may hold.
+struct List<'a> {
+    method: &'a str,
+    key: &'a str,
+    limit: Option<usize>,
+}
+
+/// Walks a paginated `*/list` method from no cursor to the end, keeping each item as `keep`
+/// makes it. Past `list.limit` items it stops at that page: nothing more is requested.
+async fn list_all<T>(
     conn: &mut Conn,
     request: &McpRequest,
     era: Era,
-    method: &str,
-    key: &str,
+    list: List<'_>,
     phase: &mut String,
     total_pages: &mut usize,
-) -> Result<Vec<Value>, McpError> {
+    mut keep: impl FnMut(Value) -> Result<T, McpError>,
+) -> Result<Vec<T>, McpError> {
+    let List { method, key, limit } = list;
     let mut items = Vec::new();
     let mut cursor: Option<String> = None;
     let mut seen = BTreeSet::new();
@@ -609,15 +702,25 @@ async fn list_all(
                 })
             }
         }
-        match result.get(key) {
-            Some(Value::Array(page)) => items.extend(page.iter().cloned()),
+        let mut result = result;
+        let next = result.get_mut("nextCursor").map(Value::take);
+        match result.get_mut(key).map(Value::take) {
+            Some(Value::Array(page)) => {
+                if let Some(limit) = limit.filter(|l| items.len() + page.len() > *l) {
+                    return Err(McpError::TooManyTools { limit, pages });
+                }
+                items.reserve(page.len());
+                for item in page {
+                    items.push(keep(item)?);
+                }
+            }
             _ => {
                 return Err(McpError::Protocol {
                     detail: format!("{method} result has no \"{key}\" array"),
                 })
             }
         }
-        match result.get("nextCursor") {
+        match next.as_ref() {
             None | Some(Value::Null) => break,
             Some(Value::String(next)) => {
                 if !seen.insert(next.clone()) {
@@ -796,6 +899,32 @@ fn parse_messages(bytes: &[u8]) -> Result<Vec<Value>, McpError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_document_written_from_texts_is_the_documents_bytes() {
+        let snapshot = Snapshot {
+            era: Era::Modern,
+            protocol_version: MODERN_VERSION.into(),
+            server_info: Some(json!({"name": "s", "version": "1"})),
+            instructions: Some("use \"me\"".into()),
+            capabilities: Some(json!({"tools": {}, "prompts": {}})),
+            tools: vec![
+                r#"{"b":1,"name":"z","x":1.50}"#.into(),
+                r#"{"description":"é\n","name":"a"}"#.into(),
+            ],
+            prompts: Some(vec![json!({"name": "p"})]),
+            resource_templates: None,
+            resources: Some(vec![]),
+            pages: 1,
+            transport: "streamable-http",
+            url: Some("http://127.0.0.1:1/mcp".into()),
+        };
+        let expected = serde_json::to_vec(&snapshot.document()).unwrap();
+        assert_eq!(
+            String::from_utf8(snapshot.into_document().unwrap()).unwrap(),
+            String::from_utf8(expected).unwrap()
+        );
+    }
 
     #[test]
     fn messages_are_classified() {

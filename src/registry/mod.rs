@@ -261,6 +261,13 @@ pub fn check_decision_text(reviewer: &str, reason: &str) -> std::result::Result<
     Ok(())
 }
 
+/// Whether a non-empty `-wal` file lies beside the registry at `path`.
+fn has_wal(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
 /// The current UTC time as RFC 3339 with seconds precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
@@ -403,15 +410,30 @@ impl Registry {
     /// Opens an existing registry read-only (for inspection): no migration, no writes. A
     /// registry whose schema is not the current one is refused.
     pub fn open_read_only(path: &Path) -> Result<Registry> {
-        let conn = Connection::open_with_flags(
-            path,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )?;
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(Duration::from_secs(10))?;
-        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        let check: String = match conn.query_row("PRAGMA quick_check", [], |r| r.get(0)) {
+            Ok(check) => check,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ReadOnly && !has_wal(path) =>
+            {
+                // A WAL-mode file in a folder we cannot write (a 0555 folder, a read-only
+                // mount) cannot get its `-shm` index. With no `-wal` beside it, the file
+                // holds every commit, and SQLite may read it as immutable (H22).
+                return Registry::open_immutable(path);
+            }
+            Err(e) => return Err(e.into()),
+        };
         if check != "ok" {
             return Err(RegistryError::Corrupt(check));
         }
+        Registry::checked_version(conn)
+    }
+
+    /// A read-only connection of the current schema version as a registry.
+    fn checked_version(conn: Connection) -> Result<Registry> {
         let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
         let supported = migrate::latest();
         if version > supported {
@@ -427,6 +449,32 @@ impl Registry {
             });
         }
         Ok(Registry { conn, routes: None })
+    }
+
+    /// [`Registry::open_read_only`] of a file nobody can be writing: its folder is read-only
+    /// to us and no `-wal` file exists.
+    fn open_immutable(path: &Path) -> Result<Registry> {
+        let absolute = std::fs::canonicalize(path).map_err(|source| RegistryError::Stat {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut uri =
+            url::Url::from_file_path(&absolute).map_err(|()| RegistryError::NotARegistry {
+                path: path.display().to_string(),
+                why: "not an absolute path".into(),
+            })?;
+        uri.set_query(Some("mode=ro&immutable=1"));
+        let conn = Connection::open_with_flags(
+            uri.as_str(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        Registry::checked_version(conn)
     }
 
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was

@@ -134,6 +134,8 @@ pub struct Request {
     pub database: postgres::DatabaseOptions,
     /// Which MCP resources a live MCP fetch lists.
     pub mcp_resources: mcp::McpResources,
+    /// The watch's `max_endpoints`: a live MCP fetch stops reading past that many tools.
+    pub max_endpoints: Option<usize>,
 }
 
 impl fmt::Debug for Request {
@@ -149,6 +151,7 @@ impl fmt::Debug for Request {
             .field("external_refs", &self.external_refs)
             .field("database", &self.database)
             .field("mcp_resources", &self.mcp_resources)
+            .field("max_endpoints", &self.max_endpoints)
             .finish()
     }
 }
@@ -168,6 +171,7 @@ impl Request {
             external_refs: ExternalRefs::SameOrigin,
             database: postgres::DatabaseOptions::default(),
             mcp_resources: mcp::McpResources::default(),
+            max_endpoints: None,
         }
     }
 
@@ -300,6 +304,7 @@ pub async fn load(
             };
             let mut mcp_request = McpRequest::bounded(target, request.timeout, request.max_bytes);
             mcp_request.resources = request.mcp_resources;
+            mcp_request.max_tools = request.max_endpoints;
             FetchOutcome::Body {
                 bytes: mcp::fetch_document(&mcp_request).await?,
                 validators: Validators::default(),

@@ -16,6 +16,7 @@ mod external_refs;
 mod fetch;
 mod hardening;
 mod hidden_text;
+mod local_files;
 mod sources;
 mod storage;
 mod upgrade;

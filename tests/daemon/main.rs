@@ -6,6 +6,7 @@ mod common;
 
 mod container;
 mod hardening;
+mod limits;
 mod notify;
 mod operations;
 mod scale;

@@ -84,7 +84,7 @@ fn spec_of(snapshot: &Snapshot) -> ToolSpec {
 
 fn tool_names(snapshot: &Snapshot) -> Vec<String> {
     let mut names: Vec<String> = snapshot
-        .tools
+        .tool_values()
         .iter()
         .filter_map(|t| t["name"].as_str().map(String::from))
         .collect();
@@ -114,7 +114,10 @@ async fn everything_over_stdio_and_http_agree() {
         "server-everything sends instructions"
     );
     // Unmodelled fields such as `execution` survive (rmcp's typed model drops them).
-    assert!(first.tools.iter().any(|t| t.get("execution").is_some()));
+    assert!(first
+        .tool_values()
+        .iter()
+        .any(|t| t.get("execution").is_some()));
     let spec = spec_of(&first);
     let tool_count = spec.endpoints.iter().filter(|e| e.method == "TOOL").count();
     assert_eq!(tool_count, first.tools.len());
@@ -484,7 +487,8 @@ for line in sys.stdin:
         .await
         .expect("env server");
     assert_eq!(snapshot.era, Era::Legacy);
-    let names = snapshot.tools[0]["description"].as_str().expect("names");
+    let tools = snapshot.tool_values();
+    let names = tools[0]["description"].as_str().expect("names");
     for name in names.split(',') {
         // LC_CTYPE: Python's own C-locale coercion (PEP 538) may add it.
         assert!(
@@ -801,4 +805,159 @@ fn an_open_review_and_a_rejection_survive_the_more_complete_reading() {
         "{}",
         run.describe()
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 29 (H26): a live listing larger than max_endpoints
+// ---------------------------------------------------------------------------------------
+
+/// A minimal Streamable-HTTP MCP server of the stateless era on 127.0.0.1: `tools` tools in
+/// pages of `page` (the cursor is the next index), counting the `tools/list` requests.
+struct ManyTools {
+    port: u16,
+    lists: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl ManyTools {
+    fn start(tools: usize, page: usize) -> ManyTools {
+        use std::io::{BufRead, BufReader, Read, Write};
+        use std::sync::atomic::Ordering;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = lists.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { return };
+                let counter = counter.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut writer = stream;
+                    loop {
+                        let mut length = 0usize;
+                        let mut line = String::new();
+                        loop {
+                            line.clear();
+                            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                                return;
+                            }
+                            let l = line.trim_end();
+                            if l.is_empty() {
+                                break;
+                            }
+                            if let Some((k, v)) = l.split_once(':') {
+                                if k.eq_ignore_ascii_case("content-length") {
+                                    length = v.trim().parse().unwrap_or(0);
+                                }
+                            }
+                        }
+                        let mut body = vec![0u8; length];
+                        if reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        let message: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let id = message["id"].clone();
+                        let result = match message["method"].as_str() {
+                            Some("server/discover") => serde_json::json!({
+                                "serverInfo": {"name": "many", "version": "1"},
+                                "capabilities": {"tools": {}},
+                            }),
+                            Some("tools/list") => {
+                                counter.fetch_add(1, Ordering::SeqCst);
+                                let from: usize = message["params"]["cursor"]
+                                    .as_str()
+                                    .and_then(|c| c.parse().ok())
+                                    .unwrap_or(0);
+                                let to = (from + page).min(tools);
+                                let listed: Vec<Value> = (from..to)
+                                    .map(|i| {
+                                        serde_json::json!({
+                                            "name": format!("tool_{i}"),
+                                            "description": format!("Returns item {i}."),
+                                            "inputSchema": {"type": "object"},
+                                        })
+                                    })
+                                    .collect();
+                                let mut r = serde_json::json!({"tools": listed});
+                                if to < tools {
+                                    r["nextCursor"] = Value::String(to.to_string());
+                                }
+                                r
+                            }
+                            _ => serde_json::json!({}),
+                        };
+                        let answer = if id.is_null() {
+                            String::new()
+                        } else {
+                            serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result})
+                                .to_string()
+                        };
+                        let status = if id.is_null() {
+                            "202 Accepted"
+                        } else {
+                            "200 OK"
+                        };
+                        let head = format!(
+                            "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+                            answer.len()
+                        );
+                        if writer.write_all(head.as_bytes()).is_err()
+                            || writer.write_all(answer.as_bytes()).is_err()
+                        {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        ManyTools { port, lists }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    fn lists(&self) -> usize {
+        self.lists.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// H26: a live MCP server listing more tools than the watch's `max_endpoints` (was: every
+/// page read and held, 909 MB for 300,000 tools with `max_endpoints = 1000`, before the
+/// refusal) is refused at the page that passes the limit: the server sees 3 of its 20
+/// `tools/list` pages, and nothing is stored. Within the limit the same server registers.
+#[test]
+fn h26_a_live_listing_stops_at_max_endpoints() {
+    let server = ManyTools::start(100, 5);
+    let sb = Sandbox::new();
+    let config = |max: usize| {
+        format!(
+            "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.many\"\nkind = \"mcp\"\nurl = \"{}\"\nmax_endpoints = {max}\n",
+            server.url()
+        )
+    };
+    sb.write_config(&config(10));
+    let cfg = sb.config_arg();
+    let run = sb.run(&["check", "--config", &cfg, "--json"]);
+    assert_eq!(run.code, 1, "{}", run.describe());
+    let outcome = &run.json()["outcomes"][0];
+    let error = outcome["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("more than 10 tools") && error.contains("max_endpoints"),
+        "{outcome}"
+    );
+    assert_eq!(server.lists(), 3, "pages requested: {}", server.lists());
+    let status = sb.run(&["status", "--config", &cfg, "--json"]);
+    assert_eq!(
+        status.json()["registry_version"],
+        0,
+        "{}",
+        status.describe()
+    );
+    // Within the limit, the whole listing is read and registered.
+    sb.write_config(&config(100));
+    let run = sb.run(&["check", "--config", &cfg, "--json"]);
+    assert_eq!(run.code, 0, "{}", run.describe());
+    assert_eq!(run.json()["outcomes"][0]["action"], "registered");
+    assert_eq!(server.lists(), 3 + 20);
 }
