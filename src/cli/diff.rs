@@ -304,6 +304,18 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
             Format::Gitlab => pretty(&formats::gitlab(&gate, new)),
         };
         match path {
+            // Workflow commands are the point of `--format github` (its data escaped by
+            // `formats::github`); every other rendering is made inert for CI runners.
+            None if *format == Format::Github => {
+                use std::io::Write as _;
+                let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
+            }
+            None if matches!(format, Format::Json | Format::Sarif | Format::Gitlab) => {
+                use std::io::Write as _;
+                let _ = std::io::stdout()
+                    .lock()
+                    .write_all(schemawatch::core::inert::inert_json(&rendered).as_bytes());
+            }
             None => say_raw!("{rendered}"),
             Some(path) => std::fs::write(path, rendered)
                 .with_context(|| format!("cannot write {}", path.display()))?,
@@ -324,16 +336,17 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
     }
     for c in &gate.changes {
         if let Standing::Expired(e) = c.standing {
-            eprintln!(
+            warn_line!(
                 "schemawatch: warning: accept entry at line {} for {} expired on {}; the change counts again",
                 e.line, e.change, e.expires
             );
         }
     }
     for e in &gate.stale {
-        eprintln!(
+        warn_line!(
             "schemawatch: warning: accept entry at line {} ({}) matches no change: it is stale",
-            e.line, e.change
+            e.line,
+            e.change
         );
     }
     if gate.failed {

@@ -1,0 +1,175 @@
+//! Issue 29's hostile-input probe, second half, through the binary: provider text that forges
+//! CI workflow commands, credentials in `diff` URLs, refused PostgreSQL parameters, change ids,
+//! accept files, CI format sizes. Each test reproduces one of docs/reliability.md's H30–H45 rows.
+
+use crate::common;
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Provider text that tries every command a CI runner acts on: GitHub's `::` commands (also
+/// after blanks and after a lone CR), the legacy `##[…]` anywhere in a line, GitLab's section
+/// markers.
+const FORGED: &str = "Lists pets.\n::error file=a.yaml,line=1::forged\n::add-mask::SECRET\n  ::stop-commands::tok\nx ##[set-output name=x;]y\r::warning::cr \u{1b}[0Ksection_start:1:evil\r\u{1b}[0K";
+
+/// The lines of `bytes` a GitHub or GitLab runner would act on (lines end at LF or CR).
+fn command_lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .split(['\n', '\r'])
+        .filter(|line| {
+            line.trim_start().starts_with("::")
+                || line.contains("##[")
+                || line.contains("\u{1b}[0K")
+                || line.contains("section_start:") && line.contains('\u{1b}')
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+fn assert_inert(run: &Run) {
+    for (stream, bytes) in [("stdout", &run.stdout), ("stderr", &run.stderr)] {
+        let forged = command_lines(bytes);
+        assert!(
+            forged.is_empty(),
+            "{stream} has lines a CI runner reads as commands: {forged:?}\n{}",
+            run.describe()
+        );
+    }
+}
+
+fn pets(description: Option<&str>, extra: bool) -> Value {
+    let mut d = json!({
+        "openapi": "3.0.3",
+        "info": {"title": "Pets", "version": "1.0.0"},
+        "paths": {
+            "/pets": {"get": {"operationId": "listPets",
+                "responses": {"200": {"description": "ok"}}}},
+            "/owners": {"get": {"operationId": "listOwners",
+                "responses": {"200": {"description": "ok"}}}}
+        }
+    });
+    if let Some(text) = description {
+        d["paths"]["/pets"]["get"]["description"] = json!(text);
+        // Provider text in a name and a path, too: it reaches messages and change paths.
+        d["paths"][format!("/x{text}")] = json!({"get": {"operationId": format!("x{text}"),
+            "responses": {"200": {"description": text}}}});
+    }
+    if !extra {
+        d["paths"].as_object_mut().unwrap().remove("/owners");
+    }
+    d
+}
+
+/// H30: the forgery through `diff` in every rendering but `--format github` (whose own
+/// commands are the point), `pending show` (text and JSON), `check`, `history`, and the error
+/// paths: a document the normalizer refuses (stderr) and a watch whose document it refuses
+/// (check's outcome line and its log).
+#[test]
+fn h30_provider_text_never_starts_a_workflow_command() {
+    let sb = Sandbox::new();
+    sb.write_file("old.json", &serde_json::to_vec(&pets(None, true)).unwrap());
+    sb.write_file(
+        "new.json",
+        &serde_json::to_vec(&pets(Some(FORGED), false)).unwrap(),
+    );
+    // The forgery is really in the inputs the outputs are made from.
+    assert!(!command_lines(FORGED.as_bytes()).is_empty());
+    for extra in [
+        &[][..],
+        &["--json"],
+        &["--markdown"],
+        &["--format", "sarif"],
+        &["--format", "junit"],
+        &["--format", "gitlab"],
+        &["--format", "json", "--fail-on", "breaking"],
+    ] {
+        let mut args = vec!["diff", "old.json", "new.json", "--date", "2026-12-01"];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        assert!(run.code == 0 || run.code == 1, "{}", run.describe());
+        assert!(!run.stdout.is_empty(), "{}", run.describe());
+        assert_inert(&run);
+    }
+    // JSON stays the same JSON: the description reads back exactly.
+    let run = sb.run(&["diff", "old.json", "new.json", "--json"]);
+    let report = run.json();
+    let after: Vec<&Value> = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["rule"] == "description-changed")
+        .map(|c| &c["after"])
+        .collect();
+    assert_eq!(after, vec![&json!(FORGED)], "{}", run.describe());
+    // `--format github` emits only its own commands, one line per change.
+    let run = sb.run(&["diff", "old.json", "new.json", "--format", "github"]);
+    for line in run.stdout_text().lines() {
+        assert!(
+            line.starts_with("::error file=new.json") || line.starts_with("::notice file=new.json"),
+            "{line:?}\n{}",
+            run.describe()
+        );
+    }
+    assert_inert(&Run {
+        stdout: Vec::new(),
+        ..run
+    });
+
+    // An error message that quotes provider text.
+    let bad = json!({"openapi": FORGED, "info": {"title": "P", "version": "1"}, "paths": {}});
+    sb.write_file("bad.json", &serde_json::to_vec(&bad).unwrap());
+    let run = sb.run(&["diff", "old.json", "bad.json"]);
+    run.assert_code(2);
+    assert!(
+        run.stderr_text().contains("unsupported OpenAPI version"),
+        "{}",
+        run.describe()
+    );
+    assert_inert(&run);
+
+    // A watch: the forged candidate becomes a pending review, then the document turns bad.
+    sb.write_file("pets.json", &serde_json::to_vec(&pets(None, true)).unwrap());
+    sb.write_config(&format!(
+        "[storage]\npath = \"{}\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\n",
+        sb.path("registry.db").display()
+    ));
+    let cfg = sb.config_arg();
+    sb.run(&["check", "--config", &cfg]).assert_code(0);
+    sb.write_file(
+        "pets.json",
+        &serde_json::to_vec(&pets(Some(FORGED), false)).unwrap(),
+    );
+    let run = sb.run(&["check", "--config", &cfg]);
+    assert_inert(&run);
+    let id = sb.pending_list()[0]["id"].as_i64().unwrap();
+    let id = id.to_string();
+    for extra in [&[][..], &["--json"]] {
+        let mut args = vec!["pending", "show", &id, "--config", &cfg];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        run.assert_code(0);
+        assert!(run.stdout_text().contains("listPets"), "{}", run.describe());
+        assert_inert(&run);
+    }
+    for args in [
+        vec!["pending", "list", "--config", &cfg],
+        vec!["status", "--config", &cfg],
+        vec!["history", "acme.pets", "--config", &cfg],
+    ] {
+        assert_inert(&sb.run(&args));
+    }
+    sb.write_file("pets.json", &serde_json::to_vec(&bad).unwrap());
+    for extra in [&[][..], &["--json"]] {
+        let mut args = vec!["check", "--config", &cfg];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        assert!(
+            run.stdout_text().contains("unsupported OpenAPI version"),
+            "{}",
+            run.describe()
+        );
+        assert_inert(&run);
+    }
+    let run = sb.run(&["status", "--config", &cfg]);
+    assert_inert(&run);
+}
