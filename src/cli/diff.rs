@@ -115,7 +115,7 @@ async fn load_spec(
         shared,
     )
     .await
-    .with_context(|| input.to_string())
+    .with_context(|| sources::shown_argument(input))
 }
 
 /// The output formats asked for, each with its file (`None`: stdout).
@@ -248,6 +248,8 @@ fn text_with_gate(report: &schemawatch::core::model::DriftReport, gate: &Gate) -
 
 async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
     let (old, new, kind) = (args.old.as_str(), args.new.as_str(), args.kind.0);
+    // The new document as every rendering names it: a URL's credentials never shown (H31).
+    let shown_new = sources::shown_argument(new);
     let outputs = outputs(args)?;
     let fail_on = args.fail_on.as_deref().and_then(Compatibility::parse);
     let date = check_date(args)?;
@@ -290,7 +292,7 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
         let rendered = match format {
             Format::Text => text_with_gate(&report, &gate),
             Format::Json => {
-                let value = gate::report_with_gate(&report, &gate, new, &hints);
+                let value = gate::report_with_gate(&report, &gate, &shown_new, &hints);
                 if args.provenance {
                     pretty(&stamp(value, &report, "diff"))
                 } else {
@@ -298,10 +300,10 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
                 }
             }
             Format::Markdown => report_markdown(&report),
-            Format::Sarif => pretty(&formats::sarif(&gate, new)),
-            Format::Junit => formats::junit(&gate, new),
-            Format::Github => formats::github(&gate, new),
-            Format::Gitlab => pretty(&formats::gitlab(&gate, new)),
+            Format::Sarif => pretty(&formats::sarif(&gate, &shown_new)),
+            Format::Junit => formats::junit(&gate, &shown_new),
+            Format::Github => formats::github(&gate, &shown_new),
+            Format::Gitlab => pretty(&formats::gitlab(&gate, &shown_new)),
         };
         match path {
             // Workflow commands are the point of `--format github` (its data escaped by

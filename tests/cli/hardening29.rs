@@ -173,3 +173,149 @@ fn h30_provider_text_never_starts_a_workflow_command() {
     let run = sb.run(&["status", "--config", &cfg]);
     assert_inert(&run);
 }
+
+const URL_PASSWORD: &str = "Pw7hunter2Q";
+const URL_TOKEN: &str = "Tk9querysecretZ";
+
+fn assert_no_url_secret(what: &str, bytes: &[u8], run: &Run) {
+    for secret in [URL_PASSWORD, URL_TOKEN] {
+        if let Some(form) = find_secret(bytes, secret) {
+            panic!("{what} holds {secret} ({form}):\n{}", run.describe());
+        }
+    }
+}
+
+/// H31: credentials in a URL given to `diff` (userinfo and a `?token=`) in every format, on
+/// stdout and in `--format NAME=FILE` files and the GitHub step summary, and in the errors of
+/// a refused port, a 404 and a document the normalizer refuses, as the old or the new side.
+#[test]
+fn h31_diff_urls_with_credentials_are_redacted_in_every_output_and_error() {
+    let sb = Sandbox::new();
+    sb.write_file("old.json", &Pets::v1().bytes());
+    let server = DocServer::start(Pets::v3().bytes());
+    let authority = server.url().trim_start_matches("http://").to_string();
+    let url = format!("http://reader:{URL_PASSWORD}@{authority}?token={URL_TOKEN}&v=2");
+    let summary = sb.path("summary.md");
+    for extra in [
+        &[][..],
+        &["--json", "--fail-on", "breaking"],
+        &["--markdown"],
+        &["--format", "sarif"],
+        &["--format", "junit"],
+        &["--format", "github"],
+        &["--format", "gitlab"],
+        &[
+            "--format",
+            "sarif=out.sarif",
+            "--format",
+            "junit=out.xml",
+            "--format",
+            "gitlab=out.gitlab.json",
+            "--format",
+            "github=out.github",
+            "--format",
+            "json=out.json",
+        ],
+    ] {
+        let mut args = vec!["diff", "old.json", url.as_str(), "--date", "2026-12-01"];
+        args.extend_from_slice(extra);
+        let output = sb
+            .command(&args)
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .output()
+            .unwrap();
+        let run = Run {
+            args: args.iter().map(|s| s.to_string()).collect(),
+            code: output.status.code().unwrap(),
+            stdout: output.stdout,
+            stderr: output.stderr,
+        };
+        assert!(run.code == 0 || run.code == 1, "{}", run.describe());
+        assert_no_url_secret("stdout", &run.stdout, &run);
+        assert_no_url_secret("stderr", &run.stderr, &run);
+    }
+    // The formats still name the document (redacted), and every file was written.
+    for file in [
+        "out.sarif",
+        "out.xml",
+        "out.gitlab.json",
+        "out.github",
+        "out.json",
+        "summary.md",
+    ] {
+        let bytes = std::fs::read(sb.path(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let fake = Run {
+            args: vec![file.into()],
+            code: 0,
+            stdout: bytes.clone(),
+            stderr: Vec::new(),
+        };
+        assert_no_url_secret(file, &bytes, &fake);
+    }
+    let sarif = std::fs::read_to_string(sb.path("out.sarif")).unwrap();
+    assert!(sarif.contains("token=%5Bredacted%5D"), "{sarif}");
+    assert!(server.counters().requests >= 8, "the server was asked");
+
+    // Errors: a refused port and a 404, on either side.
+    let dead = format!(
+        "http://reader:{URL_PASSWORD}@127.0.0.1:{}/openapi.json?token={URL_TOKEN}",
+        dead_port()
+    );
+    let missing = format!("http://reader:{URL_PASSWORD}@{authority}x?token={URL_TOKEN}");
+    for (old, new) in [
+        ("old.json", dead.as_str()),
+        (dead.as_str(), "old.json"),
+        ("old.json", missing.as_str()),
+        (url.as_str(), missing.as_str()),
+    ] {
+        for format in ["text", "sarif", "github"] {
+            let run = sb.run(&["diff", old, new, "--format", format]);
+            run.assert_code(2);
+            assert!(
+                run.stderr_text().contains("127.0.0.1"),
+                "names the source: {}",
+                run.describe()
+            );
+            assert_no_url_secret("stdout", &run.stdout, &run);
+            assert_no_url_secret("stderr", &run.stderr, &run);
+        }
+    }
+}
+
+/// H32: a refused PostgreSQL URL (a password as userinfo or as a query parameter, in either
+/// position) and an unparsable URL with credentials are refused without repeating the secret.
+#[test]
+fn h32_refused_database_urls_do_not_repeat_the_secret() {
+    let sb = Sandbox::new();
+    sb.write_file("old.json", &Pets::v1().bytes());
+    for url in [
+        format!("postgresql://app@127.0.0.1:5432/db?password={URL_PASSWORD}"),
+        format!("postgres://app@127.0.0.1/db?sslmode=disable&password={URL_PASSWORD}"),
+        format!("postgresql://app:{URL_PASSWORD}@127.0.0.1:5432/db"),
+        format!("postgresql://app@127.0.0.1/db?passfile={URL_PASSWORD}"),
+    ] {
+        for args in [
+            vec!["diff", "--kind", "postgres", url.as_str(), url.as_str()],
+            vec!["diff", "--kind", "postgres", "old.json", url.as_str()],
+        ] {
+            let run = sb.run(&args);
+            run.assert_code(2);
+            assert!(
+                run.stderr_text().contains("127.0.0.1"),
+                "{}",
+                run.describe()
+            );
+            assert_no_url_secret("stderr", &run.stderr, &run);
+            assert_no_url_secret("stdout", &run.stdout, &run);
+        }
+    }
+    let bad = format!("http://reader:{URL_PASSWORD}@[::1/openapi.json?token={URL_TOKEN}");
+    let run = sb.run(&["diff", "old.json", &bad]);
+    run.assert_code(2);
+    assert!(
+        run.stderr_text().contains("not a URL"),
+        "{}",
+        run.describe()
+    );
+    assert_no_url_secret("stderr", &run.stderr, &run);
+}
