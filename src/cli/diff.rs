@@ -11,7 +11,7 @@ use schemawatch::core::diff::{classify, ClassifyPolicy};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
 use schemawatch::core::normalize::source::locate_changes;
 use schemawatch::core::normalize::SharedEndpoints;
-use schemawatch::core::report::{report_markdown, report_text};
+use schemawatch::core::report::{report_markdown, report_markdown_bounded, report_text};
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
 use std::collections::BTreeMap;
@@ -197,6 +197,10 @@ fn check_date(args: &DiffArgs) -> anyhow::Result<Date> {
     Ok(Date::today())
 }
 
+/// What `--format github` appends to `$GITHUB_STEP_SUMMARY` at most, with what is already in
+/// it: under GitHub's 1 MiB limit, with room for a line or two of other steps.
+const STEP_SUMMARY_BYTES: usize = 1_000_000;
+
 fn pretty(value: &serde_json::Value) -> String {
     // serde_json without preserve_order sorts object keys, so output is byte-stable.
     format!(
@@ -331,7 +335,12 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
                     .create(true)
                     .open(&summary)
                     .with_context(|| "cannot open $GITHUB_STEP_SUMMARY".to_string())?;
-                file.write_all(report_markdown(&report).as_bytes())
+                // GitHub drops a step summary over 1 MiB whole: what the step already wrote
+                // counts, and a margin stays for the steps after (docs/reliability.md H33).
+                let written = file.metadata().map_or(0, |m| m.len());
+                let room = STEP_SUMMARY_BYTES
+                    .saturating_sub(usize::try_from(written).unwrap_or(usize::MAX));
+                file.write_all(report_markdown_bounded(&report, room).as_bytes())
                     .with_context(|| "cannot write $GITHUB_STEP_SUMMARY".to_string())?;
             }
         }

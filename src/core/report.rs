@@ -221,6 +221,54 @@ pub fn report_markdown(report: &DriftReport) -> String {
     out
 }
 
+/// [`report_markdown`] within `max_bytes` (a GitHub step summary holds at most 1 MiB, and a
+/// larger one is dropped whole). When the full report fits, it is the full report; otherwise
+/// one table with the most severe changes first (the report's order within a severity) and as
+/// many rows as fit, then a line counting what was left out by severity.
+pub fn report_markdown_bounded(report: &DriftReport, max_bytes: usize) -> String {
+    let full = report_markdown(report);
+    if full.len() <= max_bytes {
+        return full;
+    }
+    let head_end = full.find("\n### ").unwrap_or(full.len());
+    let mut out = full[..head_end].to_string();
+    out.push_str("\n### Most severe changes first\n\n| severity | rule | where | change |\n|---|---|---|---|\n");
+    let mut ordered: Vec<&Change> = report.changes.iter().collect();
+    // Stable: the report's own order within a severity.
+    ordered.sort_by(|a, b| b.severity.cmp(&a.severity));
+    // Room for the closing line (its numbers are at most 20 digits each).
+    let reserve = 240;
+    let mut shown = 0;
+    for c in &ordered {
+        let row = format!(
+            "| {} | `{}` | `{}` | {} |\n",
+            c.severity.as_str(),
+            c.rule,
+            escape_code(&c.path),
+            escape_md(&c.message)
+        );
+        if out.len() + row.len() + reserve > max_bytes {
+            break;
+        }
+        out.push_str(&row);
+        shown += 1;
+    }
+    let mut left: BTreeMap<Severity, usize> = BTreeMap::new();
+    for c in &ordered[shown..] {
+        *left.entry(c.severity).or_default() += 1;
+    }
+    out.push_str(&format!(
+        "\n{} more changes not shown ({} security, {} breaking, {} compatible, {} info): the summary is capped at {} bytes; `--markdown` or `--json` print them all.\n",
+        ordered.len() - shown,
+        left.get(&Severity::Security).unwrap_or(&0),
+        left.get(&Severity::Breaking).unwrap_or(&0),
+        left.get(&Severity::Compatible).unwrap_or(&0),
+        left.get(&Severity::Info).unwrap_or(&0),
+        max_bytes
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -319,3 +319,125 @@ fn h32_refused_database_urls_do_not_repeat_the_secret() {
     );
     assert_no_url_secret("stderr", &run.stderr, &run);
 }
+
+/// `n` operations; `changed`: every description differs and `op0` is gone (one breaking change
+/// among thousands of info rows).
+fn many_operations(n: usize, changed: bool) -> Value {
+    let mut paths = serde_json::Map::new();
+    for i in 0..n {
+        if changed && i == 0 {
+            continue;
+        }
+        let description = if changed {
+            format!("Operation {i}, second wording: [click](https://evil.example/{i}).")
+        } else {
+            format!("Operation {i}.")
+        };
+        paths.insert(
+            format!("/items/{i}"),
+            json!({"get": {"operationId": format!("op{i}"), "description": description,
+                "responses": {"200": {"description": "ok"}}}}),
+        );
+    }
+    if changed {
+        // Provider text in a message: the operation id of an added endpoint.
+        paths.insert(
+            "/new".into(),
+            json!({"get": {"operationId": "new[click](https://evil.example)",
+                "responses": {"200": {"description": "ok"}}}}),
+        );
+    }
+    json!({"openapi": "3.0.3", "info": {"title": "Many", "version": "1"}, "paths": paths})
+}
+
+/// H33: `--format github` on a diff of 8,000 changes (was: the step summary grew past
+/// GitHub's 1 MiB limit, which drops it whole, and the one breaking change sat among info
+/// rows); SARIF messages with provider `[text](url)` (was: rendered as links by viewers).
+#[test]
+fn h33_the_step_summary_is_capped_most_severe_first_and_sarif_has_no_links() {
+    let sb = Sandbox::new();
+    sb.write_file(
+        "old.json",
+        &serde_json::to_vec(&many_operations(8_000, false)).unwrap(),
+    );
+    sb.write_file(
+        "new.json",
+        &serde_json::to_vec(&many_operations(8_000, true)).unwrap(),
+    );
+    let summary = sb.path("summary.md");
+    // Something an earlier command of the step wrote stays, and counts toward the limit.
+    std::fs::write(&summary, "earlier step output\n".repeat(1000)).unwrap();
+    let args = [
+        "diff",
+        "old.json",
+        "new.json",
+        "--format",
+        "github",
+        "--format",
+        "sarif=out.sarif",
+        "--fail-on",
+        "breaking",
+    ];
+    let output = sb
+        .command(&args)
+        .env("GITHUB_STEP_SUMMARY", &summary)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let text = std::fs::read_to_string(&summary).unwrap();
+    assert!(text.len() <= 1_048_576, "{} bytes", text.len());
+    assert!(text.starts_with(&"earlier step output\n".repeat(1000)));
+    let drift = &text[20_000..];
+    assert!(
+        drift.starts_with("## Contract drift: breaking"),
+        "{}",
+        &drift[..200]
+    );
+    // The breaking change is the first row; the rest is counted.
+    let first_row = drift
+        .lines()
+        .find(|l| l.starts_with("| ") && !l.starts_with("| severity"))
+        .unwrap();
+    assert!(
+        first_row.starts_with("| breaking | `endpoint-removed`"),
+        "{first_row}"
+    );
+    let last = drift.lines().last().unwrap();
+    assert!(
+        last.contains("more changes not shown (0 security, 0 breaking, 0 compatible,"),
+        "{last}"
+    );
+    let rows = drift
+        .lines()
+        .filter(|l| l.starts_with("| info ") || l.starts_with("| compatible "))
+        .count();
+    let left: usize = last.split(' ').next().unwrap().parse().unwrap();
+    let total: usize = drift
+        .lines()
+        .find_map(|l| l.strip_prefix("- changes: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    assert!(total > 8_000, "{total}");
+    assert_eq!(rows + 1 + left, total, "every change shown or counted");
+    assert!(rows > 1_000, "{rows}");
+
+    // SARIF: no message forms a link.
+    let sarif: Value =
+        serde_json::from_slice(&std::fs::read(sb.path("out.sarif")).unwrap()).unwrap();
+    let results = sarif["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), total);
+    assert!(
+        results.iter().any(|r| r["message"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("new\\[click\\](https://evil.example)")),
+        "the added endpoint's message, escaped"
+    );
+    let linked: Vec<&str> = results
+        .iter()
+        .filter_map(|r| r["message"]["text"].as_str())
+        .filter(|t| t.contains("](") && !t.contains("\\](") || t.contains("[click]"))
+        .collect();
+    assert!(linked.is_empty(), "{:?}", &linked[..linked.len().min(3)]);
+}
