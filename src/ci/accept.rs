@@ -184,12 +184,37 @@ struct RawEntry {
     change: String,
     reviewer: String,
     reason: String,
-    expires: String,
+    /// A string (`"2027-01-01"`) or a TOML local date (`2027-01-01`).
+    expires: toml::Value,
     file: Option<String>,
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+/// Byte offsets where each line starts, so an offset's line is a binary search (one pass
+/// over the text for the whole file, not one per entry: H34).
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn of(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines(starts)
+    }
+
+    /// The 1-based line of `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.0.partition_point(|&start| start <= offset)
+    }
+}
+
+/// The text of a date given as a string or as a TOML local date (no time, no offset).
+fn date_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(text) => Some(text.clone()),
+        toml::Value::Datetime(dt) if dt.time.is_none() && dt.offset.is_none() => {
+            dt.date.map(|d| d.to_string())
+        }
+        _ => None,
+    }
 }
 
 /// Whether `id` is a change id of the current scheme (`chg1:` + 16 lowercase hex digits).
@@ -204,15 +229,16 @@ pub fn is_change_id(id: &str) -> bool {
 
 /// Parses and checks an accept file; `date` is the check date (bounds `expires`).
 pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, AcceptError> {
+    let lines = Lines::of(text);
     let raw: RawFile = toml::from_str(text).map_err(|e| AcceptError::Syntax {
         file: file.to_string(),
-        line: e.span().map_or(1, |s| line_of(text, s.start)),
+        line: e.span().map_or(1, |s| lines.line_of(s.start)),
         message: e.message().to_string(),
     })?;
     let mut entries: Vec<AcceptEntry> = Vec::new();
     let mut seen: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
     for spanned in raw.accept {
-        let line = line_of(text, spanned.span().start);
+        let line = lines.line_of(spanned.span().start);
         let entry = spanned.into_inner();
         let bad = |message: String| AcceptError::Entry {
             file: file.to_string(),
@@ -233,12 +259,14 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
                 return Err(bad(format!("`{key}` holds a control character")));
             }
         }
-        let expires = Date::parse(&entry.expires).ok_or_else(|| {
-            bad(format!(
-                "expires {:?} is not a date (YYYY-MM-DD)",
-                entry.expires
-            ))
-        })?;
+        let expires = date_text(&entry.expires)
+            .and_then(|text| Date::parse(&text))
+            .ok_or_else(|| {
+                bad(format!(
+                    "expires {} is not a date (YYYY-MM-DD)",
+                    entry.expires
+                ))
+            })?;
         if date.days_until(expires) > MAX_VALIDITY_DAYS {
             return Err(bad(format!(
                 "expires {expires} is more than {MAX_VALIDITY_DAYS} days after {date}"
@@ -301,6 +329,35 @@ mod tests {
     }
 
     const ENTRY: &str = "[[accept]]\nchange = \"chg1:0123456789abcdef\"\nreviewer = \"alice\"\nreason = \"migrated\"\nexpires = \"2027-01-31\"\n";
+
+    #[test]
+    fn lines_answer_as_counting_newlines_does() {
+        let text = "a\n\nbc\nd\n";
+        let lines = Lines::of(text);
+        for offset in 0..=text.len() + 2 {
+            let counted = text[..offset.min(text.len())].matches('\n').count() + 1;
+            assert_eq!(lines.line_of(offset), counted, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn expires_may_be_a_native_toml_date() {
+        let date = day("2026-12-01");
+        let native = ENTRY.replace("\"2027-01-31\"", "2027-01-31");
+        let entries = parse("a.toml", &native, date).unwrap();
+        assert_eq!(entries[0].expires, day("2027-01-31"));
+        for (bad, needle) in [
+            ("2027-01-31T10:00:00", "2027-01-31T10:00:00 is not a date"),
+            ("2027-01-31T10:00:00Z", "is not a date"),
+            ("10:00:00", "is not a date"),
+            ("20270131", "is not a date"),
+        ] {
+            let text = ENTRY.replace("\"2027-01-31\"", bad);
+            let error = parse("a.toml", &text, date).unwrap_err().to_string();
+            assert!(error.starts_with("a.toml:1:"), "{error}");
+            assert!(error.contains(needle), "{error}");
+        }
+    }
 
     #[test]
     fn an_entry_parses_with_its_line() {
