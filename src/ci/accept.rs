@@ -3,7 +3,9 @@
 //!
 //! ```toml
 //! [[accept]]
-//! change = "chg1:0123456789abcdef"
+//! change = "chg2:0123456789abcdef0123456789abcdef"
+//! rule = "endpoint-removed"     # optional: the entry accepts only a change of this rule
+//! path = "endpoints.listPets"   # optional: … and at this path
 //! reviewer = "alice"
 //! reason = "clients migrated in PR 123"
 //! expires = "2027-03-31"        # valid through 23:59:59 UTC of that day
@@ -124,6 +126,10 @@ pub struct AcceptEntry {
     pub expires: Date,
     /// Scopes the entry to one spec (matched against the new document's file name or path).
     pub file: Option<String>,
+    /// The rule the accepted change must have (its id or an alias); `None`: any.
+    pub rule: Option<String>,
+    /// The path the accepted change must have; `None`: any.
+    pub path: Option<String>,
     /// 1-based line of the entry's `[[accept]]` header.
     pub line: usize,
 }
@@ -187,6 +193,8 @@ struct RawEntry {
     /// A string (`"2027-01-01"`) or a TOML local date (`2027-01-01`).
     expires: toml::Value,
     file: Option<String>,
+    rule: Option<String>,
+    path: Option<String>,
 }
 
 /// Byte offsets where each line starts, so an offset's line is a binary search (one pass
@@ -217,14 +225,41 @@ fn date_text(value: &toml::Value) -> Option<String> {
     }
 }
 
-/// Whether `id` is a change id of the current scheme (`chg1:` + 16 lowercase hex digits).
+fn is_lower_hex(text: &str, digits: usize) -> bool {
+    text.len() == digits
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Whether `id` is a change id: `chg2:` and 32 lowercase hex digits, or the deprecated
+/// `chg1:` and 16 ([`is_deprecated_id`]).
 pub fn is_change_id(id: &str) -> bool {
-    id.strip_prefix("chg1:").is_some_and(|hex| {
-        hex.len() == 16
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    id.strip_prefix("chg2:")
+        .is_some_and(|hex| is_lower_hex(hex, 32))
+        || is_deprecated_id(id)
+}
+
+/// Whether `id` is a 64-bit `chg1:` id (still read, with a warning: docs/ci.md).
+pub fn is_deprecated_id(id: &str) -> bool {
+    id.strip_prefix("chg1:")
+        .is_some_and(|hex| is_lower_hex(hex, 16))
+}
+
+impl AcceptEntry {
+    /// Whether the entry's `rule` and `path` pins (when it has them) hold for `change`. A pinned
+    /// rule matches the change's rule by id, alias or stable id.
+    pub fn pins_hold(&self, change: &crate::core::model::Change) -> bool {
+        use crate::core::diff::rules::find;
+        let rule_holds = self.rule.as_deref().is_none_or(|pin| {
+            pin == change.rule
+                || match (find(pin), find(&change.rule)) {
+                    (Some(a), Some(b)) => a.stable_id == b.stable_id,
+                    _ => false,
+                }
+        });
+        rule_holds && self.path.as_deref().is_none_or(|pin| pin == change.path)
+    }
 }
 
 /// Parses and checks an accept file; `date` is the check date (bounds `expires`).
@@ -247,9 +282,19 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
         };
         if !is_change_id(&entry.change) {
             return Err(bad(format!(
-                "change {:?} is not a change id (`chg1:` and 16 lowercase hex digits)",
+                "change {:?} is not a change id (`chg2:` and 32 lowercase hex digits)",
                 entry.change
             )));
+        }
+        if let Some(rule) = &entry.rule {
+            if crate::core::diff::rules::find(rule).is_none() {
+                return Err(bad(format!(
+                    "rule {rule:?} is not a rule id (`schemawatch rules` lists them)"
+                )));
+            }
+        }
+        if entry.path.as_deref().is_some_and(str::is_empty) {
+            return Err(bad("`path` is empty".into()));
         }
         for (key, value) in [("reviewer", &entry.reviewer), ("reason", &entry.reason)] {
             if value.trim().is_empty() {
@@ -288,6 +333,8 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
             reason: entry.reason,
             expires,
             file: entry.file,
+            rule: entry.rule,
+            path: entry.path,
             line,
         });
     }
@@ -411,6 +458,8 @@ mod tests {
             reason: "b".into(),
             expires: day("2027-01-01"),
             file: Some("openapi.yaml".into()),
+            rule: None,
+            path: None,
             line: 1,
         };
         for yes in [

@@ -122,7 +122,7 @@ pub fn sarif(gate: &Gate, document: &str) -> Value {
                     },
                     "logicalLocations": [{"fullyQualifiedName": visible(&c.change.path), "kind": "member"}]
                 }],
-                "partialFingerprints": {"schemawatchChangeId/v1": c.id},
+                "partialFingerprints": {"schemawatchChangeId/v1": c.id_v1, "schemawatchChangeId/v2": c.id},
                 "properties": {"severity": c.change.severity.as_str(), "kind": c.change.kind},
             });
             if let Some(justification) = accepted_note(&c.standing) {
@@ -409,6 +409,10 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("chg1:"));
+        assert!(result["partialFingerprints"]["schemawatchChangeId/v2"]
+            .as_str()
+            .unwrap()
+            .starts_with("chg2:"));
         assert!(result["message"]["text"]
             .as_str()
             .unwrap()

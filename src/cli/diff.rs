@@ -353,7 +353,34 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
             );
         }
     }
+    for (e, replacement) in &gate.deprecated {
+        match replacement {
+            Some(id) => warn_line!(
+                "schemawatch: warning: accept entry at line {} names {} by a 64-bit chg1: id, which is deprecated: write change = \"{id}\" (the same change)",
+                e.line, e.change
+            ),
+            None => warn_line!(
+                "schemawatch: warning: accept entry at line {} names {} by a 64-bit chg1: id, which is deprecated: use the change's chg2: id (`diff --json` prints it)",
+                e.line, e.change
+            ),
+        }
+    }
+    for (e, index) in &gate.mismatched {
+        let c = &gate.changes[*index];
+        warn_line!(
+            "schemawatch: warning: accept entry at line {} names {} but pins rule {} at {}; that change is {} at {}: the entry does not accept it",
+            e.line,
+            e.change,
+            e.rule.as_deref().unwrap_or("(any)"),
+            e.path.as_deref().unwrap_or("(any path)"),
+            c.change.rule,
+            schemawatch::core::report::visible(&c.change.path)
+        );
+    }
     for e in &gate.stale {
+        if gate.mismatched.iter().any(|(m, _)| std::ptr::eq(*m, *e)) {
+            continue;
+        }
         warn_line!(
             "schemawatch: warning: accept entry at line {} ({}) matches no change: it is stale",
             e.line,

@@ -15,11 +15,10 @@ pub fn visible(text: &str) -> String {
     escape_hidden(&text.replace("\r\n", "\n"))
 }
 
-/// The stable id of a change: `chg1:` and the first 16 hex digits of SHA-256 over the RFC 8785
-/// canonical JSON of `{"after", "before", "path", "rule"}`, where `rule` is the rule's stable
-/// id (the one it was first published under), so renames and splits do not move ids. Computed
-/// when a report is rendered, never stored.
-pub fn change_id(c: &Change) -> String {
+/// SHA-256 over the RFC 8785 canonical JSON of `{"after", "before", "path", "rule"}`, where
+/// `rule` is the rule's stable id (the one it was first published under), so renames and
+/// splits do not move ids. Both id forms are prefixes of it.
+fn change_digest(c: &Change) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
     // The canonical text of `{"after", "before", "path", "rule"}` (keys in canonical order),
@@ -40,14 +39,40 @@ pub fn change_id(c: &Change) -> String {
     identity.push_str(",\"rule\":");
     write_json_string(rule, &mut identity);
     identity.push('}');
-    let digest = Sha256::digest(identity.as_bytes());
-    let mut id = String::with_capacity(21);
-    id.push_str("chg1:");
-    for byte in &digest[..8] {
-        use std::fmt::Write as _;
+    Sha256::digest(identity.as_bytes()).into()
+}
+
+fn id_text(prefix: &str, bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut id = String::with_capacity(prefix.len() + 2 * bytes.len());
+    id.push_str(prefix);
+    for byte in bytes {
         let _ = write!(id, "{byte:02x}");
     }
     id
+}
+
+/// The stable id of a change: `chg2:` and the first 32 hex digits (128 bits) of the change's
+/// digest ([`change_digest`]). Computed when a report is rendered, never stored. 128 bits:
+/// a birthday collision between a benign and a hostile change is out of reach, where 64 bits
+/// (`chg1:`) took about a CPU-hour (docs/reliability.md H35).
+pub fn change_id(c: &Change) -> String {
+    id_text("chg2:", &change_digest(c)[..16])
+}
+
+/// The deprecated 64-bit id (`chg1:` and the first 16 hex digits of the same digest), still
+/// read in accept files and kept as SARIF's `schemawatchChangeId/v1` fingerprint.
+pub fn change_id_v1(c: &Change) -> String {
+    id_text("chg1:", &change_digest(c)[..8])
+}
+
+/// Both ids of a change, `(chg2, chg1)`, from one digest.
+pub fn change_ids(c: &Change) -> (String, String) {
+    let digest = change_digest(c);
+    (
+        id_text("chg2:", &digest[..16]),
+        id_text("chg1:", &digest[..8]),
+    )
 }
 
 /// `{"compatibility", "old_fingerprint", "new_fingerprint", "changes": [...]}`.
@@ -290,6 +315,21 @@ mod tests {
         format!("chg1:{hex}")
     }
 
+    /// `chg2:`: the first 128 bits of the same digest.
+    fn published_id_v2(c: &Change) -> String {
+        use sha2::{Digest, Sha256};
+        let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
+        let identity = json!({
+            "after": c.after.as_ref().map(|v| &v.0),
+            "before": c.before.as_ref().map(|v| &v.0),
+            "path": c.path,
+            "rule": rule,
+        });
+        let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        format!("chg2:{hex}")
+    }
+
     #[test]
     fn change_ids_are_the_published_ones() {
         let change = |before: Option<Value>, after: Option<Value>, path: &str, rule: &str| Change {
@@ -319,7 +359,10 @@ mod tests {
             change(None, Some(json!("v")), "x", "response-type-changed"),
         ];
         for c in &cases {
-            assert_eq!(change_id(c), published_id(c), "{c:?}");
+            assert_eq!(change_id_v1(c), published_id(c), "{c:?}");
+            assert_eq!(change_id(c), published_id_v2(c), "{c:?}");
+            assert_eq!(change_ids(c), (change_id(c), change_id_v1(c)));
+            assert!(change_id(c).starts_with(&format!("chg2:{}", &change_id_v1(c)[5..])));
         }
     }
 }

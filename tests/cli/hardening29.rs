@@ -462,7 +462,7 @@ fn accept_file(stale: usize, ids: &[&str], expires: &str) -> String {
     let mut text = String::with_capacity(stale * 100);
     for i in 0..stale {
         text.push_str(&format!(
-            "[[accept]]\nchange = \"chg1:{i:016x}\"\nreviewer = \"alice\"\nreason = \"r\"\nexpires = {expires}\n\n"
+            "[[accept]]\nchange = \"chg2:{i:032x}\"\nreviewer = \"alice\"\nreason = \"r\"\nexpires = {expires}\n\n"
         ));
     }
     for id in ids {
@@ -513,7 +513,7 @@ fn h34_accept_entries_take_native_dates() {
         assert_eq!(gate["stale"], 3, "{}", run.describe());
         assert!(
             run.stderr_text()
-                .contains("accept entry at line 13 (chg1:0000000000000002)"),
+                .contains("accept entry at line 13 (chg2:00000000000000000000000000000002)"),
             "{}",
             run.describe()
         );
@@ -545,4 +545,120 @@ fn h34_a_large_accept_file_is_read_in_one_pass() {
     let gate = &run.json()["gate"];
     assert_eq!(gate["accepted"], all.len(), "{gate}");
     assert_eq!(gate["stale"], 300_000, "{gate}");
+}
+
+/// H35: change ids are 128 bits (`chg2:`) in every output; a `chg1:` entry still accepts its
+/// change with a deprecation warning naming the `chg2:` id; an entry pinning another rule or
+/// path accepts nothing (was: 64-bit ids only, a birthday collision about a CPU-hour away).
+#[test]
+fn h35_change_ids_are_128_bits_and_entries_may_pin_rule_and_path() {
+    let sb = Sandbox::new();
+    sb.write_file("old.json", &Pets::v1().bytes());
+    sb.write_file("new.json", &Pets::v3().bytes());
+    let run = sb.run(&[
+        "diff",
+        "old.json",
+        "new.json",
+        "--json",
+        "--fail-on",
+        "breaking",
+    ]);
+    run.assert_code(1);
+    let report = run.json();
+    let removed = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["rule"] == "endpoint-removed")
+        .unwrap()
+        .clone();
+    let id = removed["id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("chg2:") && id.len() == 37, "{id}");
+    // The ready-to-paste entry pins the rule and the path.
+    let suggested = removed["accept_entry"].as_str().unwrap();
+    assert!(
+        suggested.contains(&format!(
+            "change = \"{id}\"\nrule = \"endpoint-removed\"\npath = \"{}\"",
+            removed["path"].as_str().unwrap()
+        )),
+        "{suggested}"
+    );
+    // Every format carries the chg2 id (SARIF keeps chg1 as its v1 fingerprint).
+    for format in ["sarif", "gitlab", "github", "junit"] {
+        let run = sb.run(&["diff", "old.json", "new.json", "--format", format]);
+        assert!(
+            run.stdout_text().contains(&id),
+            "{format}: {}",
+            run.describe()
+        );
+    }
+    let run = sb.run(&["diff", "old.json", "new.json", "--format", "sarif"]);
+    let sarif = run.json();
+    let prints = &sarif["runs"][0]["results"][0]["partialFingerprints"];
+    assert!(
+        prints["schemawatchChangeId/v1"]
+            .as_str()
+            .unwrap()
+            .starts_with("chg1:"),
+        "{prints}"
+    );
+    assert!(
+        prints["schemawatchChangeId/v2"]
+            .as_str()
+            .unwrap()
+            .starts_with("chg2:"),
+        "{prints}"
+    );
+
+    // The chg1 form of the same change: the first 16 hex digits.
+    let v1 = format!("chg1:{}", &id[5..21]);
+    let entry = |change: &str, pins: &str| {
+        format!("[[accept]]\nchange = \"{change}\"\n{pins}reviewer = \"bob\"\nreason = \"migrated\"\nexpires = 2027-01-01\n")
+    };
+    let run = gate_with(&sb, &entry(&v1, ""));
+    run.assert_code(0);
+    assert_eq!(run.json()["gate"]["accepted"], 1, "{}", run.describe());
+    assert!(
+        run.stderr_text().contains(&format!(
+            "accept entry at line 1 names {v1} by a 64-bit chg1: id, which is deprecated: write change = \"{id}\""
+        )),
+        "{}",
+        run.describe()
+    );
+    let path = removed["path"].as_str().unwrap();
+    let run = gate_with(
+        &sb,
+        &entry(
+            &id,
+            &format!("rule = \"endpoint-removed\"\npath = \"{path}\"\n"),
+        ),
+    );
+    run.assert_code(0);
+    assert!(!run.stderr_text().contains("warning"), "{}", run.describe());
+    for pins in [
+        "rule = \"endpoint-added-read-only\"\n".to_string(),
+        format!("path = \"{path}.x\"\n"),
+    ] {
+        for change in [id.as_str(), v1.as_str()] {
+            let run = gate_with(&sb, &entry(change, &pins));
+            run.assert_code(1);
+            let gate = &run.json()["gate"];
+            assert_eq!(gate["accepted"], 0, "{}", run.describe());
+            assert_eq!(gate["stale"], 1, "{}", run.describe());
+            assert!(
+                run.stderr_text().contains("the entry does not accept it"),
+                "{}",
+                run.describe()
+            );
+        }
+    }
+    // An unknown rule pin is refused (a typo would otherwise accept nothing, silently).
+    let run = gate_with(&sb, &entry(&id, "rule = \"endpoint-removd\"\n"));
+    run.assert_code(2);
+    assert!(
+        run.stderr_text()
+            .contains("accept.toml:1: rule \"endpoint-removd\" is not a rule id"),
+        "{}",
+        run.describe()
+    );
 }
