@@ -25,11 +25,13 @@ fn starts_command(line: &str) -> bool {
     line.trim_start().starts_with("::")
 }
 
-/// Whether `text` needs any rewriting by [`inert_text`].
-fn text_is_inert(text: &str, escape_controls: bool) -> bool {
-    !text.contains("##[")
-        && !text.split('\n').any(starts_command)
-        && !(escape_controls && text.chars().any(is_control))
+/// Whether `text` needs any rewriting by [`inert_text_with`].
+fn needs_rewriting(text: &str, escape_controls: bool) -> bool {
+    text.contains("##[")
+        || text.split('\n').any(starts_command)
+        || text
+            .chars()
+            .any(|c| is_control(c) && (escape_controls || c != '\u{1b}'))
 }
 
 /// C0 and C1 controls other than TAB and LF (CR included: a runner ends a line at it).
@@ -45,8 +47,7 @@ pub fn inert_text(text: &str) -> Cow<'_, str> {
 /// [`inert_text`], leaving ESC alone when `escape_controls` is false (coloured log lines on a
 /// terminal, where no runner reads them); CR and the other controls are still escaped.
 pub fn inert_text_with(text: &str, escape_controls: bool) -> Cow<'_, str> {
-    let lone_cr = text.contains('\r');
-    if text_is_inert(text, escape_controls) && !lone_cr {
+    if !needs_rewriting(text, escape_controls) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 16);

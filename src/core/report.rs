@@ -260,7 +260,7 @@ pub fn report_markdown_bounded(report: &DriftReport, max_bytes: usize) -> String
     out.push_str("\n### Most severe changes first\n\n| severity | rule | where | change |\n|---|---|---|---|\n");
     let mut ordered: Vec<&Change> = report.changes.iter().collect();
     // Stable: the report's own order within a severity.
-    ordered.sort_by(|a, b| b.severity.cmp(&a.severity));
+    ordered.sort_by_key(|c| std::cmp::Reverse(c.severity));
     // Room for the closing line (its numbers are at most 20 digits each).
     let reserve = 240;
     let mut shown = 0;
