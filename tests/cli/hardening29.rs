@@ -662,3 +662,163 @@ fn h35_change_ids_are_128_bits_and_entries_may_pin_rule_and_path() {
         run.describe()
     );
 }
+
+fn sqlite_run(db: &std::path::Path, sql: &str) {
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.execute_batch(sql).unwrap();
+}
+
+fn sqlite_outcome(sb: &Sandbox) -> Value {
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value).clone();
+    assert_ne!(o["action"], "error", "{}", run.describe());
+    o
+}
+
+fn review_changes(sb: &Sandbox, o: &Value) -> Vec<(String, String)> {
+    let show = sb.pending_show(o["review_id"].as_i64().unwrap_or_else(|| panic!("{o}")));
+    show["report"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["path"].as_str().unwrap().to_string(),
+                c["rule"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// H36: a view over a dropped table, an unknown virtual-table module and two circular views
+/// in a watched SQLite database (was: the whole watch failed on every refresh, "no such
+/// module"). They are in the contract as unreadable and the rest is watched: a column added to
+/// a readable table is seen, and so is a change to an unreadable object's text.
+#[test]
+fn h36_unreadable_sqlite_objects_do_not_stop_the_watch() {
+    let sb = Sandbox::new();
+    let db = sb.path("app.db");
+    sqlite_run(
+        &db,
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
+         CREATE TABLE gone (z);
+         CREATE VIEW broken AS SELECT * FROM gone;
+         CREATE VIEW c1 AS SELECT 1 AS one;
+         CREATE VIEW c2 AS SELECT * FROM c1;
+         DROP TABLE gone;
+         PRAGMA writable_schema = ON;
+         INSERT INTO sqlite_schema (type, name, tbl_name, rootpage, sql)
+           VALUES ('table', 'docs', 'docs', 0, 'CREATE VIRTUAL TABLE docs USING nosuchmodule(body)');
+         UPDATE sqlite_schema SET sql = 'CREATE VIEW c1 AS SELECT * FROM c2' WHERE name = 'c1';",
+    );
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.app\"\nkind = \"sqlite\"\npath = \"{}\"\n",
+        db.display()
+    ));
+    let o = sqlite_outcome(&sb);
+    assert_eq!(o["action"], "registered", "{o}");
+    assert_eq!(sqlite_outcome(&sb)["action"], "unchanged");
+    // The unreadable objects are in the contract: `diff` against the same database with
+    // `users` alone shows them added.
+    sqlite_run(
+        &sb.path("users.db"),
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL);",
+    );
+    let run = sb.run(&["diff", "--kind", "sqlite", "--json", "users.db", "app.db"]);
+    run.assert_code(0);
+    let added: Vec<String> = run.json()["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        added,
+        [
+            "endpoints.broken",
+            "endpoints.c1",
+            "endpoints.c2",
+            "endpoints.docs"
+        ],
+        "{}",
+        run.describe()
+    );
+    // A readable catalog's fingerprint is the one the previous release computed.
+    sqlite_run(
+        &sb.path("readable.db"),
+        "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL); CREATE TABLE posts(id INTEGER PRIMARY KEY, user_id INTEGER NOT NULL REFERENCES users(id), body TEXT CHECK (length(body) < 10)) STRICT; CREATE INDEX p_u ON posts(user_id); CREATE VIEW v AS SELECT name FROM users; CREATE TRIGGER t AFTER INSERT ON users BEGIN SELECT 1; END;",
+    );
+    let run = sb.run(&[
+        "diff",
+        "--kind",
+        "sqlite",
+        "--json",
+        "readable.db",
+        "readable.db",
+    ]);
+    assert_eq!(
+        run.json()["new_fingerprint"],
+        "sha256:755c1e303e35eab07508ef7164c48100cbfe2c93ac01b8490edc3ec7a92df41d",
+        "{}",
+        run.describe()
+    );
+    let inventory = sb.run(&["catalog", "export", "--config", &sb.config_arg()]);
+    inventory.assert_code(0);
+    let text = inventory.stdout_text();
+    for name in ["users", "broken", "docs", "c1", "c2"] {
+        assert!(
+            text.contains(&format!("acme.app/{name}\"")),
+            "{name}: {text}"
+        );
+    }
+
+    // A readable table changes: seen (compatible), nothing else moves.
+    sqlite_run(&db, "ALTER TABLE users ADD COLUMN email TEXT;");
+    let o = sqlite_outcome(&sb);
+    assert_eq!(o["action"], "applied", "{o}");
+    assert_eq!(o["compatibility"], "compatible", "{o}");
+
+    // An unreadable object's text changes: seen, and not as information only.
+    sqlite_run(
+        &db,
+        "PRAGMA writable_schema = ON;
+         UPDATE sqlite_schema SET sql = 'CREATE VIRTUAL TABLE docs USING nosuchmodule(body, title)' WHERE name = 'docs';",
+    );
+    let o = sqlite_outcome(&sb);
+    assert_eq!(o["action"], "pending_review", "{o}");
+    let changes = review_changes(&sb, &o);
+    assert!(
+        changes.contains(&(
+            "endpoints.docs.meta.unreadable_definition".into(),
+            "meta-changed".into()
+        )),
+        "{changes:?}"
+    );
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    sb.run(&[
+        "pending",
+        "reject",
+        &o["review_id"].to_string(),
+        "--reviewer",
+        "alice",
+        "--reason",
+        "test",
+        "--config",
+        &sb.config_arg(),
+    ])
+    .assert_code(0);
+
+    // The dropped table comes back: the view is readable again, and the reason it was not is
+    // in the review (SQLite's own message).
+    sqlite_run(&db, "CREATE TABLE gone (z);");
+    let o = sqlite_outcome(&sb);
+    let show = sb.pending_show(o["review_id"].as_i64().unwrap_or_else(|| panic!("{o}")));
+    let unreadable: Vec<&Value> = show["report"]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["path"] == "endpoints.broken.meta.unreadable")
+        .map(|c| &c["before"])
+        .collect();
+    assert_eq!(unreadable, [&json!("no such table: main.gone")], "{show}");
+}
