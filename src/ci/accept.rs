@@ -3,7 +3,9 @@
 //!
 //! ```toml
 //! [[accept]]
-//! change = "chg1:0123456789abcdef"
+//! change = "chg2:0123456789abcdef0123456789abcdef"
+//! rule = "endpoint-removed"     # optional: the entry accepts only a change of this rule
+//! path = "endpoints.listPets"   # optional: … and at this path
 //! reviewer = "alice"
 //! reason = "clients migrated in PR 123"
 //! expires = "2027-03-31"        # valid through 23:59:59 UTC of that day
@@ -124,6 +126,10 @@ pub struct AcceptEntry {
     pub expires: Date,
     /// Scopes the entry to one spec (matched against the new document's file name or path).
     pub file: Option<String>,
+    /// The rule the accepted change must have (its id or an alias); `None`: any.
+    pub rule: Option<String>,
+    /// The path the accepted change must have; `None`: any.
+    pub path: Option<String>,
     /// 1-based line of the entry's `[[accept]]` header.
     pub line: usize,
 }
@@ -184,35 +190,90 @@ struct RawEntry {
     change: String,
     reviewer: String,
     reason: String,
-    expires: String,
+    /// A string (`"2027-01-01"`) or a TOML local date (`2027-01-01`).
+    expires: toml::Value,
     file: Option<String>,
+    rule: Option<String>,
+    path: Option<String>,
 }
 
-fn line_of(text: &str, offset: usize) -> usize {
-    text[..offset.min(text.len())].matches('\n').count() + 1
+/// Byte offsets where each line starts, so an offset's line is a binary search (one pass
+/// over the text for the whole file, not one per entry: H34).
+struct Lines(Vec<usize>);
+
+impl Lines {
+    fn of(text: &str) -> Lines {
+        let mut starts = vec![0];
+        starts.extend(text.match_indices('\n').map(|(i, _)| i + 1));
+        Lines(starts)
+    }
+
+    /// The 1-based line of `offset`.
+    fn line_of(&self, offset: usize) -> usize {
+        self.0.partition_point(|&start| start <= offset)
+    }
 }
 
-/// Whether `id` is a change id of the current scheme (`chg1:` + 16 lowercase hex digits).
+/// The text of a date given as a string or as a TOML local date (no time, no offset).
+fn date_text(value: &toml::Value) -> Option<String> {
+    match value {
+        toml::Value::String(text) => Some(text.clone()),
+        toml::Value::Datetime(dt) if dt.time.is_none() && dt.offset.is_none() => {
+            dt.date.map(|d| d.to_string())
+        }
+        _ => None,
+    }
+}
+
+fn is_lower_hex(text: &str, digits: usize) -> bool {
+    text.len() == digits
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// Whether `id` is a change id: `chg2:` and 32 lowercase hex digits, or the deprecated
+/// `chg1:` and 16 ([`is_deprecated_id`]).
 pub fn is_change_id(id: &str) -> bool {
-    id.strip_prefix("chg1:").is_some_and(|hex| {
-        hex.len() == 16
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    id.strip_prefix("chg2:")
+        .is_some_and(|hex| is_lower_hex(hex, 32))
+        || is_deprecated_id(id)
+}
+
+/// Whether `id` is a 64-bit `chg1:` id (still read, with a warning: docs/ci.md).
+pub fn is_deprecated_id(id: &str) -> bool {
+    id.strip_prefix("chg1:")
+        .is_some_and(|hex| is_lower_hex(hex, 16))
+}
+
+impl AcceptEntry {
+    /// Whether the entry's `rule` and `path` pins (when it has them) hold for `change`. A pinned
+    /// rule matches the change's rule by id, alias or stable id.
+    pub fn pins_hold(&self, change: &crate::core::model::Change) -> bool {
+        use crate::core::diff::rules::find;
+        let rule_holds = self.rule.as_deref().is_none_or(|pin| {
+            pin == change.rule
+                || match (find(pin), find(&change.rule)) {
+                    (Some(a), Some(b)) => a.stable_id == b.stable_id,
+                    _ => false,
+                }
+        });
+        rule_holds && self.path.as_deref().is_none_or(|pin| pin == change.path)
+    }
 }
 
 /// Parses and checks an accept file; `date` is the check date (bounds `expires`).
 pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, AcceptError> {
+    let lines = Lines::of(text);
     let raw: RawFile = toml::from_str(text).map_err(|e| AcceptError::Syntax {
         file: file.to_string(),
-        line: e.span().map_or(1, |s| line_of(text, s.start)),
+        line: e.span().map_or(1, |s| lines.line_of(s.start)),
         message: e.message().to_string(),
     })?;
     let mut entries: Vec<AcceptEntry> = Vec::new();
     let mut seen: BTreeMap<(String, Option<String>), usize> = BTreeMap::new();
     for spanned in raw.accept {
-        let line = line_of(text, spanned.span().start);
+        let line = lines.line_of(spanned.span().start);
         let entry = spanned.into_inner();
         let bad = |message: String| AcceptError::Entry {
             file: file.to_string(),
@@ -221,9 +282,19 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
         };
         if !is_change_id(&entry.change) {
             return Err(bad(format!(
-                "change {:?} is not a change id (`chg1:` and 16 lowercase hex digits)",
+                "change {:?} is not a change id (`chg2:` and 32 lowercase hex digits)",
                 entry.change
             )));
+        }
+        if let Some(rule) = &entry.rule {
+            if crate::core::diff::rules::find(rule).is_none() {
+                return Err(bad(format!(
+                    "rule {rule:?} is not a rule id (`schemawatch rules` lists them)"
+                )));
+            }
+        }
+        if entry.path.as_deref().is_some_and(str::is_empty) {
+            return Err(bad("`path` is empty".into()));
         }
         for (key, value) in [("reviewer", &entry.reviewer), ("reason", &entry.reason)] {
             if value.trim().is_empty() {
@@ -233,12 +304,14 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
                 return Err(bad(format!("`{key}` holds a control character")));
             }
         }
-        let expires = Date::parse(&entry.expires).ok_or_else(|| {
-            bad(format!(
-                "expires {:?} is not a date (YYYY-MM-DD)",
-                entry.expires
-            ))
-        })?;
+        let expires = date_text(&entry.expires)
+            .and_then(|text| Date::parse(&text))
+            .ok_or_else(|| {
+                bad(format!(
+                    "expires {} is not a date (YYYY-MM-DD)",
+                    entry.expires
+                ))
+            })?;
         if date.days_until(expires) > MAX_VALIDITY_DAYS {
             return Err(bad(format!(
                 "expires {expires} is more than {MAX_VALIDITY_DAYS} days after {date}"
@@ -260,6 +333,8 @@ pub fn parse(file: &str, text: &str, date: Date) -> Result<Vec<AcceptEntry>, Acc
             reason: entry.reason,
             expires,
             file: entry.file,
+            rule: entry.rule,
+            path: entry.path,
             line,
         });
     }
@@ -301,6 +376,35 @@ mod tests {
     }
 
     const ENTRY: &str = "[[accept]]\nchange = \"chg1:0123456789abcdef\"\nreviewer = \"alice\"\nreason = \"migrated\"\nexpires = \"2027-01-31\"\n";
+
+    #[test]
+    fn lines_answer_as_counting_newlines_does() {
+        let text = "a\n\nbc\nd\n";
+        let lines = Lines::of(text);
+        for offset in 0..=text.len() + 2 {
+            let counted = text[..offset.min(text.len())].matches('\n').count() + 1;
+            assert_eq!(lines.line_of(offset), counted, "offset {offset}");
+        }
+    }
+
+    #[test]
+    fn expires_may_be_a_native_toml_date() {
+        let date = day("2026-12-01");
+        let native = ENTRY.replace("\"2027-01-31\"", "2027-01-31");
+        let entries = parse("a.toml", &native, date).unwrap();
+        assert_eq!(entries[0].expires, day("2027-01-31"));
+        for (bad, needle) in [
+            ("2027-01-31T10:00:00", "2027-01-31T10:00:00 is not a date"),
+            ("2027-01-31T10:00:00Z", "is not a date"),
+            ("10:00:00", "is not a date"),
+            ("20270131", "is not a date"),
+        ] {
+            let text = ENTRY.replace("\"2027-01-31\"", bad);
+            let error = parse("a.toml", &text, date).unwrap_err().to_string();
+            assert!(error.starts_with("a.toml:1:"), "{error}");
+            assert!(error.contains(needle), "{error}");
+        }
+    }
 
     #[test]
     fn an_entry_parses_with_its_line() {
@@ -354,6 +458,8 @@ mod tests {
             reason: "b".into(),
             expires: day("2027-01-01"),
             file: Some("openapi.yaml".into()),
+            rule: None,
+            path: None,
             line: 1,
         };
         for yes in [

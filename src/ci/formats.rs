@@ -48,6 +48,26 @@ fn accepted_note(standing: &Standing) -> Option<String> {
     }
 }
 
+/// SARIF message text: hidden characters shown, and square brackets escaped (`\[`, `\]`) so
+/// provider text cannot form an embedded link (`[text](url)`, SARIF §3.11.6) that viewers
+/// render; a backslash before a bracket is doubled so it cannot cancel the escape.
+fn sarif_text(text: &str) -> String {
+    let text = visible(text);
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if matches!(chars.peek(), Some('[' | ']')) => out.push_str("\\\\"),
+            '[' | ']' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The SARIF region of a change: its line and column in the new document, else the file's
 /// first line.
 fn region(c: &GateChange) -> Value {
@@ -94,7 +114,7 @@ pub fn sarif(gate: &Gate, document: &str) -> Value {
                 "ruleId": c.change.rule,
                 "ruleIndex": index.get(c.change.rule.as_str()).copied().unwrap_or(0),
                 "level": if c.at_or_above { "error" } else { "note" },
-                "message": {"text": visible(&c.change.message)},
+                "message": {"text": sarif_text(&c.change.message)},
                 "locations": [{
                     "physicalLocation": {
                         "artifactLocation": {"uri": uri},
@@ -102,14 +122,14 @@ pub fn sarif(gate: &Gate, document: &str) -> Value {
                     },
                     "logicalLocations": [{"fullyQualifiedName": visible(&c.change.path), "kind": "member"}]
                 }],
-                "partialFingerprints": {"schemawatchChangeId/v1": c.id},
+                "partialFingerprints": {"schemawatchChangeId/v1": c.id_v1, "schemawatchChangeId/v2": c.id},
                 "properties": {"severity": c.change.severity.as_str(), "kind": c.change.kind},
             });
             if let Some(justification) = accepted_note(&c.standing) {
                 result["suppressions"] = json!([{
                     "kind": "external",
                     "status": "accepted",
-                    "justification": visible(&justification),
+                    "justification": sarif_text(&justification),
                 }]);
             }
             result
@@ -389,10 +409,19 @@ mod tests {
             .as_str()
             .unwrap()
             .starts_with("chg1:"));
+        assert!(result["partialFingerprints"]["schemawatchChangeId/v2"]
+            .as_str()
+            .unwrap()
+            .starts_with("chg2:"));
         assert!(result["message"]["text"]
             .as_str()
             .unwrap()
             .contains("\\u{E0041}"));
+        // No embedded link survives: brackets are escaped, a backslash cannot cancel that.
+        let text = result["message"]["text"].as_str().unwrap();
+        assert!(!text.contains("[click]("), "{text}");
+        assert!(text.contains("\\[click\\](https://evil.example)"), "{text}");
+        assert_eq!(sarif_text("a\\[b](c)"), "a\\\\\\[b\\](c)");
         let gl = gitlab(&g, "git:origin/main:api/openapi.yaml");
         assert_eq!(gl[0]["location"]["path"], "api/openapi.yaml");
         assert_eq!(gl[0]["severity"], "major");

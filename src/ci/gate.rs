@@ -5,8 +5,9 @@
 use super::accept::{AcceptEntry, Date};
 use crate::core::locate::Location;
 use crate::core::model::{Change, Compatibility, DriftReport, Severity};
-use crate::core::report::{change_id, change_json_with_id, report_json};
+use crate::core::report::{change_ids, change_json_with_id, report_json};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// Where a change stands against the accept file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +24,10 @@ pub enum Standing<'a> {
 #[derive(Debug, Clone)]
 pub struct GateChange<'a> {
     pub change: &'a Change,
+    /// The change id (`chg2:`).
     pub id: String,
+    /// The deprecated 64-bit id (`chg1:`), still matched in accept files.
+    pub id_v1: String,
     pub standing: Standing<'a>,
     /// At or above `--fail-on` (or, without it, breaking or worse: the level renderers use).
     pub at_or_above: bool,
@@ -37,8 +41,14 @@ pub struct Gate<'a> {
     pub fail_on: Option<Compatibility>,
     pub date: Date,
     pub changes: Vec<GateChange<'a>>,
-    /// Entries for this document that match no change.
+    /// Entries for this document that accept no change (those whose id names a change but
+    /// whose `rule` / `path` pins do not hold are in `mismatched` too).
     pub stale: Vec<&'a AcceptEntry>,
+    /// Entries whose id names a change whose rule or path differs from the entry's pins, with
+    /// that change's index in `changes`: they do not accept it.
+    pub mismatched: Vec<(&'a AcceptEntry, usize)>,
+    /// Entries with a deprecated `chg1:` id, with the `chg2:` id of the change they name, if any.
+    pub deprecated: Vec<(&'a AcceptEntry, Option<String>)>,
     pub failed: bool,
     /// Whether an accept file was given (the JSON then always carries the gate).
     pub with_accept_file: bool,
@@ -68,19 +78,48 @@ pub fn evaluate<'a>(
         .iter()
         .filter(|e| e.applies_to(document))
         .collect();
+    // Entries by change id, the first in file order winning: one lookup per change, so the
+    // gate is linear in entries and changes (H34: 300,000 entries took > 11 min).
+    let mut by_id: HashMap<&str, usize> = HashMap::with_capacity(applicable.len());
+    for (i, entry) in applicable.iter().enumerate() {
+        by_id.entry(entry.change.as_str()).or_insert(i);
+    }
+    // Per applicable entry: whether it accepted or expired a change, and the `chg2:` id of the
+    // change its id names (for the `chg1:` deprecation warning).
+    let mut used = vec![false; applicable.len()];
+    let mut named: Vec<Option<String>> = vec![None; applicable.len()];
+    let mut mismatched = Vec::new();
     let changes: Vec<GateChange> = report
         .changes
         .iter()
-        .map(|change| {
-            let id = change_id(change);
-            let standing = match applicable.iter().find(|e| e.change == id) {
-                None => Standing::Open,
-                Some(entry) if entry.valid_on(date) => Standing::Accepted(entry),
-                Some(entry) => Standing::Expired(entry),
-            };
+        .enumerate()
+        .map(|(index, change)| {
+            let (id, id_v1) = change_ids(change);
+            let mut standing = Standing::Open;
+            for candidate in [&id, &id_v1] {
+                let Some(&i) = by_id.get(candidate.as_str()) else {
+                    continue;
+                };
+                let entry = applicable[i];
+                if named[i].is_none() {
+                    named[i] = Some(id.clone());
+                }
+                if !entry.pins_hold(change) {
+                    mismatched.push((entry, index));
+                    continue;
+                }
+                used[i] = true;
+                standing = if entry.valid_on(date) {
+                    Standing::Accepted(entry)
+                } else {
+                    Standing::Expired(entry)
+                };
+                break;
+            }
             GateChange {
                 change,
                 id,
+                id_v1,
                 standing,
                 at_or_above: level_of(change.severity) >= threshold,
                 location: None,
@@ -89,8 +128,15 @@ pub fn evaluate<'a>(
         .collect();
     let stale = applicable
         .iter()
-        .copied()
-        .filter(|e| !changes.iter().any(|c| c.id == e.change))
+        .zip(&used)
+        .filter(|(_, used)| !**used)
+        .map(|(e, _)| *e)
+        .collect();
+    let deprecated = applicable
+        .iter()
+        .zip(named)
+        .filter(|(e, _)| super::accept::is_deprecated_id(&e.change))
+        .map(|(e, named)| (*e, named))
         .collect();
     let failed = match fail_on {
         None => false,
@@ -109,6 +155,8 @@ pub fn evaluate<'a>(
         date,
         changes,
         stale,
+        mismatched,
+        deprecated,
         failed,
         with_accept_file: entries.is_some(),
     }
@@ -155,13 +203,17 @@ impl Gate<'_> {
     }
 
     /// A ready-to-paste accept entry for a change (placeholders for who and why; 30 days).
-    pub fn accept_entry(&self, id: &str, document: &str) -> String {
+    /// It pins the change's rule and path, so only that change is accepted whatever its id.
+    pub fn accept_entry(&self, change: &GateChange, document: &str) -> String {
         let until = self.date.plus_days(30);
         let file = std::path::Path::new(document.rsplit_once(':').map_or(document, |(_, p)| p))
             .file_name()
             .map(|n| n.to_string_lossy().into_owned());
         let mut entry = format!(
-            "[[accept]]\nchange = \"{id}\"\nreviewer = \"YOUR NAME\"\nreason = \"WHY THIS CHANGE IS SAFE\"\nexpires = \"{until}\"\n"
+            "[[accept]]\nchange = \"{}\"\nrule = {}\npath = {}\nreviewer = \"YOUR NAME\"\nreason = \"WHY THIS CHANGE IS SAFE\"\nexpires = \"{until}\"\n",
+            change.id,
+            toml_string(&change.change.rule),
+            toml_string(&change.change.path),
         );
         if let Some(file) = file.filter(|f| !f.is_empty() && f != "-") {
             entry.push_str(&format!("file = {}\n", toml_string(&file)));
@@ -209,7 +261,7 @@ pub fn report_with_gate(
                     && c.at_or_above
                     && !matches!(c.standing, Standing::Accepted(_))
                 {
-                    value["accept_entry"] = json!(gate.accept_entry(&c.id, document));
+                    value["accept_entry"] = json!(gate.accept_entry(c, document));
                 }
                 value
             })
@@ -303,11 +355,13 @@ mod tests {
 
     fn entry(change: &Change, expires: &str) -> AcceptEntry {
         AcceptEntry {
-            change: change_id(change),
+            change: crate::core::report::change_id(change),
             reviewer: "alice".into(),
             reason: "ok".into(),
             expires: Date::parse(expires).unwrap(),
             file: None,
+            rule: None,
+            path: None,
             line: 1,
         }
     }
@@ -375,8 +429,52 @@ mod tests {
         let entry = json["changes"][0]["accept_entry"].as_str().unwrap();
         assert!(entry.contains("expires = \"2026-12-31\""), "{entry}");
         let parsed = super::super::accept::parse("a.toml", entry, date).unwrap();
-        assert_eq!(parsed[0].change, change_id(&a));
+        assert_eq!(parsed[0].change, crate::core::report::change_id(&a));
+        assert_eq!(parsed[0].rule.as_deref(), Some("endpoint-removed"));
+        assert_eq!(parsed[0].path.as_deref(), Some("endpoints.a"));
         assert_eq!(parsed[0].file.as_deref(), Some("openapi.yaml"));
+    }
+
+    #[test]
+    fn chg1_ids_still_accept_and_pins_must_hold() {
+        let (a, b) = (
+            change("endpoints.a", Severity::Breaking),
+            change("endpoints.b", Severity::Breaking),
+        );
+        let r = report(vec![a.clone(), b.clone()]);
+        let date = Date::parse("2026-12-01").unwrap();
+        let fail_on = Some(Compatibility::Breaking);
+        let mut old_a = entry(&a, "2027-01-01");
+        old_a.change = crate::core::report::change_id_v1(&a);
+        let mut pinned_b = entry(&b, "2027-01-01");
+        pinned_b.rule = Some("endpoint-removed".into());
+        pinned_b.path = Some("endpoints.b".into());
+        let entries = [old_a.clone(), pinned_b.clone()];
+        let g = evaluate(&r, Some(&entries), "x.json", date, fail_on);
+        assert!(!g.failed);
+        assert_eq!(g.accepted(), 2);
+        assert_eq!(g.deprecated.len(), 1);
+        assert_eq!(
+            g.deprecated[0].1.as_deref(),
+            Some(crate::core::report::change_id(&a).as_str())
+        );
+        // A pin that does not hold: the entry accepts nothing and is reported.
+        for (rule, path) in [
+            (Some("endpoint-added-read-only"), Some("endpoints.b")),
+            (Some("endpoint-removed"), Some("endpoints.a")),
+            (None, Some("endpoints.bb")),
+        ] {
+            let mut wrong = pinned_b.clone();
+            wrong.rule = rule.map(str::to_string);
+            wrong.path = path.map(str::to_string);
+            let entries = [old_a.clone(), wrong];
+            let g = evaluate(&r, Some(&entries), "x.json", date, fail_on);
+            assert!(g.failed, "{rule:?} {path:?}");
+            assert_eq!(g.accepted(), 1);
+            assert_eq!(g.stale.len(), 1);
+            assert_eq!(g.mismatched.len(), 1);
+            assert_eq!(g.mismatched[0].1, 1);
+        }
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub async fn run(action: CatalogCommand) -> Outcome {
                 .into_iter()
                 .map(|t| t.record)
                 .collect();
-            say!("{}", catalog::inventory_json(&records));
+            say_json!("{}", catalog::inventory_json(&records));
             Ok(())
         }
         CatalogCommand::Diff {
@@ -48,7 +48,7 @@ pub async fn run(action: CatalogCommand) -> Outcome {
             if format == "markdown" {
                 say_raw!("{}", diff.to_markdown());
             } else {
-                say!("{}", diff.to_json());
+                say_json!("{}", diff.to_json());
             }
             Ok(())
         }

@@ -11,7 +11,7 @@ use schemawatch::core::diff::{classify, ClassifyPolicy};
 use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
 use schemawatch::core::normalize::source::locate_changes;
 use schemawatch::core::normalize::SharedEndpoints;
-use schemawatch::core::report::{report_markdown, report_text};
+use schemawatch::core::report::{report_markdown, report_markdown_bounded, report_text};
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
 use std::collections::BTreeMap;
@@ -115,7 +115,7 @@ async fn load_spec(
         shared,
     )
     .await
-    .with_context(|| input.to_string())
+    .with_context(|| sources::shown_argument(input))
 }
 
 /// The output formats asked for, each with its file (`None`: stdout).
@@ -197,6 +197,10 @@ fn check_date(args: &DiffArgs) -> anyhow::Result<Date> {
     Ok(Date::today())
 }
 
+/// What `--format github` appends to `$GITHUB_STEP_SUMMARY` at most, with what is already in
+/// it: under GitHub's 1 MiB limit, with room for a line or two of other steps.
+const STEP_SUMMARY_BYTES: usize = 1_000_000;
+
 fn pretty(value: &serde_json::Value) -> String {
     // serde_json without preserve_order sorts object keys, so output is byte-stable.
     format!(
@@ -248,6 +252,8 @@ fn text_with_gate(report: &schemawatch::core::model::DriftReport, gate: &Gate) -
 
 async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
     let (old, new, kind) = (args.old.as_str(), args.new.as_str(), args.kind.0);
+    // The new document as every rendering names it: a URL's credentials never shown (H31).
+    let shown_new = sources::shown_argument(new);
     let outputs = outputs(args)?;
     let fail_on = args.fail_on.as_deref().and_then(Compatibility::parse);
     let date = check_date(args)?;
@@ -290,7 +296,7 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
         let rendered = match format {
             Format::Text => text_with_gate(&report, &gate),
             Format::Json => {
-                let value = gate::report_with_gate(&report, &gate, new, &hints);
+                let value = gate::report_with_gate(&report, &gate, &shown_new, &hints);
                 if args.provenance {
                     pretty(&stamp(value, &report, "diff"))
                 } else {
@@ -298,12 +304,24 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
                 }
             }
             Format::Markdown => report_markdown(&report),
-            Format::Sarif => pretty(&formats::sarif(&gate, new)),
-            Format::Junit => formats::junit(&gate, new),
-            Format::Github => formats::github(&gate, new),
-            Format::Gitlab => pretty(&formats::gitlab(&gate, new)),
+            Format::Sarif => pretty(&formats::sarif(&gate, &shown_new)),
+            Format::Junit => formats::junit(&gate, &shown_new),
+            Format::Github => formats::github(&gate, &shown_new),
+            Format::Gitlab => pretty(&formats::gitlab(&gate, &shown_new)),
         };
         match path {
+            // Workflow commands are the point of `--format github` (its data escaped by
+            // `formats::github`); every other rendering is made inert for CI runners.
+            None if *format == Format::Github => {
+                use std::io::Write as _;
+                let _ = std::io::stdout().lock().write_all(rendered.as_bytes());
+            }
+            None if matches!(format, Format::Json | Format::Sarif | Format::Gitlab) => {
+                use std::io::Write as _;
+                let _ = std::io::stdout()
+                    .lock()
+                    .write_all(schemawatch::core::inert::inert_json(&rendered).as_bytes());
+            }
             None => say_raw!("{rendered}"),
             Some(path) => std::fs::write(path, rendered)
                 .with_context(|| format!("cannot write {}", path.display()))?,
@@ -317,23 +335,56 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
                     .create(true)
                     .open(&summary)
                     .with_context(|| "cannot open $GITHUB_STEP_SUMMARY".to_string())?;
-                file.write_all(report_markdown(&report).as_bytes())
+                // GitHub drops a step summary over 1 MiB whole: what the step already wrote
+                // counts, and a margin stays for the steps after (docs/reliability.md H33).
+                let written = file.metadata().map_or(0, |m| m.len());
+                let room = STEP_SUMMARY_BYTES
+                    .saturating_sub(usize::try_from(written).unwrap_or(usize::MAX));
+                file.write_all(report_markdown_bounded(&report, room).as_bytes())
                     .with_context(|| "cannot write $GITHUB_STEP_SUMMARY".to_string())?;
             }
         }
     }
     for c in &gate.changes {
         if let Standing::Expired(e) = c.standing {
-            eprintln!(
+            warn_line!(
                 "schemawatch: warning: accept entry at line {} for {} expired on {}; the change counts again",
                 e.line, e.change, e.expires
             );
         }
     }
+    for (e, replacement) in &gate.deprecated {
+        match replacement {
+            Some(id) => warn_line!(
+                "schemawatch: warning: accept entry at line {} names {} by a 64-bit chg1: id, which is deprecated: write change = \"{id}\" (the same change)",
+                e.line, e.change
+            ),
+            None => warn_line!(
+                "schemawatch: warning: accept entry at line {} names {} by a 64-bit chg1: id, which is deprecated: use the change's chg2: id (`diff --json` prints it)",
+                e.line, e.change
+            ),
+        }
+    }
+    for (e, index) in &gate.mismatched {
+        let c = &gate.changes[*index];
+        warn_line!(
+            "schemawatch: warning: accept entry at line {} names {} but pins rule {} at {}; that change is {} at {}: the entry does not accept it",
+            e.line,
+            e.change,
+            e.rule.as_deref().unwrap_or("(any)"),
+            e.path.as_deref().unwrap_or("(any path)"),
+            c.change.rule,
+            schemawatch::core::report::visible(&c.change.path)
+        );
+    }
     for e in &gate.stale {
-        eprintln!(
+        if gate.mismatched.iter().any(|(m, _)| std::ptr::eq(*m, *e)) {
+            continue;
+        }
+        warn_line!(
             "schemawatch: warning: accept entry at line {} ({}) matches no change: it is stale",
-            e.line, e.change
+            e.line,
+            e.change
         );
     }
     if gate.failed {

@@ -12,17 +12,50 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 /// Writes a line to stdout; a closed pipe (`schemawatch diff ... | head`) is not an error.
+/// Everything printed is made inert for CI runners first (provider text cannot start a
+/// workflow command, docs/reliability.md H30).
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout().lock(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            schemawatch::core::inert::inert_text(&text)
+        );
     }};
 }
 
 macro_rules! say_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout().lock(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = write!(
+            std::io::stdout().lock(),
+            "{}",
+            schemawatch::core::inert::inert_text(&text)
+        );
+    }};
+}
+
+/// [`say!`] for JSON text: `##[` is written `#\u0023[` (the same string to a JSON reader).
+macro_rules! say_json {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let text = format!($($arg)*);
+        let _ = writeln!(
+            std::io::stdout().lock(),
+            "{}",
+            schemawatch::core::inert::inert_json(&text)
+        );
+    }};
+}
+
+/// A line to stderr, inert for CI runners like everything [`say!`] prints.
+macro_rules! warn_line {
+    ($($arg:tt)*) => {{
+        let text = format!($($arg)*);
+        eprintln!("{}", schemawatch::core::inert::inert_text(&text));
     }};
 }
 
@@ -175,12 +208,12 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Reported(message)) => {
             if !message.is_empty() {
-                eprintln!("schemawatch: {message}");
+                warn_line!("schemawatch: {message}");
             }
             ExitCode::from(1)
         }
         Err(Failure::Usage(e)) => {
-            eprintln!("schemawatch: {e:#}");
+            warn_line!("schemawatch: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -209,15 +242,42 @@ async fn dispatch(cli: Cli) -> Outcome {
 fn init_logging(format: LogFormat, default_level: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_level));
+    // Colour only for a person at a terminal, never into journald or a log file.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let json = matches!(format, LogFormat::Json);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal, never into journald or a log file.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+        .with_writer(move || InertStderr { json, ansi })
+        .with_ansi(ansi);
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
         LogFormat::Text => builder.try_init(),
     };
+}
+
+/// Stderr for log lines, made inert for CI runners (a logged provider error cannot start a
+/// workflow command, docs/reliability.md H30). The formatter writes one event per call.
+struct InertStderr {
+    json: bool,
+    ansi: bool,
+}
+
+impl std::io::Write for InertStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        use schemawatch::core::inert::{inert_json, inert_text_with};
+        let text = String::from_utf8_lossy(buf);
+        let inert = if self.json {
+            inert_json(&text)
+        } else {
+            inert_text_with(&text, !self.ansi)
+        };
+        std::io::stderr().lock().write_all(inert.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().lock().flush()
+    }
 }
 
 fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
@@ -258,7 +318,7 @@ fn open_registry_reading(config: &Config) -> anyhow::Result<Registry> {
 
 fn print_json(value: &Value) {
     // serde_json without preserve_order sorts object keys, so output is byte-stable.
-    say!(
+    say_json!(
         "{}",
         serde_json::to_string_pretty(value).unwrap_or_default()
     );

@@ -39,7 +39,7 @@ pub async fn run(action: PinCommand) -> Outcome {
                     )));
                 }
             }
-            say!("{}", pin::capture(&current_tools(&config, &watches)?));
+            say_json!("{}", pin::capture(&current_tools(&config, &watches)?));
             Ok(())
         }
         PinCommand::Check {

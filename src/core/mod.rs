@@ -4,6 +4,7 @@ pub mod diff;
 pub mod event;
 pub mod fingerprint;
 pub mod hidden;
+pub mod inert;
 pub mod json;
 pub mod locate;
 pub mod model;

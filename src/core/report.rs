@@ -15,11 +15,10 @@ pub fn visible(text: &str) -> String {
     escape_hidden(&text.replace("\r\n", "\n"))
 }
 
-/// The stable id of a change: `chg1:` and the first 16 hex digits of SHA-256 over the RFC 8785
-/// canonical JSON of `{"after", "before", "path", "rule"}`, where `rule` is the rule's stable
-/// id (the one it was first published under), so renames and splits do not move ids. Computed
-/// when a report is rendered, never stored.
-pub fn change_id(c: &Change) -> String {
+/// SHA-256 over the RFC 8785 canonical JSON of `{"after", "before", "path", "rule"}`, where
+/// `rule` is the rule's stable id (the one it was first published under), so renames and
+/// splits do not move ids. Both id forms are prefixes of it.
+fn change_digest(c: &Change) -> [u8; 32] {
     use sha2::{Digest, Sha256};
     let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
     // The canonical text of `{"after", "before", "path", "rule"}` (keys in canonical order),
@@ -40,14 +39,40 @@ pub fn change_id(c: &Change) -> String {
     identity.push_str(",\"rule\":");
     write_json_string(rule, &mut identity);
     identity.push('}');
-    let digest = Sha256::digest(identity.as_bytes());
-    let mut id = String::with_capacity(21);
-    id.push_str("chg1:");
-    for byte in &digest[..8] {
-        use std::fmt::Write as _;
+    Sha256::digest(identity.as_bytes()).into()
+}
+
+fn id_text(prefix: &str, bytes: &[u8]) -> String {
+    use std::fmt::Write as _;
+    let mut id = String::with_capacity(prefix.len() + 2 * bytes.len());
+    id.push_str(prefix);
+    for byte in bytes {
         let _ = write!(id, "{byte:02x}");
     }
     id
+}
+
+/// The stable id of a change: `chg2:` and the first 32 hex digits (128 bits) of the change's
+/// digest ([`change_digest`]). Computed when a report is rendered, never stored. 128 bits:
+/// a birthday collision between a benign and a hostile change is out of reach, where 64 bits
+/// (`chg1:`) took about a CPU-hour (docs/reliability.md H35).
+pub fn change_id(c: &Change) -> String {
+    id_text("chg2:", &change_digest(c)[..16])
+}
+
+/// The deprecated 64-bit id (`chg1:` and the first 16 hex digits of the same digest), still
+/// read in accept files and kept as SARIF's `schemawatchChangeId/v1` fingerprint.
+pub fn change_id_v1(c: &Change) -> String {
+    id_text("chg1:", &change_digest(c)[..8])
+}
+
+/// Both ids of a change, `(chg2, chg1)`, from one digest.
+pub fn change_ids(c: &Change) -> (String, String) {
+    let digest = change_digest(c);
+    (
+        id_text("chg2:", &digest[..16]),
+        id_text("chg1:", &digest[..8]),
+    )
 }
 
 /// `{"compatibility", "old_fingerprint", "new_fingerprint", "changes": [...]}`.
@@ -221,6 +246,54 @@ pub fn report_markdown(report: &DriftReport) -> String {
     out
 }
 
+/// [`report_markdown`] within `max_bytes` (a GitHub step summary holds at most 1 MiB, and a
+/// larger one is dropped whole). When the full report fits, it is the full report; otherwise
+/// one table with the most severe changes first (the report's order within a severity) and as
+/// many rows as fit, then a line counting what was left out by severity.
+pub fn report_markdown_bounded(report: &DriftReport, max_bytes: usize) -> String {
+    let full = report_markdown(report);
+    if full.len() <= max_bytes {
+        return full;
+    }
+    let head_end = full.find("\n### ").unwrap_or(full.len());
+    let mut out = full[..head_end].to_string();
+    out.push_str("\n### Most severe changes first\n\n| severity | rule | where | change |\n|---|---|---|---|\n");
+    let mut ordered: Vec<&Change> = report.changes.iter().collect();
+    // Stable: the report's own order within a severity.
+    ordered.sort_by_key(|c| std::cmp::Reverse(c.severity));
+    // Room for the closing line (its numbers are at most 20 digits each).
+    let reserve = 240;
+    let mut shown = 0;
+    for c in &ordered {
+        let row = format!(
+            "| {} | `{}` | `{}` | {} |\n",
+            c.severity.as_str(),
+            c.rule,
+            escape_code(&c.path),
+            escape_md(&c.message)
+        );
+        if out.len() + row.len() + reserve > max_bytes {
+            break;
+        }
+        out.push_str(&row);
+        shown += 1;
+    }
+    let mut left: BTreeMap<Severity, usize> = BTreeMap::new();
+    for c in &ordered[shown..] {
+        *left.entry(c.severity).or_default() += 1;
+    }
+    out.push_str(&format!(
+        "\n{} more changes not shown ({} security, {} breaking, {} compatible, {} info): the summary is capped at {} bytes; `--markdown` or `--json` print them all.\n",
+        ordered.len() - shown,
+        left.get(&Severity::Security).unwrap_or(&0),
+        left.get(&Severity::Breaking).unwrap_or(&0),
+        left.get(&Severity::Compatible).unwrap_or(&0),
+        left.get(&Severity::Info).unwrap_or(&0),
+        max_bytes
+    ));
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,6 +313,21 @@ mod tests {
         let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
         let hex: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
         format!("chg1:{hex}")
+    }
+
+    /// `chg2:`: the first 128 bits of the same digest.
+    fn published_id_v2(c: &Change) -> String {
+        use sha2::{Digest, Sha256};
+        let rule = crate::core::diff::rules::find(&c.rule).map_or(c.rule.as_str(), |r| r.stable_id);
+        let identity = json!({
+            "after": c.after.as_ref().map(|v| &v.0),
+            "before": c.before.as_ref().map(|v| &v.0),
+            "path": c.path,
+            "rule": rule,
+        });
+        let digest = Sha256::digest(to_canonical_string(&identity).as_bytes());
+        let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+        format!("chg2:{hex}")
     }
 
     #[test]
@@ -271,7 +359,10 @@ mod tests {
             change(None, Some(json!("v")), "x", "response-type-changed"),
         ];
         for c in &cases {
-            assert_eq!(change_id(c), published_id(c), "{c:?}");
+            assert_eq!(change_id_v1(c), published_id(c), "{c:?}");
+            assert_eq!(change_id(c), published_id_v2(c), "{c:?}");
+            assert_eq!(change_ids(c), (change_id(c), change_id_v1(c)));
+            assert!(change_id(c).starts_with(&format!("chg2:{}", &change_id_v1(c)[5..])));
         }
     }
 }

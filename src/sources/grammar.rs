@@ -96,23 +96,51 @@ impl Source {
                 text: "a postgresql:// URL".into(),
                 reason: super::postgres::UrlError::Incomplete,
             })?;
-            // Quote the URL without its password, if it has one.
-            let mut shown = url.clone();
-            let _ = shown.set_password(None);
+            // Quote the URL without its userinfo or any query value (`?password=` is refused
+            // and must not be repeated, docs/reliability.md H32).
             super::postgres::parse_url(&url).map_err(|reason| GrammarError::Database {
-                text: shown.to_string(),
+                text: crate::fetch::redact_url(&url),
                 reason,
             })?;
             return Ok(Source::Postgres(url));
         }
         if lower.starts_with("http://") || lower.starts_with("https://") {
             let url = url::Url::parse(text).map_err(|e| GrammarError::BadUrl {
-                text: text.into(),
+                text: shown_argument(text),
                 reason: e.to_string(),
             })?;
             return Ok(Source::Url(url));
         }
         Ok(Source::Path(PathBuf::from(text)))
+    }
+}
+
+/// A command-line argument as it may be shown in an output or a message: a URL without its
+/// userinfo and with every query value `[redacted]`, as watch URLs are shown
+/// (docs/reliability.md H31); an unparsable URL cut before its query, its userinfo dropped.
+/// Anything else as given.
+pub fn shown_argument(text: &str) -> String {
+    let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
+    let is_url = ["http://", "https://", "postgresql://", "postgres://"]
+        .iter()
+        .any(|scheme| lower.starts_with(scheme));
+    if !is_url {
+        return text.to_string();
+    }
+    if let Ok(url) = url::Url::parse(text) {
+        return crate::fetch::redact_url(&url);
+    }
+    let text = text.split(['?', '#']).next().unwrap_or_default();
+    match text.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let rest = match rest[..authority_end].rfind('@') {
+                Some(at) => &rest[at + 1..],
+                None => rest,
+            };
+            format!("{scheme}://{rest}")
+        }
+        None => text.to_string(),
     }
 }
 

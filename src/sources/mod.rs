@@ -22,7 +22,7 @@ mod grammar;
 pub mod postgres;
 pub mod sqlite;
 
-pub use grammar::{parse_arguments, parse_env, GrammarError};
+pub use grammar::{parse_arguments, parse_env, shown_argument, GrammarError};
 
 use crate::core::model::{Kind, ToolSpec};
 use crate::core::normalize::{normalize_sharing, SharedEndpoints};

@@ -138,19 +138,9 @@ fn introspect(conn: &Connection) -> rusqlite::Result<Catalog> {
             })
         })?
         .collect::<rusqlite::Result<Vec<_>>>()?;
-    let mut options: BTreeMap<String, (bool, bool)> = BTreeMap::new();
-    let mut statement =
-        conn.prepare("SELECT name, wr, strict FROM pragma_table_list WHERE schema = 'main'")?;
-    for row in statement.query_map([], |row| {
-        Ok((
-            row.get::<_, String>(0)?,
-            row.get::<_, i64>(1)? != 0,
-            row.get::<_, i64>(2)? != 0,
-        ))
-    })? {
-        let (name, wr, strict) = row?;
-        options.insert(name, (wr, strict));
-    }
+    // The options of every table at once; when one object makes the whole list fail (an
+    // unknown virtual-table module, a broken view), each table's are read on their own.
+    let options = table_options(conn).ok();
     let index_sql: BTreeMap<&str, &str> = entries
         .iter()
         .filter(|e| e.kind == "index")
@@ -165,17 +155,32 @@ fn introspect(conn: &Connection) -> rusqlite::Result<Catalog> {
         }
         match e.kind.as_str() {
             "table" | "view" => {
-                let (without_rowid, strict) = options.get(&e.name).copied().unwrap_or_default();
-                relations.push(Relation {
+                // Object by object: one that cannot be read is recorded as unreadable (its
+                // `CREATE` text still in the contract) and the others are read (H36).
+                let read = || -> rusqlite::Result<Relation> {
+                    let (without_rowid, strict) = match &options {
+                        Some(all) => all.get(&e.name).copied().unwrap_or_default(),
+                        None => table_option(conn, &e.name)?,
+                    };
+                    Ok(Relation {
+                        name: e.name.clone(),
+                        kind: e.kind.clone(),
+                        sql: e.sql.clone().unwrap_or_default(),
+                        strict,
+                        without_rowid,
+                        columns: columns(conn, &e.name)?,
+                        foreign_keys: foreign_keys(conn, &e.name)?,
+                        indexes: indexes(conn, &e.name, &index_sql)?,
+                        unreadable: None,
+                    })
+                };
+                relations.push(read().unwrap_or_else(|error| Relation {
                     name: e.name.clone(),
                     kind: e.kind.clone(),
                     sql: e.sql.clone().unwrap_or_default(),
-                    strict,
-                    without_rowid,
-                    columns: columns(conn, &e.name)?,
-                    foreign_keys: foreign_keys(conn, &e.name)?,
-                    indexes: indexes(conn, &e.name, &index_sql)?,
-                });
+                    unreadable: Some(unreadable_reason(&error)),
+                    ..Relation::default()
+                }));
             }
             "trigger" => triggers.push(Trigger {
                 name: e.name.clone(),
@@ -190,6 +195,43 @@ fn introspect(conn: &Connection) -> rusqlite::Result<Catalog> {
         relations,
         triggers,
     })
+}
+
+/// Why an object could not be read: SQLite's message (the bundled SQLite's wording is fixed,
+/// so the contract does not move between runs), without any row data (none is read).
+fn unreadable_reason(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqliteFailure(_, Some(message)) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `(without_rowid, strict)` of every table and view.
+fn table_options(conn: &Connection) -> rusqlite::Result<BTreeMap<String, (bool, bool)>> {
+    let mut options = BTreeMap::new();
+    let mut statement =
+        conn.prepare("SELECT name, wr, strict FROM pragma_table_list WHERE schema = 'main'")?;
+    for row in statement.query_map([], |row| {
+        Ok((
+            row.get::<_, String>(0)?,
+            row.get::<_, i64>(1)? != 0,
+            row.get::<_, i64>(2)? != 0,
+        ))
+    })? {
+        let (name, wr, strict) = row?;
+        options.insert(name, (wr, strict));
+    }
+    Ok(options)
+}
+
+/// `(without_rowid, strict)` of one table or view.
+fn table_option(conn: &Connection, name: &str) -> rusqlite::Result<(bool, bool)> {
+    let mut statement =
+        conn.prepare("SELECT wr, strict FROM pragma_table_list(?1) WHERE schema = 'main'")?;
+    let mut rows = statement.query_map([name], |row| {
+        Ok((row.get::<_, i64>(0)? != 0, row.get::<_, i64>(1)? != 0))
+    })?;
+    rows.next().transpose().map(Option::unwrap_or_default)
 }
 
 fn columns(conn: &Connection, table: &str) -> rusqlite::Result<Vec<Column>> {

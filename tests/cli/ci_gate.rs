@@ -96,7 +96,7 @@ fn change_ids_are_stable_across_runs_key_order_and_document_order() {
     let ids = g.breaking_ids();
     assert_eq!(ids.len(), 2, "two breaking changes: {ids:?}");
     for id in &ids {
-        assert!(id.starts_with("chg1:") && id.len() == 21, "{id}");
+        assert!(id.starts_with("chg2:") && id.len() == 37, "{id}");
     }
     assert_eq!(g.breaking_ids(), ids, "the same across runs");
     // The same documents written with every object's keys (paths included) in reverse order
@@ -298,7 +298,7 @@ fn hints_and_formats_keep_provider_text_inert() {
         .as_array()
         .unwrap()
         .iter()
-        .all(|i| i["fingerprint"].as_str().unwrap().starts_with("chg1:")));
+        .all(|i| i["fingerprint"].as_str().unwrap().starts_with("chg2:")));
     // Two formats on stdout is a usage error.
     let run = g.diff(&["--format", "json", "--format", "github"]);
     assert_eq!(run.code, 2, "{}", run.describe());

@@ -324,7 +324,7 @@ fn openapi_watch_lifecycle_end_to_end() {
         !shown.is_empty()
             && shown
                 .iter()
-                .all(|id| id.as_str().is_some_and(|i| i.starts_with("chg1:")))
+                .all(|id| id.as_str().is_some_and(|i| i.starts_with("chg2:")))
     );
     assert_eq!(newest["accepted_changes"], Value::Array(shown), "{newest}");
     assert_eq!(

@@ -15,6 +15,7 @@ mod example_config;
 mod external_refs;
 mod fetch;
 mod hardening;
+mod hardening29;
 mod hidden_text;
 mod local_files;
 mod sources;

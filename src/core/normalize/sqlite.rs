@@ -55,6 +55,11 @@ pub struct Relation {
     pub columns: Vec<Column>,
     pub foreign_keys: Vec<ForeignKeyRow>,
     pub indexes: Vec<Index>,
+    /// Why SQLite could not read this object (an unknown virtual-table module, a view over a
+    /// missing table, a circular view); the other fields but `sql` are then empty. Absent for
+    /// a readable object, so readable catalogs serialize as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 /// One row of `PRAGMA table_xinfo`.
@@ -152,6 +157,9 @@ fn relation_endpoint(
             })
         }
     };
+    if let Some(reason) = &r.unreadable {
+        return Ok(unreadable_endpoint(r, is_view, reason));
+    }
     let pk_count = r.columns.iter().filter(|c| c.pk > 0).count();
     let mut input_props = Map::new();
     let mut input_required = Vec::new();
@@ -286,6 +294,41 @@ fn relation_endpoint(
         security: Vec::new(),
         title: None,
     })
+}
+
+/// An object SQLite could not read: in the contract by name, kind, the digest of its `CREATE`
+/// text and the reason, so it stays watched (a change to its text, or it becoming readable
+/// again, is drift), while the rest of the database is read as usual.
+fn unreadable_endpoint(r: &Relation, is_view: bool, reason: &str) -> EndpointSpec {
+    let method = if is_view { "VIEW" } else { "TABLE" };
+    let facts = json!({
+        "unreadable": reason,
+        "unreadable_definition": digest_text("schemawatch.sqlite.unreadable", &normalize_sql(&r.sql)),
+    });
+    EndpointSpec {
+        extensions: Default::default(),
+        servers: Vec::new(),
+        aliases: Vec::new(),
+        deprecated: false,
+        description: None,
+        destructive: !is_view,
+        idempotent: is_view,
+        input_schema: None,
+        meta: Some(Box::new(facts)),
+        method: method.into(),
+        name: r.name.clone().into(),
+        open_world: false,
+        operation_id: None,
+        output_schema: None,
+        parameters: Vec::new(),
+        path: r.name.clone().into(),
+        path_template: r.name.clone().into(),
+        read_only: is_view,
+        request_body: None,
+        responses: Default::default(),
+        security: Vec::new(),
+        title: None,
+    }
 }
 
 fn object_schema(
