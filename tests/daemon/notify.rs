@@ -641,3 +641,103 @@ fn refresh_on_demand_goes_through_the_scheduler() {
     assert_eq!(status, 401);
     let _ = d.wait_for_log("pending_review", |_| true);
 }
+
+/// Three cron-style `check`s racing over the same due deliveries (no daemon): each delivery
+/// is sent once per attempt (the claim is one transaction), so the receiver never sees an id
+/// twice. `notify test` prints a status and an error class, never the URL; `GET
+/// /v1/notifications` carries no secret either.
+#[test]
+fn racing_checks_send_each_delivery_once_and_outputs_hold_no_secret() {
+    let Some(python) = need(python(), "PyPI standardwebhooks (tests/peers/.venv)") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let mut receiver = Receiver::new(python, sb.dir.path().to_path_buf(), &[SECRET_NEW]);
+    receiver.start();
+    let url = format!("{}?token=race-canary-91c2", receiver.url("/webhook"));
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let watches: String = (0..40)
+        .map(|i| file_watch(&format!("race.w{i:02}"), "pets.json", "1h"))
+        .collect();
+    sb.write_config(&format!(
+        "{}{}{}",
+        config_text(&watches, ""),
+        notifications_block(),
+        webhook_sink("hook", "")
+    ));
+    let config = sb.config_arg();
+    let out = run_with_url(&sb, &url, &["check", "--config", &config, "--no-notify"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let racers: Vec<_> = (0..3)
+        .map(|i| {
+            let mut cmd = sb.command(&[
+                "check",
+                "--config",
+                &config,
+                "--watch",
+                &format!("race.w{i:02}"),
+            ]);
+            cmd.env(URL_VAR, &url);
+            cmd.spawn().expect("spawn check")
+        })
+        .collect();
+    for mut r in racers {
+        assert!(r.wait().unwrap().success());
+    }
+    let requests = receiver.requests();
+    let applied = applied_of_type(&requests, "schemawatch.registered");
+    assert_eq!(applied.len(), 40, "every registration delivered");
+    assert!(
+        requests.iter().all(|r| r["outcome"] != "duplicate"),
+        "a delivery was sent twice"
+    );
+    // notify test: a status and a class, never the URL or the body.
+    let ok = run_with_url(&sb, &url, &["notify", "test", "hook", "--config", &config]);
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&ok.stdout),
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(ok.status.success() && text.contains("status 200"), "{text}");
+    assert!(receiver
+        .requests()
+        .iter()
+        .any(|r| r["body"]["type"] == "schemawatch.test"));
+    let down = format!(
+        "http://127.0.0.1:{}/webhook?token=race-canary-91c2",
+        dead_port()
+    );
+    let failed = run_with_url(&sb, &down, &["notify", "test", "hook", "--config", &config]);
+    let failed_text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&failed.stdout),
+        String::from_utf8_lossy(&failed.stderr)
+    );
+    assert_eq!(failed.status.code(), Some(1), "{failed_text}");
+    assert!(failed_text.contains("error class connect"), "{failed_text}");
+    let list = run_with_url(&sb, &url, &["notify", "list", "--config", &config]);
+    for text in [
+        &text,
+        &failed_text,
+        &String::from_utf8_lossy(&list.stdout).into_owned(),
+    ] {
+        assert!(
+            !text.contains("race-canary-91c2") && !text.contains("127.0.0.1:"),
+            "{text}"
+        );
+    }
+    // The API's listing: the same rows, no secret.
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env(URL_VAR, &url);
+    let d = Daemon::start_command(cmd, None);
+    let (status, body) = d.get("/v1/notifications?limit=5");
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["notifications"].as_array().unwrap().len(), 5);
+    assert!(!body.contains("race-canary-91c2"));
+    assert_no_secret(&sb, "race-canary-91c2", &d.log_text());
+}

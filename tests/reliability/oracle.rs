@@ -396,7 +396,9 @@ fn event_violations(db: &Path, facts: &Facts) -> Vec<String> {
                 Some(id) => {
                     *review_events.entry(id).or_default() += 1;
                     if !facts.reviews.iter().any(|r| r.id == id) {
-                        v.push(format!("I7: pending_review event {seq} names no review ({id})"));
+                        v.push(format!(
+                            "I7: pending_review event {seq} names no review ({id})"
+                        ));
                     }
                 }
                 None => v.push(format!("I7: pending_review event {seq} without review_id")),
@@ -419,7 +421,10 @@ fn event_violations(db: &Path, facts: &Facts) -> Vec<String> {
     for r in &facts.reviews {
         let n = review_events.get(&r.id).copied().unwrap_or(0);
         if n != 1 {
-            v.push(format!("I7: review {} of {} has {n} pending_review events", r.id, r.watch));
+            v.push(format!(
+                "I7: review {} of {} has {n} pending_review events",
+                r.id, r.watch
+            ));
         }
     }
     let orphans: i64 = conn
