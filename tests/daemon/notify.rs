@@ -741,3 +741,46 @@ fn racing_checks_send_each_delivery_once_and_outputs_hold_no_secret() {
     assert!(!body.contains("race-canary-91c2"));
     assert_no_secret(&sb, "race-canary-91c2", &d.log_text());
 }
+
+/// Beyond loopback, `/v1` reads need a token (admin or read; the read token can do nothing
+/// else); `allowed_hosts` admits a reverse proxy's Host, exactly; probes need nothing.
+#[test]
+fn reads_beyond_loopback_need_a_token_and_allowed_hosts_admit_a_proxy() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let text = with_admin_token(&config_text(&file_watch("acme.pets", "pets.json", "1h"), ""))
+        .replace("listen = \"127.0.0.1:0\"", "listen = \"0.0.0.0:0\"")
+        .replace(
+            "[server]\n",
+            "[server]\nread_token_env = \"SW_TEST_READ\"\nallowed_hosts = [\"proxy.example:8443\"]\n",
+        );
+    sb.write_config(&text);
+    let config = sb.config_arg();
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env("SW_TEST_READ", "read-token-5");
+    let d = Daemon::start_command(cmd, Some(ADMIN_TOKEN));
+    let get = |host: Option<&str>, token: Option<&str>, path: &str| {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+        http(d.api, "GET", path, host, &headers, None).0
+    };
+    assert_eq!(get(None, None, "/healthz"), 200);
+    assert_eq!(get(None, None, "/v1/status"), 401);
+    assert_eq!(get(None, Some("wrong"), "/v1/status"), 401);
+    assert_eq!(get(None, Some("read-token-5"), "/v1/status"), 200);
+    assert_eq!(get(None, Some(ADMIN_TOKEN), "/v1/notifications"), 200);
+    assert_eq!(get(Some("proxy.example:8443"), Some("read-token-5"), "/v1/status"), 200);
+    assert_eq!(get(Some("proxy.example:9999"), Some("read-token-5"), "/v1/status"), 403);
+    assert_eq!(get(Some("evil.example:8443"), Some("read-token-5"), "/v1/status"), 403);
+    // The read token cannot queue a refresh.
+    let auth = "Bearer read-token-5";
+    let (status, _) = http(
+        d.api,
+        "POST",
+        "/v1/watches/acme.pets/refresh",
+        None,
+        &[("Authorization", auth)],
+        Some(""),
+    );
+    assert_eq!(status, 401);
+}
