@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Literal `...` and $(...) in single quotes are on purpose (expected text, injection values);
+# the predicates are called through `expect`.
+# shellcheck disable=SC2016,SC2317
 # The GitHub Action's script (scripts/github-action) on real git repositories, with the
 # environment GitHub gives a composite action's step: INPUT_*, GITHUB_OUTPUT and
 # GITHUB_STEP_SUMMARY files, GITHUB_BASE_REF naming the base branch of a pull request. The
@@ -47,7 +50,7 @@ compatible_doc='{"openapi": "3.0.3", "info": {"title": "Pets", "version": "1.5.0
 # The upstream: main has the base document; pull request branches change it.
 git init -q "$t/src"
 (
-  cd "$t/src"
+  cd "$t/src" || exit 2
   printf '%s\n' "$base_doc" >openapi.json
   git add openapi.json && git commit -qm base
   git checkout -qb pr-breaking
@@ -97,12 +100,20 @@ $out"
 
 has() { grep -qF -- "$2" <<<"$1"; }
 
+# ran RC [COMPATIBILITY FAILED]: the exit code, and the two outputs (none when not given).
+ran() {
+  [ "$rc" = "$1" ] || return 1
+  if [ $# -eq 3 ]; then
+    [ "$outputs" = "compatibility=$2"$'\n'"failed=$3" ]
+  else
+    [ -z "$outputs" ]
+  fi
+}
+
 # 1. A pull request with a breaking change: the base branch is fetched, the gate fails.
 checkout pr-breaking
 run_action GITHUB_BASE_REF=main INPUT_PATH=openapi.json INPUT_SARIF=schemawatch.sarif
-expect "breaking PR: exit 1" [ "$rc" = 1 ]
-expect "breaking PR: outputs compatibility=breaking, failed=true" \
-  [ "$outputs" = $'compatibility=breaking\nfailed=true' ]
+expect "breaking PR: exit 1, outputs compatibility=breaking, failed=true" ran 1 breaking true
 expect "breaking PR: the base branch was fetched as origin/main" \
   [ "$(git -C "$t/ws" rev-parse -q --verify origin/main)" = "$main_sha" ]
 expect "breaking PR: an ::error annotation on openapi.json" has "$out" "::error file=openapi.json"
@@ -126,8 +137,8 @@ fi
 out=$(cd "$t/ws" && env -i PATH="$PATH" HOME="$HOME" TMPDIR="$t/tmp" SCHEMAWATCH_BIN="$bin" \
   INPUT_BASE=origin/main INPUT_PATH=openapi.json "$script" 2>&1)
 rc=$? outputs="" summary=""
-expect "no GITHUB_STEP_SUMMARY: exit 1, Markdown on stdout, no workflow commands" \
-  eval '[ "$rc" = 1 ] && has "$out" "## Contract drift: breaking" && ! has "$out" "::error"'
+local_run() { [ "$rc" = 1 ] && has "$out" "## Contract drift: breaking" && ! has "$out" "::error"; }
+expect "no GITHUB_STEP_SUMMARY: exit 1, Markdown on stdout, no workflow commands" local_run
 
 # 3. Accepting both breaking changes passes the gate (the report still says breaking).
 ids=$(cd "$t/ws" && "$bin" diff "git:origin/main:openapi.json" openapi.json --json \
@@ -140,41 +151,39 @@ ids=$(cd "$t/ws" && "$bin" diff "git:origin/main:openapi.json" openapi.json --js
 } >"$t/ws/accept.toml"
 run_action GITHUB_BASE_REF=main INPUT_PATH=openapi.json INPUT_ACCEPT_FILE=accept.toml
 expect "accepted breaking change ($(wc -w <<<"$ids") id): exit 0, compatibility=breaking, failed=false" \
-  eval '[ "$rc" = 0 ] && [ "$outputs" = $'"'"'compatibility=breaking\nfailed=false'"'"' ]'
+  ran 0 breaking false
 
 # 4. A compatible change passes; with fail-on compatible it fails.
 checkout pr-compatible
 run_action GITHUB_BASE_REF=main INPUT_PATH=openapi.json
-expect "compatible PR: exit 0, compatibility=compatible, failed=false" \
-  eval '[ "$rc" = 0 ] && [ "$outputs" = $'"'"'compatibility=compatible\nfailed=false'"'"' ]'
+expect "compatible PR: exit 0, compatibility=compatible, failed=false" ran 0 compatible false
 expect "compatible PR: the summary says the gate passed" has "$summary" "gate (fail on \`breaking\`) passed."
 run_action GITHUB_BASE_REF=main INPUT_PATH=openapi.json INPUT_FAIL_ON=compatible
-expect "compatible PR with fail-on compatible: exit 1, failed=true" \
-  eval '[ "$rc" = 1 ] && [ "$outputs" = $'"'"'compatibility=compatible\nfailed=true'"'"' ]'
+expect "compatible PR with fail-on compatible: exit 1, failed=true" ran 1 compatible true
 expect "compatible PR: no SARIF file unless asked" [ ! -e "$t/ws/schemawatch.sarif" ]
 
 # 5. A file the base does not have: nothing to compare, passes.
 checkout pr-newfile
 run_action GITHUB_BASE_REF=main INPUT_PATH=second.json
-expect "new file: exit 0, compatibility=new, failed=false, a notice" \
-  eval '[ "$rc" = 0 ] && [ "$outputs" = $'"'"'compatibility=new\nfailed=false'"'"' ] && has "$out" "::notice file=second.json"'
+expect "new file: exit 0, compatibility=new, failed=false" ran 0 new false
+expect "new file: a notice on second.json" has "$out" "::notice file=second.json"
 
 # 6. Outside a pull request: base is required; an explicit base revision works.
 checkout pr-breaking
 run_action INPUT_PATH=openapi.json
-expect "push event without base: exit 2, no outputs, the error says base is required" \
-  eval '[ "$rc" = 2 ] && [ -z "$outputs" ] && has "$out" "input '"'base'"' is required outside pull requests"'
+expect "push event without base: exit 2, no outputs" ran 2
+expect "push event without base: the error says base is required" \
+  has "$out" "input 'base' is required outside pull requests"
 run_action INPUT_PATH=openapi.json INPUT_BASE=origin/main
-expect "explicit base not in the clone: exit 2, says fetch it first" \
-  eval '[ "$rc" = 2 ] && [ -z "$outputs" ] && has "$out" "fetch it first"'
+expect "explicit base not in the clone: exit 2, no outputs" ran 2
+expect "explicit base not in the clone: says fetch it first" has "$out" "fetch it first"
 git -C "$t/ws" fetch -q --depth=1 origin main
 run_action INPUT_PATH=openapi.json INPUT_BASE=FETCH_HEAD
-expect "explicit base (FETCH_HEAD, no GITHUB_BASE_REF): exit 1, compatibility=breaking" \
-  eval '[ "$rc" = 1 ] && [ "$outputs" = $'"'"'compatibility=breaking\nfailed=true'"'"' ]'
+expect "explicit base (FETCH_HEAD, no GITHUB_BASE_REF): exit 1, compatibility=breaking" ran 1 breaking true
 run_action INPUT_PATH=openapi.json INPUT_BASE=--output=x
-expect "a base starting with '-': exit 2, no outputs" eval '[ "$rc" = 2 ] && [ -z "$outputs" ]'
+expect "a base starting with '-': exit 2, no outputs" ran 2
 run_action GITHUB_BASE_REF=main INPUT_PATH=openapi.json INPUT_KIND=nonsense
-expect "an unknown kind: exit 2 from schemawatch, no outputs" eval '[ "$rc" = 2 ] && [ -z "$outputs" ]'
+expect "an unknown kind: exit 2 from schemawatch, no outputs" ran 2
 
 # 7. Script injection: every input, and the base branch name, carrying shell syntax stays data.
 injections=('$(touch pwned)' '`touch pwned`' ';touch pwned' '"; touch pwned; "' $'x\ntouch pwned')

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the tests/kit/*.sh scripts (sourced): counters, checks and the closing line.
 # Each script prints `N passed, M failed` last and exits 1 when anything failed.
 

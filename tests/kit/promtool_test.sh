@@ -22,7 +22,7 @@ else
   fail "promtool check rules deploy/prometheus/alerts.yml" "$out"
 fi
 # Every alert of alerts.yml has a test in alerts_test.yml, both firing and not firing.
-for alert in $(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' "$root/deploy/prometheus/alerts.yml"); do
+while read -r alert; do
   tests=$(grep -c "alertname: $alert\$" "$root/deploy/prometheus/alerts_test.yml")
   silent=$(grep -A1 "alertname: $alert\$" "$root/deploy/prometheus/alerts_test.yml" | grep -c 'exp_alerts: \[\]')
   if [ "$tests" -gt "$silent" ] && [ "$silent" -gt 0 ]; then
@@ -30,7 +30,7 @@ for alert in $(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' "$root/deploy/pr
   else
     fail "alerts_test.yml covers $alert firing and not firing" "$tests evaluations, $silent expecting no alert"
   fi
-done
+done < <(sed -n 's/^ *- alert: *\([A-Za-z0-9_]*\).*/\1/p' "$root/deploy/prometheus/alerts.yml")
 # promtool resolves rule_files relative to the test file.
 if out=$("$promtool" test rules "$root/deploy/prometheus/alerts_test.yml" 2>&1); then
   pass "promtool test rules deploy/prometheus/alerts_test.yml"

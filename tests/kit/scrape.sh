@@ -13,6 +13,7 @@ fi
 bin=$1 out=$2
 t=$(mktemp -d "${TMPDIR:-/tmp}/schemawatch-scrape.XXXXXX")
 pid=""
+# shellcheck disable=SC2317 # called by the trap
 cleanup() {
   if [ -n "$pid" ]; then
     kill -TERM "$pid" 2>/dev/null || true
