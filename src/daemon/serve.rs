@@ -103,9 +103,8 @@ pub async fn serve(
         let fds_over = |reserve: u64| {
             descriptors().is_some_and(|(fds, limit)| fds.saturating_add(reserve) > limit)
         };
-        let probe_only = if open.lock().len() < MAX_CONNECTIONS && !fds_over(reserve) {
-            false
-        } else if open.evict_one() {
+        let room = open.lock().len() < MAX_CONNECTIONS && !fds_over(reserve);
+        let probe_only = if room || open.evict_one() {
             false
         } else if (probes.lock().len() < PROBE_CONNECTIONS && !fds_over(FD_RESERVE_BASE))
             || probes.evict_one()

@@ -1028,12 +1028,19 @@ async fn path_source_reads_the_file_under_the_cap() {
 
 #[tokio::test]
 async fn path_source_caps_files_without_a_real_size() {
-    // /dev/zero reports size 0 and never ends: only the bounded read stops it.
+    // /dev/zero reports size 0 and never ends: a device is refused before any read (H17).
     let mut request = request(Source::Path("/dev/zero".into()));
     request.max_bytes = 1024;
     assert!(matches!(
         fetch(&request).await,
-        Err(FetchError::TooLarge { limit: 1024 })
+        Err(FetchError::NotRegular { .. })
+    ));
+    // A regular file under /proc reports size 0 and holds more: only the bounded read stops it.
+    let mut request = self::request(Source::Path("/proc/self/maps".into()));
+    request.max_bytes = 16;
+    assert!(matches!(
+        fetch(&request).await,
+        Err(FetchError::TooLarge { limit: 16 })
     ));
 }
 
