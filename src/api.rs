@@ -80,7 +80,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/summary", get(summary))
         .route("/watches", get(watches))
         .route("/watches/{name}", get(watch))
-        .route("/watches/{name}/refresh", post(refresh_now))
+        .route(
+            "/watches/{name}/refresh",
+            post(refresh_now).layer(middleware::from_fn_with_state(CHECK_BODY_MAX, read_body)),
+        )
         .route("/notifications", get(notifications))
         .route("/pending", get(pending))
         .route("/pending/{id}", get(pending_one))

@@ -40,6 +40,8 @@ pub struct Metrics {
     /// `refresh_errors_total`, summed over kinds).
     errors_by_class: Mutex<BTreeMap<&'static str, u64>>,
     pub pending_reviews: Gauge,
+    /// Unix time the oldest open review was queued; 0 with none open (no watch label).
+    pub oldest_pending_review: FloatGauge,
     pub registry_version: Gauge,
     pub watches: Gauge,
     pub in_flight: Gauge,
@@ -126,6 +128,7 @@ impl Metrics {
             schedule_lag: Histogram::new(exponential_buckets(0.005, 2.0, 16)),
             errors_by_class: Mutex::new(BTreeMap::new()),
             pending_reviews: Gauge::default(),
+            oldest_pending_review: FloatGauge::default(),
             registry_version: Gauge::default(),
             watches: Gauge::default(),
             in_flight: Gauge::default(),
@@ -216,6 +219,11 @@ impl Metrics {
             m.pending_reviews.clone(),
         );
         registry.register(
+            "oldest_pending_review_timestamp_seconds",
+            "Unix time the oldest open review was queued (0 when none is open)",
+            m.oldest_pending_review.clone(),
+        );
+        registry.register(
             "registry_version",
             "The registry's monotonic version",
             m.registry_version.clone(),
@@ -278,6 +286,13 @@ impl Metrics {
     /// Pending deliveries of each configured sink (0 for a sink with none).
     pub fn set_notifications_pending(&self, sinks: &[String], pending: &[(String, i64)]) {
         for sink in sinks {
+            // Every outcome's series exists from the start, so `increase()` sees a sink's
+            // first failure (a counter first seen at 1 has no increase).
+            for outcome in ["delivered", "retry", "failed", "gone"] {
+                let _ = self
+                    .notifications
+                    .get_or_create(&labels(&[("sink", sink), ("outcome", outcome)]));
+            }
             let n = pending
                 .iter()
                 .find(|(s, _)| s == sink)

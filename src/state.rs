@@ -475,6 +475,13 @@ impl Shared {
         if let Ok(open) = registry.open_review_count() {
             self.metrics.pending_reviews.set(open);
         }
+        if let Ok(oldest) = registry.oldest_open_review() {
+            let seconds = oldest
+                .and_then(|t| humantime::parse_rfc3339_weak(&t).ok())
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0.0, |d| d.as_secs_f64());
+            self.metrics.oldest_pending_review.set(seconds);
+        }
     }
 
     /// One refresh of `watch`, holding `permit`, serialized with any other refresh of the

@@ -19,8 +19,13 @@ use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct DiffArgs {
-    old: String,
-    new: String,
+    /// OLD NEW; with --against, the FILEs to compare with their version at REV.
+    #[arg(value_name = "FILE", required = true)]
+    documents: Vec<String>,
+    /// Compare each FILE with its version at this git revision (the pre-commit form): a FILE
+    /// new at REV passes; --fail-on defaults to breaking.
+    #[arg(long, value_name = "REV")]
+    against: Option<String>,
     #[arg(long, value_enum, default_value_t = KindArg(Kind::Openapi))]
     kind: KindArg,
     /// NAME=VALUE for a `cmd:` server's environment (repeatable; values expand `${VAR}`).
@@ -97,7 +102,224 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
 
 pub async fn run(args: DiffArgs) -> Outcome {
     let policy = policy(&args)?;
-    diff(&args, &policy).await
+    if let Some(rev) = args.against.clone() {
+        return against(&args, &policy, &rev).await;
+    }
+    let [old, new] = args.documents.as_slice() else {
+        return Err(Failure::Usage(anyhow!(
+            "diff takes exactly two documents, OLD and NEW (or --against REV FILE...); got {}",
+            args.documents.len()
+        )));
+    };
+    diff(&args, &policy, old, new).await
+}
+
+/// `diff --against REV FILE...`: each FILE against its version at REV (docs/design.md).
+async fn against(args: &DiffArgs, policy: &ClassifyPolicy, rev: &str) -> Outcome {
+    if rev.starts_with('-') {
+        return Err(Failure::Usage(anyhow!("--against {rev:?}: not a revision")));
+    }
+    if args.formats.iter().any(|f| f.contains('=')) || args.provenance {
+        return Err(Failure::Usage(anyhow!(
+            "--format F=PATH and --provenance are for `diff OLD NEW`; --against writes one section per FILE to stdout"
+        )));
+    }
+    if matches!(args.kind.0, Kind::Sqlite | Kind::Postgres) {
+        return Err(Failure::Usage(anyhow!(
+            "--against with --kind {}: a git revision cannot hold a database",
+            args.kind.0.as_str()
+        )));
+    }
+    for file in &args.documents {
+        let special = file == "-"
+            || file.contains("://")
+            || ["git:", "cmd:", "sqlite:"]
+                .iter()
+                .any(|p| file.starts_with(p));
+        if special {
+            return Err(Failure::Usage(anyhow!(
+                "--against compares work-tree files; {file:?} is not a path (use `diff OLD NEW` for it)"
+            )));
+        }
+        if !std::path::Path::new(file).is_file() {
+            return Err(Failure::Usage(anyhow!("FILE {file:?} does not exist")));
+        }
+    }
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output()
+    };
+    let resolves = |spec: &str| {
+        git(&["rev-parse", "--verify", "--quiet", spec]).is_ok_and(|o| o.status.success())
+    };
+    let unborn = if resolves(&format!("{rev}^{{commit}}")) {
+        false
+    } else if rev == "HEAD" && git(&["rev-parse", "--git-dir"]).is_ok_and(|o| o.status.success()) {
+        true
+    } else {
+        return Err(Failure::Usage(anyhow!(
+            "--against {rev:?}: not a revision of the repository here"
+        )));
+    };
+    let json = args.json || args.formats.iter().any(|f| f == "json");
+    let markdown = args.markdown || args.formats.iter().any(|f| f == "markdown");
+    let github = args.formats.iter().any(|f| f == "github");
+    let fail_on = Some(
+        args.fail_on
+            .as_deref()
+            .and_then(Compatibility::parse)
+            .unwrap_or(Compatibility::Breaking),
+    );
+    let (mut bad, mut failed, mut stale) = (false, false, 0usize);
+    let mut files = Vec::new();
+    for file in &args.documents {
+        let at_rev = format!("{rev}:./{file}");
+        let is_new = unborn || !resolves(&at_rev);
+        if is_new {
+            if json {
+                files.push(serde_json::json!({"file": file, "new": true, "report": null}));
+            } else if markdown {
+                say!("## {file}\n\nnew (not in {rev})\n");
+            } else if !github {
+                say!("{file}: new (not in {rev})");
+            }
+            continue;
+        }
+        let old = format!("git:{rev}:./{file}");
+        let compared = match compare(args, policy, &old, file).await {
+            Ok(c) => c,
+            Err(e) => {
+                warn_line!("schemawatch: {file}: {e:#}");
+                bad = true;
+                continue;
+            }
+        };
+        let mut gate = gate::evaluate(
+            &compared.report,
+            compared.entries.as_deref(),
+            file,
+            compared.date,
+            fail_on,
+        );
+        gate.locate(locate_changes(
+            args.kind.0,
+            &compared.new_bytes,
+            &compared.report.changes,
+        ));
+        failed |= gate.failed;
+        stale += gate.stale.len();
+        if json {
+            let value = gate::report_with_gate(
+                &compared.report,
+                &gate,
+                &compared.shown_new,
+                &compared.hints,
+            );
+            files.push(serde_json::json!({"file": file, "new": false, "report": value}));
+        } else if markdown {
+            say_raw!("## {file}\n\n{}", report_markdown(&compared.report));
+        } else if github {
+            use std::io::Write as _;
+            let _ = std::io::stdout()
+                .lock()
+                .write_all(formats::github(&gate, file).as_bytes());
+            append_step_summary(&compared.report)?;
+        } else {
+            say!("{file}:");
+            say_raw!("{}", text_with_gate(&compared.report, &gate));
+        }
+    }
+    if json {
+        use std::io::Write as _;
+        let value = serde_json::json!({"against": rev, "failed": failed, "files": files});
+        let _ = std::io::stdout()
+            .lock()
+            .write_all(schemawatch::core::inert::inert_json(&pretty(&value)).as_bytes());
+    }
+    if bad {
+        return Err(Failure::Usage(anyhow!(
+            "a FILE could not be compared (above)"
+        )));
+    }
+    if failed {
+        return Err(Failure::Reported(String::new()));
+    }
+    if args.strict_accept && stale > 0 {
+        return Err(Failure::Reported(format!(
+            "{stale} stale accept entr{} (--strict-accept)",
+            if stale == 1 { "y" } else { "ies" }
+        )));
+    }
+    Ok(())
+}
+
+/// One comparison, as `diff OLD NEW` makes it, before the gate and any rendering.
+struct Compared {
+    report: schemawatch::core::model::DriftReport,
+    entries: Option<Vec<accept::AcceptEntry>>,
+    date: Date,
+    new_bytes: Vec<u8>,
+    shown_new: String,
+    hints: Vec<String>,
+}
+
+async fn compare(
+    args: &DiffArgs,
+    policy: &ClassifyPolicy,
+    old: &str,
+    new: &str,
+) -> anyhow::Result<Compared> {
+    let kind = args.kind.0;
+    let date = check_date(args)?;
+    let entries = match &args.accept {
+        None => None,
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read accept file {}", path.display()))?;
+            Some(accept::parse(&path.display().to_string(), &text, date)?)
+        }
+    };
+    let parsed = sources::parse_arguments(&[old, new], &args.env)?;
+    let (old_spec, _) = load_spec(old, &parsed[0], kind, SharedEndpoints::default()).await?;
+    let (new_spec, new_bytes) =
+        load_spec(new, &parsed[1], kind, SharedEndpoints::of(&old_spec)).await?;
+    let report = classify(&old_spec, &new_spec, policy);
+    let hints = gate::hints(
+        old_spec.metadata.version.as_deref(),
+        new_spec.metadata.version.as_deref(),
+        &report,
+    );
+    Ok(Compared {
+        report,
+        entries,
+        date,
+        new_bytes,
+        shown_new: sources::shown_argument(new),
+        hints,
+    })
+}
+
+/// Appends the Markdown report to a GitHub Actions job's step summary, when there is one,
+/// within GitHub's 1 MiB limit (what the step already wrote counts).
+fn append_step_summary(report: &schemawatch::core::model::DriftReport) -> anyhow::Result<()> {
+    let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") else {
+        return Ok(());
+    };
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(&summary)
+        .with_context(|| "cannot open $GITHUB_STEP_SUMMARY".to_string())?;
+    // GitHub drops a step summary over 1 MiB whole: what the step already wrote counts, and a
+    // margin stays for the steps after (docs/reliability.md H33).
+    let written = file.metadata().map_or(0, |m| m.len());
+    let room = STEP_SUMMARY_BYTES.saturating_sub(usize::try_from(written).unwrap_or(usize::MAX));
+    file.write_all(report_markdown_bounded(report, room).as_bytes())
+        .with_context(|| "cannot write $GITHUB_STEP_SUMMARY".to_string())
 }
 
 /// The contract of one document argument, read the way a watch of `kind` reads it.
@@ -250,8 +472,8 @@ fn text_with_gate(report: &schemawatch::core::model::DriftReport, gate: &Gate) -
     out
 }
 
-async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
-    let (old, new, kind) = (args.old.as_str(), args.new.as_str(), args.kind.0);
+async fn diff(args: &DiffArgs, policy: &ClassifyPolicy, old: &str, new: &str) -> Outcome {
+    let kind = args.kind.0;
     // The new document as every rendering names it: a URL's credentials never shown (H31).
     let shown_new = sources::shown_argument(new);
     let outputs = outputs(args)?;
@@ -327,22 +549,7 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy) -> Outcome {
                 .with_context(|| format!("cannot write {}", path.display()))?,
         }
         if *format == Format::Github {
-            // The step summary of a GitHub Actions job, when there is one.
-            if let Some(summary) = std::env::var_os("GITHUB_STEP_SUMMARY") {
-                use std::io::Write as _;
-                let mut file = std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(&summary)
-                    .with_context(|| "cannot open $GITHUB_STEP_SUMMARY".to_string())?;
-                // GitHub drops a step summary over 1 MiB whole: what the step already wrote
-                // counts, and a margin stays for the steps after (docs/reliability.md H33).
-                let written = file.metadata().map_or(0, |m| m.len());
-                let room = STEP_SUMMARY_BYTES
-                    .saturating_sub(usize::try_from(written).unwrap_or(usize::MAX));
-                file.write_all(report_markdown_bounded(&report, room).as_bytes())
-                    .with_context(|| "cannot write $GITHUB_STEP_SUMMARY".to_string())?;
-            }
+            append_step_summary(&report)?;
         }
     }
     for c in &gate.changes {

@@ -61,6 +61,7 @@ macro_rules! warn_line {
 
 mod catalog;
 mod check;
+mod completions;
 mod config;
 mod daemon;
 mod diff;
@@ -141,6 +142,10 @@ enum Command {
     },
     /// List the drift rules (`--markdown` renders docs/rules.md).
     Rules(rules::RulesArgs),
+    /// Shell completions (bash, zsh, fish), generated from the command line.
+    Completions(completions::CompletionsArgs),
+    /// Man pages: schemawatch(1) to stdout, or every page into --dir.
+    Man(completions::ManArgs),
     /// Notification sinks: send a test event, list deliveries.
     Notify {
         #[command(subcommand)]
@@ -236,6 +241,8 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Inspect { action } => inspect::run(action),
         Command::Rules(args) => rules::run(args),
         Command::Notify { action } => notify::run(action).await,
+        Command::Completions(args) => completions::completions(args),
+        Command::Man(args) => completions::man(args),
     }
 }
 

@@ -114,6 +114,15 @@ impl Registry {
         )?)
     }
 
+    /// When the oldest open review was queued (RFC 3339), if any is open.
+    pub fn oldest_open_review(&self) -> Result<Option<String>> {
+        Ok(self.conn.query_row(
+            "SELECT MIN(created_at) FROM reviews WHERE state = ?1",
+            params![ReviewState::Open],
+            |r| r.get(0),
+        )?)
+    }
+
     /// Reviews' listed fields, newest first; `open_only` limits to open ones.
     pub fn review_heads(&self, open_only: bool) -> Result<Vec<ReviewHead>> {
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);

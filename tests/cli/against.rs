@@ -1,8 +1,5 @@
 //! `diff --against REV FILE...` (the pre-commit form, docs/design.md): each FILE compared with
 //! its version at REV in a real git repository made by the test.
-//!
-//! DRAFT (issue 34), written before the flag exists and not compiled yet: register it with
-//! `mod against;` in tests/cli/main.rs when `--against` is implemented.
 
 use crate::common::git;
 use crate::common::{Run, Sandbox};
@@ -120,7 +117,10 @@ fn every_file_is_reported_in_order_and_the_worst_decides() {
         out.find(needle)
             .unwrap_or_else(|| panic!("{needle} missing:\n{}", run.describe()))
     };
-    assert!(at("a.json") < at("b.json") && at("b.json") < at("c.json: new"), "{out}");
+    assert!(
+        at("a.json") < at("b.json") && at("b.json") < at("c.json: new"),
+        "{out}"
+    );
     // The failing file was not the last one: the later files were still compared.
     let run = against(&sb, "HEAD", &["b.json", "a.json"]);
     run.assert_code(1);
@@ -171,7 +171,13 @@ fn an_accept_file_applies_to_every_file() {
     against(
         &sb,
         "HEAD",
-        &["--accept", "accept.toml", "--date", "2026-12-01", "openapi.json"],
+        &[
+            "--accept",
+            "accept.toml",
+            "--date",
+            "2026-12-01",
+            "openapi.json",
+        ],
     )
     .assert_code(0);
 }
@@ -183,7 +189,8 @@ fn an_unborn_head_makes_every_file_new() {
     let run = against(&sb, "HEAD", &["openapi.json"]);
     run.assert_code(0);
     assert!(
-        run.stdout_text().contains("openapi.json: new (not in HEAD)"),
+        run.stdout_text()
+            .contains("openapi.json: new (not in HEAD)"),
         "{}",
         run.describe()
     );
@@ -212,26 +219,73 @@ fn bad_revisions_sources_and_outputs_are_usage_errors() {
     let sb = repo(&[("openapi.json", base())]);
     write(sb.dir.path(), "openapi.json", &breaking());
     for (args, needle) in [
-        (&["diff", "--against", "no-such-rev", "openapi.json"][..], "no-such-rev"),
-        (&["diff", "--against", "-x", "openapi.json"][..], "-x"),
-        (&["diff", "--against", "HEAD", "missing.json"][..], "missing.json"),
-        (&["diff", "--against", "HEAD", "-"][..], "-"),
-        (&["diff", "--against", "HEAD", "git:HEAD:openapi.json"][..], "git:"),
-        (&["diff", "--against", "HEAD", "http://127.0.0.1:9/openapi.json"][..], "http"),
         (
-            &["diff", "--against", "HEAD", "--format", "sarif=out.sarif", "openapi.json"][..],
+            &["diff", "--against", "no-such-rev", "openapi.json"][..],
+            "no-such-rev",
+        ),
+        (&["diff", "--against", "-x", "openapi.json"][..], "-x"),
+        (
+            &["diff", "--against", "HEAD", "missing.json"][..],
+            "missing.json",
+        ),
+        (&["diff", "--against", "HEAD", "-"][..], "-"),
+        (
+            &["diff", "--against", "HEAD", "git:HEAD:openapi.json"][..],
+            "git:",
+        ),
+        (
+            &[
+                "diff",
+                "--against",
+                "HEAD",
+                "http://127.0.0.1:9/openapi.json",
+            ][..],
+            "http",
+        ),
+        (
+            &[
+                "diff",
+                "--against",
+                "HEAD",
+                "--format",
+                "sarif=out.sarif",
+                "openapi.json",
+            ][..],
             "--format",
         ),
-        (&["diff", "--against", "HEAD", "--kind", "sqlite", "openapi.json"][..], "sqlite"),
+        (
+            &[
+                "diff",
+                "--against",
+                "HEAD",
+                "--kind",
+                "sqlite",
+                "openapi.json",
+            ][..],
+            "sqlite",
+        ),
         (&["diff", "--against", "HEAD"][..], "FILE"),
     ] {
         let run = sb.run(args);
         run.assert_code(2);
-        assert!(run.stderr_text().contains(needle), "{needle}: {}", run.describe());
+        assert!(
+            run.stderr_text().contains(needle),
+            "{needle}: {}",
+            run.describe()
+        );
     }
-    assert!(!sb.path("out.sarif").exists(), "nothing is written on a usage error");
+    assert!(
+        !sb.path("out.sarif").exists(),
+        "nothing is written on a usage error"
+    );
     // The two-argument form is unchanged: exactly OLD and NEW.
     sb.run(&["diff", "openapi.json"]).assert_code(2);
-    sb.run(&["diff", "git:HEAD:openapi.json", "openapi.json", "--fail-on", "breaking"])
-        .assert_code(1);
+    sb.run(&[
+        "diff",
+        "git:HEAD:openapi.json",
+        "openapi.json",
+        "--fail-on",
+        "breaking",
+    ])
+    .assert_code(1);
 }

@@ -2,8 +2,6 @@
 //! (`schemawatch man [--dir DIR]`, clap_mangen) are generated from the command-line definition:
 //! both cover every subcommand, nested ones included, and the flags of `diff`.
 //!
-//! DRAFT (issue 34), written before the subcommands exist and not compiled yet: register it
-//! with `mod completions;` in tests/cli/main.rs when they are implemented.
 
 use crate::common::Sandbox;
 
@@ -106,8 +104,17 @@ fn completions_cover_every_subcommand_for_each_shell() {
                 path.join(" ")
             );
         }
-        for flag in ["--against", "--fail-on", "--accept", "--format"] {
-            assert!(has_word(&script, flag), "{shell} completion lacks diff {flag}");
+        for flag in ["against", "fail-on", "accept", "format"] {
+            // fish names a long option `-l NAME`; bash and zsh spell `--NAME`.
+            let spelled = if shell == "fish" {
+                format!("-l {flag}")
+            } else {
+                format!("--{flag}")
+            };
+            assert!(
+                script.contains(&spelled),
+                "{shell} completion lacks diff {spelled}"
+            );
         }
     }
     sb.run(&["completions", "tcsh"]).assert_code(2);
@@ -120,7 +127,12 @@ fn the_bash_completion_loads_in_bash() {
     run.assert_code(0);
     let file = sb.write_file("schemawatch.bash", &run.stdout);
     let out = std::process::Command::new("bash")
-        .args(["--norc", "--noprofile", "-c", "source \"$1\" && complete -p schemawatch"])
+        .args([
+            "--norc",
+            "--noprofile",
+            "-c",
+            "source \"$1\" && complete -p schemawatch",
+        ])
         .arg("bash")
         .arg(&file)
         .output()
@@ -141,7 +153,10 @@ fn man_pages_cover_every_subcommand() {
     let run = sb.run(&["man"]);
     run.assert_code(0);
     let page = run.stdout_text();
-    assert!(page.contains(".TH schemawatch 1") || page.contains(".TH SCHEMAWATCH 1"), "{page}");
+    assert!(
+        page.contains(".TH schemawatch 1") || page.contains(".TH SCHEMAWATCH 1"),
+        "{page}"
+    );
     for path in paths.iter().filter(|p| p.len() == 1) {
         // roff escapes '-' as '\-'; clap_mangen lists a subcommand as `schemawatch\-NAME(1)`.
         let name = path[0].replace('-', "\\-");
@@ -158,8 +173,8 @@ fn man_pages_cover_every_subcommand() {
     assert!(dir.join("schemawatch.1").is_file());
     for path in &paths {
         let file = dir.join(format!("schemawatch-{}.1", path.join("-")));
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        let text =
+            std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
         assert!(text.contains(".TH "), "{}", file.display());
     }
 }

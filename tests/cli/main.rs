@@ -6,8 +6,10 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod against;
 mod artifacts;
 mod ci_gate;
+mod completions;
 mod databases;
 mod diff_policy;
 mod e2e;

@@ -9,6 +9,7 @@ mod hardening;
 mod limits;
 mod notify;
 mod operations;
+mod review_age;
 mod scale;
 mod service;
 mod systemd;

@@ -748,12 +748,15 @@ fn racing_checks_send_each_delivery_once_and_outputs_hold_no_secret() {
 fn reads_beyond_loopback_need_a_token_and_allowed_hosts_admit_a_proxy() {
     let sb = Sandbox::new();
     sb.write_file("pets.json", &Pets::v1().bytes());
-    let text = with_admin_token(&config_text(&file_watch("acme.pets", "pets.json", "1h"), ""))
-        .replace("listen = \"127.0.0.1:0\"", "listen = \"0.0.0.0:0\"")
-        .replace(
-            "[server]\n",
-            "[server]\nread_token_env = \"SW_TEST_READ\"\nallowed_hosts = [\"proxy.example:8443\"]\n",
-        );
+    let text = with_admin_token(&config_text(
+        &file_watch("acme.pets", "pets.json", "1h"),
+        "",
+    ))
+    .replace("listen = \"127.0.0.1:0\"", "listen = \"0.0.0.0:0\"")
+    .replace(
+        "[server]\n",
+        "[server]\nread_token_env = \"SW_TEST_READ\"\nallowed_hosts = [\"proxy.example:8443\"]\n",
+    );
     sb.write_config(&text);
     let config = sb.config_arg();
     let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
@@ -761,7 +764,8 @@ fn reads_beyond_loopback_need_a_token_and_allowed_hosts_admit_a_proxy() {
     let d = Daemon::start_command(cmd, Some(ADMIN_TOKEN));
     let get = |host: Option<&str>, token: Option<&str>, path: &str| {
         let auth = token.map(|t| format!("Bearer {t}"));
-        let headers: Vec<(&str, &str)> = auth.iter().map(|a| ("Authorization", a.as_str())).collect();
+        let headers: Vec<(&str, &str)> =
+            auth.iter().map(|a| ("Authorization", a.as_str())).collect();
         http(d.api, "GET", path, host, &headers, None).0
     };
     assert_eq!(get(None, None, "/healthz"), 200);
@@ -769,9 +773,30 @@ fn reads_beyond_loopback_need_a_token_and_allowed_hosts_admit_a_proxy() {
     assert_eq!(get(None, Some("wrong"), "/v1/status"), 401);
     assert_eq!(get(None, Some("read-token-5"), "/v1/status"), 200);
     assert_eq!(get(None, Some(ADMIN_TOKEN), "/v1/notifications"), 200);
-    assert_eq!(get(Some("proxy.example:8443"), Some("read-token-5"), "/v1/status"), 200);
-    assert_eq!(get(Some("proxy.example:9999"), Some("read-token-5"), "/v1/status"), 403);
-    assert_eq!(get(Some("evil.example:8443"), Some("read-token-5"), "/v1/status"), 403);
+    assert_eq!(
+        get(
+            Some("proxy.example:8443"),
+            Some("read-token-5"),
+            "/v1/status"
+        ),
+        200
+    );
+    assert_eq!(
+        get(
+            Some("proxy.example:9999"),
+            Some("read-token-5"),
+            "/v1/status"
+        ),
+        403
+    );
+    assert_eq!(
+        get(
+            Some("evil.example:8443"),
+            Some("read-token-5"),
+            "/v1/status"
+        ),
+        403
+    );
     // The read token cannot queue a refresh.
     let auth = "Bearer read-token-5";
     let (status, _) = http(

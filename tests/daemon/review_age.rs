@@ -2,9 +2,6 @@
 //! SchemawatchReviewPendingTooLong in deploy/prometheus/alerts.yml): one unlabelled gauge, the
 //! creation time of the oldest open review in Unix seconds, 0 when none is open; set at start
 //! and recounted when another process changes the registry.
-//!
-//! DRAFT, written before the gauge exists and not compiled yet: register it with
-//! `mod review_age;` in tests/daemon/main.rs when the gauge is implemented.
 
 use crate::common;
 use crate::service::*;
