@@ -657,3 +657,95 @@ fn a_document_that_could_spell_hidden_text_keeps_its_contract_beside_its_source(
         tool_fingerprint(&spec)
     );
 }
+
+/// Watch-state moves write their events with the move: `refresh_failed` once per streak at
+/// `error_after`, `watch_recovered` only after it, `watch_stale` on the move into stale,
+/// `watch_reset` and `watch_forgotten` with their writes;
+/// matching sinks get one delivery each, others none.
+#[test]
+fn state_moves_write_their_events_once_and_route_to_matching_sinks() {
+    use crate::core::event::{EventKind, Routes, SinkFilter};
+    let (_dir, mut r) = open();
+    let mut routes = Routes::none();
+    routes.error_after = 2;
+    routes.sinks = vec![
+        (
+            "failures".into(),
+            SinkFilter {
+                events: vec![EventKind::RefreshFailed, EventKind::WatchRecovered],
+                ..SinkFilter::default()
+            },
+        ),
+        (
+            "elsewhere".into(),
+            SinkFilter {
+                events: EventKind::ALL.to_vec(),
+                watches: vec![glob::Pattern::new("other.*").unwrap()],
+                ..SinkFilter::default()
+            },
+        ),
+    ];
+    r.set_routes(std::sync::Arc::new(routes));
+    let kinds = |r: &Registry| -> Vec<&'static str> {
+        let mut e = r.events(None, None, 100).unwrap();
+        e.reverse();
+        e.iter().map(|e| e.event.as_str()).collect()
+    };
+    let mut s = state("error");
+    for failures in 1..=4 {
+        s.consecutive_failures = failures;
+        r.record_failure(&s, "timeout").unwrap();
+    }
+    assert_eq!(kinds(&r), ["refresh_failed"]);
+    let failed = &r.events(None, None, 1).unwrap()[0];
+    assert_eq!(failed.data.error_class.as_deref(), Some("timeout"));
+    assert_eq!(failed.data.consecutive_failures, Some(2));
+    let mut ok = state("unchanged");
+    r.record_watch(&ok).unwrap();
+    r.record_watch(&ok).unwrap();
+    assert_eq!(kinds(&r), ["refresh_failed", "watch_recovered"]);
+    // A single failure (below error_after) and its end: no event.
+    s.consecutive_failures = 1;
+    r.record_failure(&s, "connect").unwrap();
+    r.record_watch(&ok).unwrap();
+    assert_eq!(kinds(&r).len(), 2);
+    ok.status = WatchStatus::Stale;
+    r.record_watch(&ok).unwrap();
+    r.record_watch(&ok).unwrap();
+    assert!(r.reset("acme.pets").unwrap());
+    assert!(r.forget("acme.pets").unwrap());
+    assert_eq!(
+        kinds(&r),
+        [
+            "refresh_failed",
+            "watch_recovered",
+            "watch_stale",
+            "watch_reset",
+            "watch_forgotten"
+        ]
+    );
+    // Sequences are gap-free; ids carry the registry id.
+    let (registry_id, _) = r.registry_id().unwrap();
+    let events = r.events(None, None, 100).unwrap();
+    assert_eq!(r.event_sequence().unwrap(), 5);
+    for (i, e) in events.iter().rev().enumerate() {
+        assert_eq!(e.sequence, i as i64 + 1);
+        assert_eq!(e.id, format!("{registry_id}-{}", e.sequence));
+    }
+    // Deliveries: the two failure events to `failures`, nothing to `elsewhere`.
+    let rows = r
+        .deliveries(&crate::registry::events::DeliveryQuery {
+            limit: 100,
+            ..Default::default()
+        })
+        .unwrap();
+    let mut got: Vec<(String, String)> = rows.into_iter().map(|d| (d.sink, d.event)).collect();
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            ("failures".to_string(), "refresh_failed".to_string()),
+            ("failures".to_string(), "watch_recovered".to_string())
+        ]
+    );
+}
