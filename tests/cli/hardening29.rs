@@ -934,3 +934,116 @@ fn h38_a_tampered_stored_gzip_is_inflated_only_up_to_a_bound_from_the_config() {
     );
     assert_eq!(sb.registry_version(), 1);
 }
+
+/// Every file of the sandbox (registry, WAL) holds `secret` in no form.
+fn assert_not_stored(sb: &Sandbox, secret: &str) {
+    for (path, bytes) in sb.all_files() {
+        if path.ends_with("schemawatch.toml") {
+            continue;
+        }
+        if let Some(form) = find_secret(&bytes, secret) {
+            panic!("{} holds {secret} ({form})", path.display());
+        }
+    }
+}
+
+fn url_watch_config(url: &str) -> String {
+    format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{url}\"\n"
+    )
+}
+
+/// H39: a raw `?token=` in a watch URL (was: stored in the registry as written, in the
+/// watch's source identity). Stored only as a keyed digest; a rotation is still a source
+/// change (`stale`, as before); an identity stored by an older release in the raw form is
+/// rewritten at the first open and the watch stays `unchanged`.
+#[test]
+fn h39_query_values_are_stored_only_as_keyed_digests() {
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let first = format!("{}?version=2&token=first-token-5be19", server.url());
+    sb.write_config(&url_watch_config(&first));
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(sb.check(&[]).1["outcomes"][0]["action"], "unchanged");
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let identity: String = conn
+        .query_row("SELECT source_identity FROM watch_state", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        identity.starts_with(&format!("url:{}?version=hmac:", server.url()))
+            && identity.contains("&token=hmac:"),
+        "{identity}"
+    );
+    drop(conn);
+    assert_not_stored(&sb, "first-token-5be19");
+
+    // Rotation: still a source change, said without either value.
+    sb.write_config(&url_watch_config(&format!(
+        "{}?version=2&token=second-token-77d0",
+        server.url()
+    )));
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value);
+    assert_eq!(o["action"], "stale", "{}", run.describe());
+    assert!(
+        o["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed in a query value"),
+        "{}",
+        run.describe()
+    );
+    assert_not_stored(&sb, "second-token-77d0");
+
+    // An older release's registry: the identity in the raw form. Not stale; rewritten.
+    let sb = Sandbox::new();
+    let raw = format!("{}?version=2&token=older-token-c4e2", server.url());
+    sb.write_config(&url_watch_config(&raw));
+    sb.check(&[]).0.assert_code(0);
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    conn.execute(
+        "UPDATE watch_state SET source_identity = ?1",
+        [format!("url:{raw}")],
+    )
+    .unwrap();
+    drop(conn);
+    let status = sb.status();
+    assert_eq!(status["watches"][0]["status"], "registered", "{status}");
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let identity: String = conn
+        .query_row("SELECT source_identity FROM watch_state", [], |r| r.get(0))
+        .unwrap();
+    assert!(identity.contains("&token=hmac:"), "{identity}");
+    conn.execute_batch("VACUUM").unwrap();
+    drop(conn);
+    assert_not_stored(&sb, "older-token-c4e2");
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+
+    // The same raw identity met by a refresh (no open-time migration first): not stale.
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    conn.execute(
+        "UPDATE watch_state SET source_identity = ?1",
+        [format!("url:{raw}")],
+    )
+    .unwrap();
+    drop(conn);
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+}
