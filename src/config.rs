@@ -762,6 +762,18 @@ impl Config {
         }
     }
 
+    /// What one stored registry value may inflate to: 8 times the largest `max_bytes` of the
+    /// watches (of the default cap when there are none). A stored source document is at most
+    /// its watch's `max_bytes`; its normalized contract or a review report a few times that.
+    pub fn inflate_limit(&self) -> u64 {
+        self.watches
+            .iter()
+            .map(|w| w.max_bytes)
+            .max()
+            .unwrap_or(crate::fetch::DEFAULT_MAX_BYTES)
+            .saturating_mul(8)
+    }
+
     pub fn watch(&self, name: &str) -> Option<&WatchConfig> {
         match self.index.get(name).and_then(|i| self.watches.get(*i)) {
             Some(w) if w.name == name => Some(w),

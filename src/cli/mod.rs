@@ -291,6 +291,9 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
     let config = Config::load(&arg.config)?;
     // Whichever command writes an event creates the deliveries the config asks for.
     schemawatch::registry::set_process_routes(std::sync::Arc::new(config.routes()));
+    // Stored values inflate within a bound derived from the watches' `max_bytes`, not 2 GiB
+    // (docs/reliability.md H38). Set once, before any registry is read.
+    schemawatch::registry::set_inflate_limit(config.inflate_limit());
     Ok(config)
 }
 

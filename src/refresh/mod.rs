@@ -238,10 +238,55 @@ impl Outcome {
     }
 }
 
-/// The identity of a source with any URL password removed (it may be a credential): a URL in
-/// its normalized form, a file by its canonical absolute path (however `--config` was spelled,
-/// docs/reliability.md H10).
-pub fn source_identity(source: &SourceConfig) -> String {
+/// The identity of a source as stored: a URL in its normalized form without its password and
+/// with every query value replaced by a keyed digest (`token=hmac:…`: HMAC-SHA256 under the
+/// registry's identity key, docs/reliability.md H39), a file by its canonical absolute path
+/// (however `--config` was spelled, H10). `key` is asked for only when a URL has a query.
+pub fn source_identity(
+    source: &SourceConfig,
+    key: impl FnOnce() -> Result<[u8; 32], RegistryError>,
+) -> Result<String, RegistryError> {
+    match source {
+        SourceConfig::Url(u) if u.query().is_some_and(|q| !q.is_empty()) => {
+            let key = key()?;
+            let mut u = u.clone();
+            let _ = u.set_password(None);
+            let query = u.query().unwrap_or_default().to_string();
+            let keyed: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((name, value)) if !value.is_empty() => {
+                        format!("{name}=hmac:{}", keyed_digest(&key, name, value))
+                    }
+                    _ => pair.to_string(),
+                })
+                .collect();
+            u.set_query(Some(&keyed.join("&")));
+            Ok(format!("url:{u}"))
+        }
+        other => Ok(legacy_source_identity(other)),
+    }
+}
+
+/// The first 128 bits of HMAC-SHA256 under `key` over a query parameter's name and value.
+fn keyed_digest(key: &[u8; 32], name: &str, value: &str) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = match hmac::Hmac::<sha2::Sha256>::new_from_slice(key) {
+        Ok(mac) => mac,
+        // A 32-byte key is always accepted (HMAC takes any length).
+        Err(_) => return String::new(),
+    };
+    mac.update(b"schemawatch.query-value.v1\0");
+    mac.update(name.as_bytes());
+    mac.update(b"\0");
+    mac.update(value.as_bytes());
+    let tag = mac.finalize().into_bytes();
+    tag[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The identity releases before H39 stored: a URL with its query values as written. Still
+/// recognized (an upgraded registry's watches are not `stale`) and rewritten in keyed form.
+pub fn legacy_source_identity(source: &SourceConfig) -> String {
     match source {
         SourceConfig::Url(u) => {
             let mut u = u.clone();
@@ -416,7 +461,7 @@ async fn refresh_inner(
     keep_versions: u32,
     stats: &mut Stats,
 ) -> Result<Outcome, RefreshError> {
-    let identity = source_identity(&watch.source);
+    let identity = source_identity(&watch.source, || registry.identity_key())?;
     let source_digest = digest_text("schemawatch.source.v1", &identity);
     // One cached point read; the stored spec is parsed (and its fingerprint checked) only on
     // the paths that use it, below.
@@ -427,7 +472,10 @@ async fn refresh_inner(
 
     if existing {
         if let Some(previous) = &state.source_identity {
-            if !same_source(previous, &identity) {
+            // The identity an older release stored (query values as written) names the same
+            // source: it is rewritten below, never `stale` (H39).
+            let legacy = *previous == legacy_source_identity(&watch.source);
+            if !legacy && !same_source(previous, &identity) {
                 state.status = WatchStatus::Stale;
                 state.last_checked_at = Some(now_rfc3339());
                 // Shown redacted (a query value may be a credential), so say what changed

@@ -3,7 +3,8 @@
 //! completely (`projection-upgrade`), and file identities stored in relative form.
 
 use super::{
-    canonical_path, mark_ok, source_identity, watch_policy, Action, Outcome, RefreshError,
+    canonical_path, legacy_source_identity, mark_ok, source_identity, watch_policy, Action,
+    Outcome, RefreshError,
 };
 use crate::config::{SourceConfig, WatchConfig};
 use crate::core::diff::{classify, ClassifyPolicy};
@@ -29,7 +30,7 @@ pub fn migrate_identities(
     let folder = std::path::absolute(&folder).unwrap_or(folder);
     let mut migrated = 0;
     for watch in &config.watches {
-        if !matches!(watch.source, SourceConfig::Path(_)) {
+        if !matches!(watch.source, SourceConfig::Path(_) | SourceConfig::Url(_)) {
             continue;
         }
         let Some(mut state) = registry.watch_state(&watch.name)? else {
@@ -38,13 +39,29 @@ pub fn migrate_identities(
         let Some(stored) = state.source_identity.clone() else {
             continue;
         };
+        if let SourceConfig::Url(url) = &watch.source {
+            // A URL identity stored with its query values as written (before H39): rewritten
+            // with keyed digests, so a `?token=` leaves the registry at the first open.
+            if url.query().is_some_and(|q| !q.is_empty())
+                && stored == legacy_source_identity(&watch.source)
+            {
+                let current = source_identity(&watch.source, || registry.identity_key())?;
+                tracing::info!(event = "source_identity_migrated", watch = %watch.name,
+                    from = %crate::fetch::redact_identity(&stored),
+                    to = %crate::fetch::redact_identity(&current));
+                state.source_identity = Some(current);
+                registry.record_watch(&state)?;
+                migrated += 1;
+            }
+            continue;
+        }
         let Some(relative) = stored.strip_prefix("path:").map(std::path::Path::new) else {
             continue;
         };
         if relative.is_absolute() {
             continue;
         }
-        let current = source_identity(&watch.source);
+        let current = legacy_source_identity(&watch.source);
         let matches = [
             Some(folder.join(relative)),
             std::path::absolute(relative).ok(),

@@ -9,9 +9,29 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::io::{BufReader, BufWriter, Read, Write};
 
-/// What one stored value may inflate to: far above any document under the fetch cap, far
-/// below what a tampered row (a gzip bomb) could make the process allocate.
+/// What one stored value may inflate to when no configuration says (a registry opened on
+/// its own, `inspect`): far above any document under the default fetch cap.
 const MAX_INFLATED: u64 = 2 << 30;
+
+/// The bound in force: [`MAX_INFLATED`] until the process's configuration sets one
+/// ([`set_inflate_limit`]). Process-wide because the configuration is: every registry a
+/// command opens holds what that configuration's watches fetched.
+static INFLATE_LIMIT: std::sync::atomic::AtomicU64 =
+    std::sync::atomic::AtomicU64::new(MAX_INFLATED);
+
+/// Bounds what any stored value may inflate to (docs/reliability.md H38: a tampered row was
+/// inflated up to 2 GiB before it failed closed). The binary sets it from the configuration
+/// (`Config::inflate_limit`: a multiple of the largest `max_bytes`), before any registry read.
+pub fn set_inflate_limit(bytes: u64) {
+    INFLATE_LIMIT.store(
+        bytes.clamp(1, MAX_INFLATED),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+fn inflate_limit() -> u64 {
+    INFLATE_LIMIT.load(std::sync::atomic::Ordering::Relaxed)
+}
 
 /// The domain tag of a source document's digest (`sha256:` over `domain NUL bytes`).
 pub const SOURCE_DOMAIN: &str = "schemawatch.source-document.v1";
@@ -45,12 +65,15 @@ pub fn gunzip_json<T: serde::de::DeserializeOwned>(
 ) -> Result<T> {
     let reader = BufReader::with_capacity(
         64 * 1024,
-        flate2::read::GzDecoder::new(blob).take(MAX_INFLATED),
+        flate2::read::GzDecoder::new(blob).take(inflate_limit()),
     );
     serde_json::from_reader(reader).map_err(|e| RegistryError::BadRow {
         table,
         key: key.to_string(),
-        problem: format!("not a valid {what}: {e}"),
+        problem: format!(
+            "not a valid {what} within the inflation bound of {} bytes: {e}",
+            inflate_limit()
+        ),
     })
 }
 
@@ -71,13 +94,17 @@ pub fn gunzip(table: &'static str, key: &str, blob: &[u8]) -> Result<Vec<u8>> {
         key: key.to_string(),
         problem,
     };
-    let mut out = Vec::with_capacity(blob.len().saturating_mul(4));
+    let limit = inflate_limit();
+    let capacity = usize::try_from(limit).unwrap_or(usize::MAX);
+    let mut out = Vec::with_capacity(blob.len().saturating_mul(4).min(capacity));
     flate2::read::GzDecoder::new(blob)
-        .take(MAX_INFLATED + 1)
+        .take(limit.saturating_add(1))
         .read_to_end(&mut out)
         .map_err(|e| bad(format!("compressed value does not inflate: {e}")))?;
-    if out.len() as u64 > MAX_INFLATED {
-        return Err(bad("compressed value inflates past the bound".into()));
+    if out.len() as u64 > limit {
+        return Err(bad(format!(
+            "compressed value inflates past the bound of {limit} bytes (8 times the largest max_bytes)"
+        )));
     }
     Ok(out)
 }

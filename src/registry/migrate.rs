@@ -16,6 +16,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (3, include_str!("../../migrations/0003_compact_storage.sql")),
     (4, include_str!("../../migrations/0004_storage_sources.sql")),
     (5, include_str!("../../migrations/0005_events.sql")),
+    (6, include_str!("../../migrations/0006_identity_key.sql")),
 ];
 
 pub fn latest() -> i64 {

@@ -7,6 +7,8 @@
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 
 mod codec;
+mod identity;
+pub use codec::set_inflate_limit;
 mod conditional;
 pub mod events;
 pub mod failpoint;

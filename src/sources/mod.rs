@@ -345,6 +345,7 @@ pub async fn load(
                     request.ca_file.as_deref(),
                     request.timeout,
                     request.connect_timeout,
+                    request.max_bytes,
                 )
                 .await?,
                 validators: Validators::default(),

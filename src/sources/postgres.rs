@@ -295,31 +295,49 @@ fn scrub(error: &tokio_postgres::Error, secret: Option<&str>) -> String {
 const CATALOG_QUERY: &str = include_str!("postgres_catalog.sql");
 
 /// Reads the catalog of the database at `url` into a catalog document (JSON bytes).
+/// No server message may be longer than the watch's `max_bytes` plus this (the catalog
+/// document arrives as one row of one column; the rest of a row's framing is a few bytes).
+const MESSAGE_OVERHEAD: u64 = 64 * 1024;
+
+/// Reads the catalog of the database at `url` into a catalog document (JSON bytes), with no
+/// server message longer than `max_bytes` (plus a little framing) ever buffered.
 pub async fn fetch(
     url: &Url,
     options: &DatabaseOptions,
     ca_file: Option<&Path>,
     timeout: Duration,
     connect_timeout: Duration,
+    max_bytes: u64,
 ) -> Result<Vec<u8>, PostgresError> {
-    match tokio::time::timeout(
+    let limits = Limits {
         timeout,
-        read(url, options, ca_file, timeout, connect_timeout),
-    )
-    .await
-    {
+        connect_timeout,
+        max_message: max_bytes.saturating_add(MESSAGE_OVERHEAD),
+    };
+    match tokio::time::timeout(timeout, read(url, options, ca_file, limits)).await {
         Ok(result) => result,
         Err(_) => Err(PostgresError::Timeout),
     }
+}
+
+#[derive(Clone, Copy)]
+struct Limits {
+    timeout: Duration,
+    connect_timeout: Duration,
+    max_message: u64,
 }
 
 async fn read(
     url: &Url,
     options: &DatabaseOptions,
     ca_file: Option<&Path>,
-    timeout: Duration,
-    connect_timeout: Duration,
+    limits: Limits,
 ) -> Result<Vec<u8>, PostgresError> {
+    let Limits {
+        timeout,
+        connect_timeout,
+        max_message,
+    } = limits;
     let t = parse_url(url)?;
     let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
     let secret = password(options, &t)?;
@@ -338,11 +356,40 @@ async fn read(
         target: shown.clone(),
         reason: scrub(&e, secret.as_deref()),
     };
+    // The socket is ours (`connect_raw`) so every server message passes a `Bounded` reader,
+    // which refuses a header announcing more than `max_message` bytes before the client
+    // reserves room for it (was: 1.36 GB from one forged header, docs/reliability.md H37).
+    let tcp = tokio::time::timeout(
+        connect_timeout,
+        tokio::net::TcpStream::connect((t.host.as_str(), t.port)),
+    )
+    .await
+    .map_err(|_| PostgresError::Connect {
+        target: shown.clone(),
+        reason: "timed out connecting".into(),
+    })?
+    .map_err(|e| PostgresError::Connect {
+        target: shown.clone(),
+        reason: e.to_string(),
+    })?;
     let client = if t.tls {
         install_provider();
         config.ssl_mode(tokio_postgres::config::SslMode::Require);
-        let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(ca_file)?);
-        let (client, connection) = config.connect(tls).await.map_err(connect_err)?;
+        let mut make = tokio_postgres_rustls::MakeRustlsConnect::new(tls_config(ca_file)?);
+        let tls = tokio_postgres::tls::MakeTlsConnect::<tokio::net::TcpStream>::make_tls_connect(
+            &mut make, &t.host,
+        )
+        .map_err(|e| PostgresError::Tls(e.to_string()))?;
+        let (client, connection) = config
+            .connect_raw(
+                tcp,
+                BoundedTls {
+                    inner: tls,
+                    max_message,
+                },
+            )
+            .await
+            .map_err(connect_err)?;
         tokio::spawn(async move {
             let _ = connection.await;
         });
@@ -350,7 +397,7 @@ async fn read(
     } else {
         config.ssl_mode(tokio_postgres::config::SslMode::Disable);
         let (client, connection) = config
-            .connect(tokio_postgres::NoTls)
+            .connect_raw(Bounded::new(tcp, max_message), tokio_postgres::NoTls)
             .await
             .map_err(connect_err)?;
         tokio::spawn(async move {
@@ -388,12 +435,190 @@ async fn read(
     Ok(document.into_bytes())
 }
 
+/// Backend message framing (1 type byte, a 4-byte big-endian length that counts itself, the
+/// body), followed across reads to check each announced length against a limit.
+#[derive(Debug)]
+struct Frames {
+    header: [u8; 5],
+    have: usize,
+    /// Body bytes of the current message still to pass.
+    skip: u64,
+    max_message: u64,
+}
+
+impl Frames {
+    fn new(max_message: u64) -> Frames {
+        Frames {
+            header: [0; 5],
+            have: 0,
+            skip: 0,
+            max_message,
+        }
+    }
+
+    /// Follows `data`, the next bytes from the server; an error for a message longer than
+    /// the limit (or a length below its own 4 bytes).
+    fn feed(&mut self, mut data: &[u8]) -> std::io::Result<()> {
+        while !data.is_empty() {
+            if self.skip > 0 {
+                let n = data
+                    .len()
+                    .min(usize::try_from(self.skip).unwrap_or(usize::MAX));
+                self.skip -= n as u64;
+                data = &data[n..];
+                continue;
+            }
+            let n = data.len().min(5 - self.have);
+            self.header[self.have..self.have + n].copy_from_slice(&data[..n]);
+            self.have += n;
+            data = &data[n..];
+            if self.have == 5 {
+                self.have = 0;
+                let [kind, a, b, c, d] = self.header;
+                let length = u64::from(u32::from_be_bytes([a, b, c, d]));
+                if length < 4 {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("malformed server message (type {kind}, length {length})"),
+                    ));
+                }
+                if length - 4 > self.max_message {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!(
+                            "the server announced a message of {length} bytes, more than the {} this watch allows (max_bytes)",
+                            self.max_message
+                        ),
+                    ));
+                }
+                self.skip = length - 4;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A stream whose reads pass [`Frames`]: bytes of a message over the limit are never handed
+/// to the client, whose codec would reserve the announced length at once.
+struct Bounded<S> {
+    inner: S,
+    frames: Frames,
+}
+
+impl<S> Bounded<S> {
+    fn new(inner: S, max_message: u64) -> Bounded<S> {
+        Bounded {
+            inner,
+            frames: Frames::new(max_message),
+        }
+    }
+}
+
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Bounded<S> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        std::task::ready!(std::pin::Pin::new(&mut this.inner).poll_read(cx, buf))?;
+        this.frames.feed(&buf.filled()[before..])?;
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Bounded<S> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
+}
+
+impl<S: tokio_postgres::tls::TlsStream + Unpin> tokio_postgres::tls::TlsStream for Bounded<S> {
+    fn channel_binding(&self) -> tokio_postgres::tls::ChannelBinding {
+        self.inner.channel_binding()
+    }
+}
+
+/// The TLS connector with its decrypted stream [`Bounded`].
+struct BoundedTls<T> {
+    inner: T,
+    max_message: u64,
+}
+
+impl<S, T> tokio_postgres::tls::TlsConnect<S> for BoundedTls<T>
+where
+    T: tokio_postgres::tls::TlsConnect<S>,
+    T::Stream: Unpin,
+    T::Future: Send + 'static,
+{
+    type Stream = Bounded<T::Stream>;
+    type Error = T::Error;
+    type Future = std::pin::Pin<
+        Box<dyn std::future::Future<Output = Result<Bounded<T::Stream>, T::Error>> + Send>,
+    >;
+
+    fn connect(self, stream: S) -> Self::Future {
+        let max_message = self.max_message;
+        let connecting = self.inner.connect(stream);
+        Box::pin(async move { Ok(Bounded::new(connecting.await?, max_message)) })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn url(text: &str) -> Url {
         Url::parse(text).unwrap()
+    }
+
+    #[test]
+    fn frames_refuse_an_oversized_header_across_split_reads() {
+        let mut message = vec![b'D'];
+        message.extend_from_slice(&(4 + 100u32).to_be_bytes());
+        message.extend_from_slice(&[7; 100]);
+        let mut oversized = vec![b'R'];
+        oversized.extend_from_slice(&1_360_000_000u32.to_be_bytes());
+        let mut stream = message.repeat(3);
+        stream.extend_from_slice(&oversized);
+        for chunk in [1, 2, 3, 5, 7, 64, 4096] {
+            let mut frames = Frames::new(100);
+            let mut result = Ok(());
+            let mut fed = 0;
+            for piece in stream.chunks(chunk) {
+                result = frames.feed(piece);
+                fed += piece.len();
+                if result.is_err() {
+                    break;
+                }
+            }
+            let error = result.unwrap_err().to_string();
+            assert!(error.contains("1360000000 bytes"), "{error}");
+            // Refused at the header, not after its body.
+            assert_eq!(fed, stream.len(), "chunk {chunk}");
+        }
+        // At the limit: fine; a length below its own 4 bytes: malformed.
+        assert!(Frames::new(100).feed(&message.repeat(50)).is_ok());
+        assert!(Frames::new(100).feed(&[b'Z', 0, 0, 0, 3]).is_err());
     }
 
     #[test]

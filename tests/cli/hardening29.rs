@@ -822,3 +822,228 @@ fn h36_unreadable_sqlite_objects_do_not_stop_the_watch() {
         .collect();
     assert_eq!(unreadable, [&json!("no such table: main.gone")], "{show}");
 }
+
+/// A fake PostgreSQL server on 127.0.0.1 that answers the startup message with one
+/// authentication header announcing `length` bytes, then holds the connection.
+fn fake_postgres(length: u32) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut startup = [0u8; 512];
+                let _ = stream.read(&mut startup);
+                let mut header = vec![b'R'];
+                header.extend_from_slice(&length.to_be_bytes());
+                header.extend_from_slice(&[0; 16]);
+                let _ = stream.write_all(&header);
+                stream
+                    .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+                    .unwrap();
+                let _ = stream.read(&mut startup);
+            });
+        }
+    });
+    port
+}
+
+/// H37: a fake server announcing a 1.36 GB message in its first header (was: the client
+/// reserved 1.36 GB for it and waited for the body until the deadline). Refused at the header:
+/// the limit is the watch's `max_bytes` plus framing.
+#[test]
+fn h37_a_forged_postgres_message_length_is_refused_at_the_header() {
+    let sb = Sandbox::new();
+    let port = fake_postgres(1_360_000_000);
+    let url = format!("postgresql://app@127.0.0.1:{port}/db?sslmode=disable");
+    let run = sb.run(&["diff", "--kind", "postgres", &url, &url]);
+    run.assert_code(2);
+    let err = run.stderr_text();
+    assert!(
+        err.contains("the server announced a message of 1360000000 bytes, more than the 33619968 this watch allows (max_bytes)"),
+        "{}",
+        run.describe()
+    );
+    // A watch with a smaller max_bytes refuses a smaller announcement; `check` reports an
+    // error outcome and stores nothing.
+    let port = fake_postgres(2 * 1024 * 1024);
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pg\"\nkind = \"postgres\"\nurl = \"postgresql://app@127.0.0.1:{port}/db?sslmode=disable\"\nmax_bytes = 1048576\n"
+    ));
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value);
+    assert_eq!(o["action"], "error", "{}", run.describe());
+    assert!(
+        o["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("more than the 1114112 this watch allows"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// H38: a stored source replaced by a gzip bomb (8 MiB of zeros, 8 KB compressed) in a
+/// registry whose watch has `max_bytes = 65536` (was: inflated up to 2 GiB before failing
+/// closed on its digest). Inflation stops at 8 × the largest `max_bytes` and the row is
+/// refused, naming the bound.
+#[test]
+fn h38_a_tampered_stored_gzip_is_inflated_only_up_to_a_bound_from_the_config() {
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"pets.json\"\nmax_bytes = 65536\n",
+    );
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.check(&[]).0.assert_code(0);
+    let bomb = {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        gz.write_all(&vec![b' '; 8 << 20]).unwrap();
+        gz.finish().unwrap()
+    };
+    assert!(bomb.len() < 64 * 1024, "{}", bomb.len());
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    assert_eq!(
+        conn.execute("UPDATE sources SET gz = ?1", [bomb]).unwrap(),
+        1
+    );
+    drop(conn);
+    let cfg = sb.config_arg();
+    let run = sb.run(&["catalog", "export", "--config", &cfg]);
+    assert_ne!(run.code, 0, "{}", run.describe());
+    assert!(
+        run.stderr_text()
+            .contains("inflates past the bound of 524288 bytes"),
+        "{}",
+        run.describe()
+    );
+    // A changed document is compared with the stored contract, read from the bomb: an error
+    // outcome, nothing stored.
+    sb.write_file("pets.json", &Pets::v2().bytes());
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value);
+    assert_eq!(o["action"], "error", "{}", run.describe());
+    assert!(
+        o["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("inflates past the bound of 524288 bytes"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(sb.registry_version(), 1);
+}
+
+/// Every file of the sandbox (registry, WAL) holds `secret` in no form.
+fn assert_not_stored(sb: &Sandbox, secret: &str) {
+    for (path, bytes) in sb.all_files() {
+        if path.ends_with("schemawatch.toml") {
+            continue;
+        }
+        if let Some(form) = find_secret(&bytes, secret) {
+            panic!("{} holds {secret} ({form})", path.display());
+        }
+    }
+}
+
+fn url_watch_config(url: &str) -> String {
+    format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{url}\"\n"
+    )
+}
+
+/// H39: a raw `?token=` in a watch URL (was: stored in the registry as written, in the
+/// watch's source identity). Stored only as a keyed digest; a rotation is still a source
+/// change (`stale`, as before); an identity stored by an older release in the raw form is
+/// rewritten at the first open and the watch stays `unchanged`.
+#[test]
+fn h39_query_values_are_stored_only_as_keyed_digests() {
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let first = format!("{}?version=2&token=first-token-5be19", server.url());
+    sb.write_config(&url_watch_config(&first));
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(sb.check(&[]).1["outcomes"][0]["action"], "unchanged");
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let identity: String = conn
+        .query_row("SELECT source_identity FROM watch_state", [], |r| r.get(0))
+        .unwrap();
+    assert!(
+        identity.starts_with(&format!("url:{}?version=hmac:", server.url()))
+            && identity.contains("&token=hmac:"),
+        "{identity}"
+    );
+    drop(conn);
+    assert_not_stored(&sb, "first-token-5be19");
+
+    // Rotation: still a source change, said without either value.
+    sb.write_config(&url_watch_config(&format!(
+        "{}?version=2&token=second-token-77d0",
+        server.url()
+    )));
+    let (run, value) = sb.check(&[]);
+    let o = only_outcome(&value);
+    assert_eq!(o["action"], "stale", "{}", run.describe());
+    assert!(
+        o["error"]
+            .as_str()
+            .unwrap()
+            .contains("changed in a query value"),
+        "{}",
+        run.describe()
+    );
+    assert_not_stored(&sb, "second-token-77d0");
+
+    // An older release's registry: the identity in the raw form. Not stale; rewritten.
+    let sb = Sandbox::new();
+    let raw = format!("{}?version=2&token=older-token-c4e2", server.url());
+    sb.write_config(&url_watch_config(&raw));
+    sb.check(&[]).0.assert_code(0);
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    conn.execute(
+        "UPDATE watch_state SET source_identity = ?1",
+        [format!("url:{raw}")],
+    )
+    .unwrap();
+    drop(conn);
+    let status = sb.status();
+    assert_eq!(status["watches"][0]["status"], "registered", "{status}");
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let identity: String = conn
+        .query_row("SELECT source_identity FROM watch_state", [], |r| r.get(0))
+        .unwrap();
+    assert!(identity.contains("&token=hmac:"), "{identity}");
+    conn.execute_batch("VACUUM").unwrap();
+    drop(conn);
+    assert_not_stored(&sb, "older-token-c4e2");
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+
+    // The same raw identity met by a refresh (no open-time migration first): not stale.
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    conn.execute(
+        "UPDATE watch_state SET source_identity = ?1",
+        [format!("url:{raw}")],
+    )
+    .unwrap();
+    drop(conn);
+    let (run, value) = sb.check(&[]);
+    assert_eq!(
+        only_outcome(&value)["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+}
