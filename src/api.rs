@@ -262,29 +262,14 @@ struct ListQuery {
     cursor: Option<String>,
 }
 
-/// An opaque cursor: the last name of the previous page, hex-encoded behind a version tag.
+/// A listing cursor: the last name of the previous page (`views::encode_cursor`, tag `n1`).
 /// Names are compared, not looked up, so the cursor survives watches added or removed.
 fn encode_cursor(after: &str) -> String {
-    let mut out = String::from("n1");
-    for b in after.bytes() {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    views::encode_cursor("n1", after)
 }
 
 fn decode_cursor(cursor: &str) -> Option<String> {
-    let hex = cursor.strip_prefix("n1")?;
-    if hex.len() % 2 != 0 {
-        return None;
-    }
-    let bytes: Option<Vec<u8>> = (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            hex.get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        })
-        .collect();
-    String::from_utf8(bytes?).ok()
+    views::decode_cursor("n1", cursor)
 }
 
 impl ListQuery {

@@ -391,17 +391,19 @@ pub struct NotificationQuery {
     pub cursor: Option<String>,
 }
 
-/// A delivery cursor: the last (event sequence, sink) of the previous page, hex behind `d1`.
-fn delivery_cursor(seq: i64, sink: &str) -> String {
-    let mut out = String::from("d1");
-    for b in format!("{seq}\u{0}{sink}").bytes() {
+/// An opaque cursor: `text` hex-encoded behind a version `tag` (listings' `n1`, deliveries'
+/// `d1`), so it is compared, never looked up, and survives rows added between pages.
+pub fn encode_cursor(tag: &str, text: &str) -> String {
+    let mut out = String::from(tag);
+    for b in text.bytes() {
         out.push_str(&format!("{b:02x}"));
     }
     out
 }
 
-fn parse_delivery_cursor(cursor: &str) -> Option<(i64, String)> {
-    let hex = cursor.strip_prefix("d1")?;
+/// The text of a cursor [`encode_cursor`] made with `tag`; `None` for anything else.
+pub fn decode_cursor(tag: &str, cursor: &str) -> Option<String> {
+    let hex = cursor.strip_prefix(tag)?;
     if hex.len() % 2 != 0 {
         return None;
     }
@@ -412,7 +414,16 @@ fn parse_delivery_cursor(cursor: &str) -> Option<(i64, String)> {
                 .and_then(|h| u8::from_str_radix(h, 16).ok())
         })
         .collect();
-    let text = String::from_utf8(bytes?).ok()?;
+    String::from_utf8(bytes?).ok()
+}
+
+/// A delivery cursor: the last (event sequence, sink) of the previous page.
+fn delivery_cursor(seq: i64, sink: &str) -> String {
+    encode_cursor("d1", &format!("{seq}\u{0}{sink}"))
+}
+
+fn parse_delivery_cursor(cursor: &str) -> Option<(i64, String)> {
+    let text = decode_cursor("d1", cursor)?;
     let (seq, sink) = text.split_once('\u{0}')?;
     Some((seq.parse().ok()?, sink.to_string()))
 }

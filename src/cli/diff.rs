@@ -256,6 +256,20 @@ async fn against(args: &DiffArgs, policy: &ClassifyPolicy, rev: &str) -> Outcome
     Ok(())
 }
 
+/// The `--accept` file's entries, checked at `date`.
+fn accept_entries(args: &DiffArgs, date: Date) -> anyhow::Result<Option<Vec<accept::AcceptEntry>>> {
+    let Some(path) = &args.accept else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read accept file {}", path.display()))?;
+    Ok(Some(accept::parse(
+        &path.display().to_string(),
+        &text,
+        date,
+    )?))
+}
+
 /// One comparison, as `diff OLD NEW` makes it, before the gate and any rendering.
 struct Compared {
     report: schemawatch::core::model::DriftReport,
@@ -274,14 +288,7 @@ async fn compare(
 ) -> anyhow::Result<Compared> {
     let kind = args.kind.0;
     let date = check_date(args)?;
-    let entries = match &args.accept {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read accept file {}", path.display()))?;
-            Some(accept::parse(&path.display().to_string(), &text, date)?)
-        }
-    };
+    let entries = accept_entries(args, date)?;
     let parsed = sources::parse_arguments(&[old, new], &args.env)?;
     let (old_spec, _) = load_spec(old, &parsed[0], kind, SharedEndpoints::default()).await?;
     let (new_spec, new_bytes) =
@@ -479,17 +486,7 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy, old: &str, new: &str) ->
     let outputs = outputs(args)?;
     let fail_on = args.fail_on.as_deref().and_then(Compatibility::parse);
     let date = check_date(args)?;
-    let entries = match &args.accept {
-        None => None,
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read accept file {}", path.display()))?;
-            Some(
-                accept::parse(&path.display().to_string(), &text, date)
-                    .map_err(anyhow::Error::from)?,
-            )
-        }
-    };
+    let entries = accept_entries(args, date)?;
     let parsed = sources::parse_arguments(&[old, new], &args.env).map_err(anyhow::Error::from)?;
     let (old_spec, _) = load_spec(old, &parsed[0], kind, SharedEndpoints::default()).await?;
     // The new reading shares the endpoints the old one holds equally: one copy of them.
