@@ -786,14 +786,16 @@ impl Shared {
         if visited.is_err() {
             return false;
         }
+        // Statuses first, then the gauges: a `/v1/summary` read in between never shows a
+        // review counted whose watch's status has not moved yet.
+        for (name, status) in moves {
+            self.set_status(&name, status);
+        }
         self.update_registry_gauges(registry);
         observer.1 = Some(version);
         drop(observer);
         // Another process may have written events (a CLI accept, a cron `check`).
         self.deliveries_wake.notify_one();
-        for (name, status) in moves {
-            self.set_status(&name, status);
-        }
         true
     }
 
