@@ -15,6 +15,11 @@
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
 #![forbid(unsafe_code)]
+// No unwrap/expect/panic outside tests: a failure is a typed error (ARCHITECTURE.md, "Enforced conventions").
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
 
 pub mod api;
 pub mod artifacts;

@@ -203,9 +203,11 @@ impl<K: Ord, V> Extend<(K, V)> for SmallMap<K, V> {
     }
 }
 
+// Test-only: indexing panics on an absent key, so code outside tests uses `get`.
+#[cfg(test)]
 impl<K: Ord + Borrow<Q>, Q: Ord + ?Sized, V> std::ops::Index<&Q> for SmallMap<K, V> {
     type Output = V;
-    /// As `BTreeMap`'s: panics when the key is absent (tests use it; code uses `get`).
+    /// As `BTreeMap`'s: panics when the key is absent.
     fn index(&self, key: &Q) -> &V {
         match self.get(key) {
             Some(v) => v,
