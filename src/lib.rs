@@ -37,3 +37,7 @@ pub mod registry;
 pub mod sources;
 pub mod state;
 pub mod views;
+
+// Dependency direction and the pure core, checked over the source (ARCHITECTURE.md).
+#[cfg(test)]
+mod tidy;
