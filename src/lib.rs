@@ -15,7 +15,7 @@
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
 #![forbid(unsafe_code)]
-// No unwrap/expect/panic outside tests: a failure is a typed error (ARCHITECTURE.md, "Enforced conventions").
+// No unwrap/expect/panic outside tests: a failure is a typed error (ARCHITECTURE.md, "Invariants").
 #![cfg_attr(
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
