@@ -33,6 +33,7 @@ impl Registry {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         conn.busy_timeout(Duration::from_secs(10))?;
+        super::stable_plans(&conn)?;
         // Per connection, as `open_existing` sets them (journal_mode is already WAL in the file).
         conn.pragma_update(None, "synchronous", "FULL")?;
         conn.pragma_update(None, "foreign_keys", "ON")?;

@@ -270,6 +270,17 @@ fn has_wal(path: &Path) -> bool {
     std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
 }
 
+/// SQLite's query planner stability guarantee: a cached statement keeps its plan instead of
+/// being re-prepared when bound values could change it (the refresh's point read was
+/// re-prepared on almost every run: issue 35's measurement, ~200 µs per 304).
+fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map(|_| ())
+}
+
 /// The current UTC time as RFC 3339 with seconds precision.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
@@ -383,6 +394,7 @@ impl Registry {
         )?;
         // Before the first read: another process may hold the lock (a migration, a write).
         conn.busy_timeout(Duration::from_secs(10))?;
+        stable_plans(&conn)?;
         let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
             Ok(v) => v,
             Err(rusqlite::Error::SqliteFailure(e, _))
@@ -416,6 +428,7 @@ impl Registry {
             rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags)?;
         conn.busy_timeout(Duration::from_secs(10))?;
+        stable_plans(&conn)?;
         let check: String = match conn.query_row("PRAGMA quick_check", [], |r| r.get(0)) {
             Ok(check) => check,
             Err(rusqlite::Error::SqliteFailure(e, _))
