@@ -404,6 +404,7 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
         shared.clone(),
         control_rx,
         stop_rx,
+        schedule::START_TICK,
     ));
     let (refresh_tx, mut refresh_rx) = mpsc::channel::<crate::state::RefreshRequest>(64);
     shared.set_refresh_requests(refresh_tx);

@@ -333,9 +333,27 @@ pub struct InFlight {
     pub watches: HashMap<tokio::task::Id, String>,
 }
 
-/// Runs the schedule until `stop` turns true: waits for the earliest due time, then for a
-/// refresh slot, then spawns that one refresh. Answers the refreshes still in flight (the
-/// caller drains them within its deadline).
+/// The daemon's start tick: refreshes due within one tick start together at its end, so
+/// one wake-up starts many of them (at 10,000 watches a minute, ~17 a tick) instead of one
+/// wake-up each. No refresh starts more than a tick after its due time.
+pub const START_TICK: Duration = Duration::from_millis(100);
+
+/// The first boundary of the grid `origin + k * tick` at or after `due` (`due` itself when
+/// `tick` is zero).
+pub fn on_tick(due: Instant, origin: Instant, tick: Duration) -> Instant {
+    let tick_ns = tick.as_nanos();
+    if tick_ns == 0 {
+        return due;
+    }
+    let since = due.saturating_duration_since(origin).as_nanos();
+    let boundary = since.div_ceil(tick_ns).saturating_mul(tick_ns);
+    let offset = Duration::from_nanos(u64::try_from(boundary).unwrap_or(u64::MAX));
+    later(origin, offset).max(due)
+}
+
+/// Runs the schedule until `stop` turns true: waits for the earliest due time (rounded up to
+/// the next `tick` boundary), then for a refresh slot, then spawns each refresh due by then.
+/// Answers the refreshes still in flight (the caller drains them within its deadline).
 pub async fn drive(
     mut scheduler: Scheduler,
     semaphore: Arc<Semaphore>,
@@ -343,7 +361,9 @@ pub async fn drive(
     observer: Arc<dyn Observer>,
     mut control: mpsc::Receiver<Control>,
     mut stop: watch::Receiver<bool>,
+    tick: Duration,
 ) -> InFlight {
+    let origin = Instant::now();
     let mut running: JoinSet<(bool, i64)> = JoinSet::new();
     let mut names: HashMap<tokio::task::Id, (String, u32)> = HashMap::new();
     for (i, w) in scheduler.config().watches.iter().enumerate() {
@@ -353,7 +373,9 @@ pub async fn drive(
     }
     loop {
         let next = scheduler.next_due();
-        let due_now = next.is_some_and(|d| d <= Instant::now());
+        // Due once its tick has come: a wake-up between ticks (a refresh ending) starts nothing
+        // early, so the starts stay grouped.
+        let due_now = next.is_some_and(|d| on_tick(d, origin, tick) <= Instant::now());
         tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => break,
@@ -398,7 +420,7 @@ pub async fn drive(
                     names.insert(handle.id(), (name, started.generation));
                 }
             }
-            _ = tokio::time::sleep_until(next.unwrap_or_else(Instant::now)), if next.is_some() && !due_now => {}
+            _ = tokio::time::sleep_until(on_tick(next.unwrap_or_else(Instant::now), origin, tick)), if next.is_some() && !due_now => {}
         }
     }
     InFlight {
@@ -501,6 +523,16 @@ mod tests {
         refresher: Refresher,
         total: Duration,
     ) -> usize {
+        run_ticked(config, slots, refresher, total, Duration::ZERO).await
+    }
+
+    async fn run_ticked(
+        config: Arc<Config>,
+        slots: usize,
+        refresher: Refresher,
+        total: Duration,
+        tick: Duration,
+    ) -> usize {
         let (stop_tx, stop_rx) = watch::channel(false);
         let (_control_tx, control_rx) = mpsc::channel(1);
         let scheduler = Scheduler::new(config, Instant::now());
@@ -511,6 +543,7 @@ mod tests {
             Arc::new(Quiet),
             control_rx,
             stop_rx,
+            tick,
         ));
         tokio::time::sleep(total).await;
         stop_tx.send(true).unwrap();
@@ -546,6 +579,74 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn refreshes_start_together_on_the_tick_and_never_a_tick_late() {
+        let log: Log = Arc::default();
+        let start = Instant::now();
+        let refresher = recorder(log.clone(), true, Duration::from_millis(5), Arc::default());
+        run_ticked(
+            config(200, "10s"),
+            16,
+            refresher,
+            Duration::from_secs(35),
+            START_TICK,
+        )
+        .await;
+        let log = log.lock().unwrap();
+        let mut starts: Vec<Instant> = log.iter().map(|(_, t)| *t).collect();
+        // Every start is on the tick grid (no start between ticks)...
+        for t in &starts {
+            let since = (*t - start).as_nanos();
+            assert_eq!(since % START_TICK.as_nanos(), 0, "{:?}", *t - start);
+        }
+        // ...so 200 watches a 10 s interval (~2 due per tick) share wake-ups.
+        starts.dedup();
+        assert!(
+            starts.len() * 3 / 2 < log.len(),
+            "{} of {}",
+            starts.len(),
+            log.len()
+        );
+        // Each watch's gaps stay within the interval's jitter plus at most one tick.
+        for i in 0..200 {
+            let name = format!("ns.w{i}");
+            let times: Vec<Instant> = log
+                .iter()
+                .filter(|(n, _)| *n == name)
+                .map(|(_, t)| *t)
+                .collect();
+            assert!(times.len() >= 3, "{name}: {}", times.len());
+            for pair in times.windows(2) {
+                let gap = pair[1] - pair[0];
+                let most = Duration::from_secs(11) + Duration::from_millis(5) + START_TICK;
+                assert!(
+                    gap >= Duration::from_secs(9) && gap <= most,
+                    "{name}: {gap:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn on_tick_rounds_up_to_the_grid_by_less_than_a_tick() {
+        let origin = Instant::now();
+        let tick = Duration::from_millis(100);
+        assert_eq!(on_tick(origin, origin, tick), origin);
+        let due = origin + Duration::from_millis(1);
+        assert_eq!(on_tick(due, origin, tick), origin + tick);
+        let due = origin + Duration::from_millis(200);
+        assert_eq!(on_tick(due, origin, tick), due);
+        let due = origin + Duration::from_millis(250);
+        assert_eq!(
+            on_tick(due, origin, tick),
+            origin + Duration::from_millis(300)
+        );
+        // A due time before the grid's origin (a backlog) starts at the origin, at once.
+        let early = origin - Duration::from_millis(50);
+        assert_eq!(on_tick(early, origin, tick), origin);
+        assert_eq!(on_tick(due, origin, Duration::ZERO), due);
     }
 
     #[tokio::test(start_paused = true)]
