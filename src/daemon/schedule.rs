@@ -490,6 +490,14 @@ mod tests {
 
     /// A refresher that records (watch, start) and answers `ok` after `takes`; `in_flight`
     /// tracks how many run at once (the most seen in `.1`).
+    /// When `name`'s refreshes started, in order.
+    fn starts_of(log: &[(String, Instant)], name: &str) -> Vec<Instant> {
+        log.iter()
+            .filter(|(n, _)| n == name)
+            .map(|(_, t)| *t)
+            .collect()
+    }
+
     fn recorder(
         log: Log,
         ok: bool,
@@ -563,11 +571,7 @@ mod tests {
         let log = log.lock().unwrap();
         for i in 0..20 {
             let name = format!("ns.w{i}");
-            let times: Vec<Instant> = log
-                .iter()
-                .filter(|(n, _)| *n == name)
-                .map(|(_, t)| *t)
-                .collect();
+            let times = starts_of(&log, &name);
             // First within min(interval, 30 s), then every 9..11 s after the previous one ended.
             assert!(times[0] - start < Duration::from_secs(10), "{name}");
             assert!((9..=11).contains(&times.len()), "{name}: {}", times.len());
@@ -612,11 +616,7 @@ mod tests {
         // Each watch's gaps stay within the interval's jitter plus at most one tick.
         for i in 0..200 {
             let name = format!("ns.w{i}");
-            let times: Vec<Instant> = log
-                .iter()
-                .filter(|(n, _)| *n == name)
-                .map(|(_, t)| *t)
-                .collect();
+            let times = starts_of(&log, &name);
             assert!(times.len() >= 3, "{name}: {}", times.len());
             for pair in times.windows(2) {
                 let gap = pair[1] - pair[0];
