@@ -1,10 +1,10 @@
 //! Request body rules: a body added, removed, made required or optional, and its media types;
 //! each media type's schema goes to the schema walker.
 
-use super::endpoint::DESCRIPTION_CHANGED;
-use super::rules::{Rule, Side};
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::DESCRIPTION_CHANGED;
 use crate::core::model::{RequestBody, Severity::*};
 use serde_json::json;
 
@@ -174,6 +174,18 @@ pub(super) fn compare_request_body(
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &REQUEST_BODY_ADDED_OPTIONAL,
+    &REQUEST_BODY_ADDED_REQUIRED,
+    &REQUEST_BODY_BECAME_OPTIONAL,
+    &REQUEST_BODY_BECAME_REQUIRED,
+    &REQUEST_BODY_REMOVED,
+    &REQUEST_ENCODING_CHANGED,
+    &REQUEST_MEDIA_TYPE_ADDED,
+    &REQUEST_MEDIA_TYPE_REMOVED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

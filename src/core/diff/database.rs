@@ -6,10 +6,10 @@
 //! is `request-property-added-optional` (compatible), `NOT NULL` without a default is
 //! `request-property-added-required` (breaking), a type change is judged by side.
 
-use super::endpoint::{endpoint_path, META_CHANGED};
-use super::rules::{Rule, Side};
-use super::Emitter;
-use crate::core::model::{EndpointSpec, Kind, Severity::*};
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::shared::{endpoint_path, META_CHANGED};
+use crate::core::model::{EndpointSpec, EndpointSubKind, Kind, Severity::*};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -205,7 +205,10 @@ fn has_grants(e: &EndpointSpec) -> bool {
 
 /// A table, view, function or procedure of the new contract that the old one lacks.
 pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
-    if matches!(n.method.as_str(), "FUNCTION" | "PROCEDURE") {
+    if matches!(
+        n.sub_kind(),
+        EndpointSubKind::Function | EndpointSubKind::Procedure
+    ) {
         let (rule, why) = if n.read_only {
             (
                 &DATABASE_FUNCTION_ADDED_READ_ONLY,
@@ -300,7 +303,8 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     _ => false,
                 };
                 if kept_changed {
-                    if out.kind == Some(Kind::Postgres) && enforced_type_hidden(o, n, before, after)
+                    if out.kind() == Some(Kind::Postgres)
+                        && enforced_type_hidden(o, n, before, after)
                     {
                         simple(&DATABASE_COLUMN_TYPE_CHANGED, "column types", out)
                     } else {
@@ -512,6 +516,36 @@ fn triggers(
         );
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DATABASE_CHECK_CHANGED,
+    &DATABASE_COLUMN_REORDERED,
+    &DATABASE_COLUMN_TYPE_CHANGED,
+    &DATABASE_DECLARED_TYPE_CHANGED,
+    &DATABASE_FOREIGN_KEY_CHANGED,
+    &DATABASE_FUNCTION_ADDED_READ_ONLY,
+    &DATABASE_FUNCTION_ADDED_WRITE,
+    &DATABASE_FUNCTION_BODY_CHANGED,
+    &DATABASE_FUNCTION_BODY_CHANGED_SENSITIVE,
+    &DATABASE_FUNCTION_RESULT_CHANGED,
+    &DATABASE_FUNCTION_VOLATILITY_CHANGED,
+    &DATABASE_INDEX_CHANGED,
+    &DATABASE_OBJECT_ADDED,
+    &DATABASE_OBJECT_ADDED_WITH_GRANTS,
+    &DATABASE_POLICY_CHANGED,
+    &DATABASE_PRIMARY_KEY_CHANGED,
+    &DATABASE_PRIVILEGE_GRANTED,
+    &DATABASE_PRIVILEGE_REVOKED,
+    &DATABASE_ROW_SECURITY_CHANGED,
+    &DATABASE_SECURITY_DEFINER_CHANGED,
+    &DATABASE_TABLE_OPTIONS_CHANGED,
+    &DATABASE_TRIGGER_ADDED,
+    &DATABASE_TRIGGER_CHANGED,
+    &DATABASE_TRIGGER_REMOVED,
+    &DATABASE_UNIQUE_CHANGED,
+    &DATABASE_VIEW_DEFINITION_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -2,9 +2,10 @@
 //! operation type names (`ToolSpec::roots`), and the schema keywords the normalizer writes for
 //! applied directives, `@oneOf` and `@specifiedBy` (judged from the schema walker).
 
-use super::rules::{Rule, Side};
-use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::Emitter;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::shared::DOCUMENTATION_CHANGED;
 use crate::core::model::{Severity::*, ToolSpec};
 use crate::core::normalize::graphql::{
     DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SCALAR_DIRECTIVES_KEYWORD, SPECIFIED_BY_KEYWORD,
@@ -380,6 +381,23 @@ pub(super) fn compare_schema_keywords(
         );
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DIRECTIVE_ADDED,
+    &DIRECTIVE_APPLIED_CHANGED,
+    &DIRECTIVE_ARGUMENT_ADDED_OPTIONAL,
+    &DIRECTIVE_ARGUMENT_CHANGED,
+    &DIRECTIVE_ARGUMENT_RELAXED,
+    &DIRECTIVE_ARGUMENT_REMOVED,
+    &DIRECTIVE_LOCATION_ADDED,
+    &DIRECTIVE_LOCATION_REMOVED,
+    &DIRECTIVE_REMOVED,
+    &INPUT_ONE_OF_ADDED,
+    &INPUT_ONE_OF_REMOVED,
+    &ROOT_TYPE_RENAMED,
+    &SCALAR_SPECIFIED_BY_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -5,10 +5,10 @@
 //! (`ToolSpec::extensions`, `annotations.<target>/<term>`). Capabilities restrictions are
 //! endpoints present or absent, judged by the endpoint rules.
 
-use super::endpoint::META_CHANGED;
-use super::rules::{Rule, Side};
-use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::{changed_members, Emitter, UNCLASSIFIED_CHANGE};
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::shared::{changed_members, DOCUMENTATION_CHANGED, META_CHANGED, UNCLASSIFIED_CHANGE};
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
@@ -379,6 +379,24 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &ADDRESSING_CHANGED,
+    &ANNOTATION_CHANGED,
+    &COMPOSABLE_ADDED,
+    &COMPOSABLE_REMOVED,
+    &FACET_CHANGED,
+    &IMMUTABLE_CHANGED,
+    &NAVIGATION_BECAME_NON_NULL,
+    &NAVIGATION_BECAME_NULLABLE,
+    &PERMISSIONS_WRITE_GRANTED,
+    &PERMISSIONS_WRITE_REVOKED,
+    &REQUEST_FACET_RELAXED,
+    &REQUEST_FACET_TIGHTENED,
+    &RESPONSE_FACET_RELAXED,
+    &RESPONSE_FACET_TIGHTENED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -2,9 +2,9 @@
 //! `required`. Server variables are the execution target (`execution-target-changed`); error
 //! codes are response statuses (`response-error-status-added` / `-removed`).
 
-use super::endpoint::META_CHANGED;
-use super::rules::{Rule, Side};
-use super::Emitter;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::shared::{changed_members, META_CHANGED};
 use crate::core::model::{EndpointSpec, Severity::*};
 use serde_json::{json, Value};
 
@@ -80,7 +80,7 @@ pub(super) fn compare_param_structure(
 
 /// An OpenRPC method's `meta`: `resultRequired`.
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
-    for (key, before, after) in super::changed_members(o.meta.as_deref(), n.meta.as_deref()) {
+    for (key, before, after) in changed_members(o.meta.as_deref(), n.meta.as_deref()) {
         if key == "resultRequired" {
             let now = after == Some(&Value::Bool(true));
             out.emit(
@@ -111,6 +111,14 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &PARAM_STRUCTURE_RELAXED,
+    &PARAM_STRUCTURE_TIGHTENED,
+    &RESULT_BECAME_OPTIONAL,
+    &RESULT_BECAME_REQUIRED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

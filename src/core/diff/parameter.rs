@@ -1,10 +1,10 @@
 //! Parameter rules: a parameter added, removed, made required or optional, reordered (JSON-RPC
 //! positions) or serialized differently; its schema goes to the schema walker.
 
-use super::endpoint::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
-use super::rules::{Rule, Side};
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
 use crate::core::model::{ParameterSpec, Severity::*};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -344,6 +344,21 @@ pub(super) fn compare_parameters(
 fn position_of(p: &ParameterSpec) -> Option<u64> {
     p.style.get("position").and_then(Value::as_u64)
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &PATH_PARAMETER_RENAMED,
+    &REQUEST_PARAMETER_ADDED_NOT_TRAILING,
+    &REQUEST_PARAMETER_ADDED_OPTIONAL,
+    &REQUEST_PARAMETER_ADDED_REQUIRED,
+    &REQUEST_PARAMETER_BECAME_OPTIONAL,
+    &REQUEST_PARAMETER_BECAME_REQUIRED,
+    &REQUEST_PARAMETER_EMPTY_VALUE_ALLOWED,
+    &REQUEST_PARAMETER_EMPTY_VALUE_REFUSED,
+    &REQUEST_PARAMETER_REMOVED,
+    &REQUEST_PARAMETER_REORDERED,
+    &REQUEST_PARAMETER_STYLE_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

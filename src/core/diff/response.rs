@@ -1,10 +1,10 @@
 //! Response rules: statuses (success and error), media types and headers; each schema goes to
 //! the schema walker.
 
-use super::endpoint::DESCRIPTION_CHANGED;
-use super::rules::{Rule, Side};
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::DESCRIPTION_CHANGED;
 use crate::core::model::{CompactString, ResponseSpec, Severity::*, SmallMap};
 use serde_json::json;
 
@@ -305,6 +305,23 @@ fn compare_header_facts(
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &RESPONSE_ERROR_STATUS_ADDED,
+    &RESPONSE_ERROR_STATUS_REMOVED,
+    &RESPONSE_HEADER_ADDED,
+    &RESPONSE_HEADER_BECAME_OPTIONAL,
+    &RESPONSE_HEADER_BECAME_REQUIRED,
+    &RESPONSE_HEADER_DEPRECATED_CHANGED,
+    &RESPONSE_HEADER_REMOVED,
+    &RESPONSE_HEADER_STYLE_CHANGED,
+    &RESPONSE_LINKS_CHANGED,
+    &RESPONSE_MEDIA_TYPE_ADDED,
+    &RESPONSE_MEDIA_TYPE_REMOVED,
+    &RESPONSE_SUCCESS_STATUS_ADDED,
+    &RESPONSE_SUCCESS_STATUS_REMOVED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

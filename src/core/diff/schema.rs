@@ -6,15 +6,15 @@
 //! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
 //! (old ref, new ref, direction) is compared once.
 
-use super::endpoint::DEPRECATED_CHANGED;
-use super::rules::{Rule, Side, ALL};
-use super::Emitter;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+#[cfg(test)]
+use super::shared::DOC_KEYWORDS;
+use super::shared::{DEPRECATED_CHANGED, DOCUMENTATION_CHANGED};
 use crate::core::json::to_canonical_string;
 use crate::core::model::Severity::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::ptr;
-use std::sync::LazyLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Direction {
@@ -77,15 +77,6 @@ const CONSTRAINT_KEYWORDS: &[&str] = &[
     "const",
     "nonNull",
 ];
-const DOC_KEYWORDS: &[&str] = &[
-    "description",
-    "title",
-    "example",
-    "examples",
-    "externalDocs",
-    "$comment",
-    "xml",
-];
 /// Keywords the walker descends through without a rule of their own.
 const STRUCTURAL: &[&str] = &["$ref", "arguments"];
 
@@ -95,14 +86,6 @@ pub static DEFINITION_RENAMED: Rule = Rule::new(
     Side::Schema,
     "A schema moved to a definition of another name, was inlined, or was extracted into a definition, and its resolved schema is identical (the fingerprint still moves: definition names are part of it).",
 );
-
-pub static DOCUMENTATION_CHANGED: Rule = Rule::new(
-    "documentation-changed",
-    Info,
-    Side::Schema,
-    "A schema's documentation keyword changed (description, title, example, x-* extension).",
-)
-.keywords(DOC_KEYWORDS);
 
 pub static READ_WRITE_ONLY_CHANGED: Rule = Rule::new(
     "read-write-only-changed",
@@ -366,18 +349,32 @@ pub static SCHEMA_KEYWORD_CHANGED: Rule = Rule::new(
 )
 .conservative();
 
-/// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
-/// schema rule lists, but the documentation ones, plus the structural ones.
-static MODELLED: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    ALL.iter()
-        .filter(|r| !ptr::eq(**r, &DOCUMENTATION_CHANGED) && !ptr::eq(**r, &DEPRECATED_CHANGED))
+/// A kind's check of its own schema keywords, called on every pair of schema objects the
+/// walker compares (GraphQL directives, OData facets).
+pub type KeywordHook =
+    fn(&mut SchemaDiffer, &Map<String, Value>, &Map<String, Value>, Direction, &str, &mut Emitter);
+
+/// What the walker needs from the rest of `core/diff`, given as data (`diff::SCHEMA_WIRING`).
+pub struct SchemaWiring {
+    /// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
+    /// registered rule lists, but the documentation ones, plus [`STRUCTURAL`].
+    pub modelled: HashSet<&'static str>,
+    /// The kinds' keyword checks.
+    pub keyword_hooks: Vec<KeywordHook>,
+}
+
+/// The modelled keywords of `rules`: every keyword one of them lists, but those of the
+/// documentation rules (`documentation-changed`, `deprecated-changed`), plus the structural
+/// ones.
+pub fn modelled_keywords<'r>(rules: impl IntoIterator<Item = &'r Rule>) -> HashSet<&'static str> {
+    rules
+        .into_iter()
+        .filter(|r| {
+            !std::ptr::eq(*r, &DOCUMENTATION_CHANGED) && !std::ptr::eq(*r, &DEPRECATED_CHANGED)
+        })
         .flat_map(|r| r.keywords.iter().copied())
         .chain(STRUCTURAL.iter().copied())
         .collect()
-});
-
-fn modelled(keyword: &str) -> bool {
-    MODELLED.contains(keyword)
 }
 
 /// Keywords the catch-all loop judges as documentation (as does any `x-` extension).
@@ -392,6 +389,7 @@ fn documentation_rule(keyword: &str) -> Option<&'static Rule> {
 }
 
 pub struct SchemaDiffer<'d> {
+    wiring: &'d SchemaWiring,
     old_defs: &'d BTreeMap<String, Value>,
     new_defs: &'d BTreeMap<String, Value>,
     /// (old ref, new ref, direction) already compared (or being compared: this ends cycles).
@@ -407,8 +405,10 @@ impl<'d> SchemaDiffer<'d> {
     pub fn new(
         old_defs: &'d BTreeMap<String, Value>,
         new_defs: &'d BTreeMap<String, Value>,
+        wiring: &'d SchemaWiring,
     ) -> Self {
         SchemaDiffer {
+            wiring,
             old_defs,
             new_defs,
             done: HashSet::new(),
@@ -703,7 +703,7 @@ impl<'d> SchemaDiffer<'d> {
         self.compare_extensible_enum(o, n, dir, path, out);
         let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
         for key in keys {
-            if modelled(key) || o.get(key) == n.get(key) {
+            if self.wiring.modelled.contains(key.as_str()) || o.get(key) == n.get(key) {
                 continue;
             }
             if let Some(rule) = documentation_rule(key) {
@@ -753,8 +753,10 @@ impl<'d> SchemaDiffer<'d> {
                 depth + 1,
             );
         }
-        super::graphql::compare_schema_keywords(self, o, n, dir, path, out);
-        super::odata::compare_schema_keywords(self, o, n, dir, path, out);
+        let wiring = self.wiring;
+        for hook in &wiring.keyword_hooks {
+            hook(self, o, n, dir, path, out);
+        }
         let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
         if non_null(o) != non_null(n) {
             let shift = if non_null(n) {
@@ -1333,7 +1335,7 @@ impl<'d> SchemaDiffer<'d> {
         if let (Some(Value::Array(a)), Some(Value::Array(b))) = (o.get(keyword), n.get(keyword)) {
             // GraphQL unions and interfaces keep their own reading: a removed member breaks
             // the queries that name it, whichever way data flows.
-            let graphql = out.kind == Some(crate::core::model::Kind::Graphql);
+            let graphql = out.kind() == Some(crate::core::model::Kind::Graphql);
             if a != b
                 && !graphql
                 && (keyword == "anyOf" || (keyword == "oneOf" && self.disjoint_branches(a, b)))
@@ -1799,6 +1801,44 @@ fn as_f64(v: &Value) -> Option<f64> {
         .and_then(|n| n.to_string().parse::<f64>().ok())
 }
 
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DEFINITION_RENAMED,
+    &READ_WRITE_ONLY_CHANGED,
+    &READ_WRITE_ONLY_SIDE_IGNORED,
+    &REQUEST_BRANCH_ADDED,
+    &REQUEST_BRANCH_REMOVED,
+    &REQUEST_CONSTRAINT_CHANGED,
+    &REQUEST_CONSTRAINT_RELAXED,
+    &REQUEST_CONSTRAINT_TIGHTENED,
+    &REQUEST_DEFAULT_CHANGED,
+    &REQUEST_ENUM_VALUE_ADDED,
+    &REQUEST_ENUM_VALUE_REMOVED,
+    &REQUEST_PROPERTY_ADDED_OPTIONAL,
+    &REQUEST_PROPERTY_ADDED_REQUIRED,
+    &REQUEST_PROPERTY_BECAME_OPTIONAL,
+    &REQUEST_PROPERTY_BECAME_REQUIRED,
+    &REQUEST_PROPERTY_REMOVED,
+    &REQUEST_TYPE_CHANGED,
+    &REQUEST_TYPE_WIDENED,
+    &RESPONSE_BRANCH_ADDED,
+    &RESPONSE_BRANCH_REMOVED,
+    &RESPONSE_CONSTRAINT_CHANGED,
+    &RESPONSE_CONSTRAINT_RELAXED,
+    &RESPONSE_CONSTRAINT_TIGHTENED,
+    &RESPONSE_DEFAULT_CHANGED,
+    &RESPONSE_ENUM_VALUE_ADDED,
+    &RESPONSE_ENUM_VALUE_REMOVED,
+    &RESPONSE_PROPERTY_ADDED,
+    &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+    &RESPONSE_PROPERTY_BECAME_REQUIRED,
+    &RESPONSE_PROPERTY_REMOVED,
+    &RESPONSE_TYPE_CHANGED,
+    &RESPONSE_TYPE_NARROWED,
+    &SCHEMA_COMPOSITION_CHANGED,
+    &SCHEMA_KEYWORD_CHANGED,
+];
+
 #[cfg(test)]
 pub(super) mod cases {
     use super::*;
@@ -2189,10 +2229,11 @@ pub(super) mod cases {
         compared.extend(LOWER_BOUNDS);
         compared.extend(PRESENCE_CONSTRAINTS);
         let compared: std::collections::BTreeSet<&str> = compared.into_iter().collect();
-        let derived: std::collections::BTreeSet<&str> = MODELLED.iter().copied().collect();
+        let modelled = &crate::core::diff::SCHEMA_WIRING.modelled;
+        let derived: std::collections::BTreeSet<&str> = modelled.iter().copied().collect();
         assert_eq!(derived, compared);
         for keyword in DOC_KEYWORDS.iter().chain(DEPRECATED_CHANGED.keywords) {
-            assert!(!modelled(keyword), "{keyword}");
+            assert!(!modelled.contains(keyword), "{keyword}");
             assert!(documentation_rule(keyword).is_some(), "{keyword}");
         }
     }

@@ -1,9 +1,8 @@
 //! Shared fixtures and the one rule-case helper, [`check`]. Each rule family keeps its cases
-//! beside its rules (`cases()` in `mod.rs`, `endpoint.rs`, `parameter.rs`, `body.rs`,
-//! `response.rs`, `schema.rs`, `tool.rs`); [`every_rule_has_a_case`] fails when a registered
-//! rule has none. Below them: tests of the classifier as a whole.
+//! beside its rules (`cases::cases()` in every family file), gathered through the registration
+//! list `rules::FAMILIES`; [`every_rule_has_a_case`] fails when a registered rule has none. Below them: tests of the classifier as a whole.
 
-use super::rules::{Rule, SeverityOverrides, ALL};
+use super::rules::{Rule, SeverityOverrides, ALL, FAMILIES};
 use super::{classify, ClassifyPolicy, DriftReport};
 use crate::core::model::{Compatibility, Kind, Severity, ToolSpec};
 use crate::core::normalize::openapi::normalize_value;
@@ -341,12 +340,12 @@ pub(super) fn check_with(
         report.compatibility,
         rule.id
     );
-    if !std::ptr::eq(rule, &super::UNCLASSIFIED_CHANGE) {
+    if !std::ptr::eq(rule, &super::shared::UNCLASSIFIED_CHANGE) {
         assert!(
             !report
                 .changes
                 .iter()
-                .any(|c| c.rule == super::UNCLASSIFIED_CHANGE.id),
+                .any(|c| c.rule == super::shared::UNCLASSIFIED_CHANGE.id),
             "case {} left an unexplained difference: {:#?}",
             rule.id,
             report.changes
@@ -355,9 +354,9 @@ pub(super) fn check_with(
     if new.kind == Kind::Mcp {
         // Model-facing text is never judged by the general (info) text rules.
         let general = [
-            &super::endpoint::DESCRIPTION_CHANGED,
-            &super::endpoint::TITLE_CHANGED,
-            &super::schema::DOCUMENTATION_CHANGED,
+            &super::shared::DESCRIPTION_CHANGED,
+            &super::shared::TITLE_CHANGED,
+            &super::shared::DOCUMENTATION_CHANGED,
         ];
         assert!(
             !report
@@ -383,30 +382,15 @@ pub(super) fn run_case(edit: Edit) -> DriftReport {
     classify(&old, &new, &ClassifyPolicy::default())
 }
 
+/// Every family's cases, from the one registration list (`rules::FAMILIES`).
 fn all_cases() -> Vec<Case> {
-    [
-        super::cases::cases(),
-        super::endpoint::cases::cases(),
-        super::parameter::cases::cases(),
-        super::body::cases::cases(),
-        super::response::cases::cases(),
-        super::schema::cases::cases(),
-        super::tool::cases::cases(),
-        super::database::cases::cases(),
-        super::text::cases::cases(),
-        super::graphql::cases::cases(),
-        super::odata::cases::cases(),
-        super::openrpc::cases::cases(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    FAMILIES.iter().flat_map(|f| (f.cases)()).collect()
 }
 
 #[test]
 fn every_rule_has_a_case() {
     let cases = all_cases();
-    for rule in ALL {
+    for rule in ALL.iter() {
         assert!(
             cases.iter().any(|c| std::ptr::eq(c.rule, *rule)),
             "rule {} has no test case",
@@ -676,4 +660,22 @@ fn extensible_enums_may_grow_but_not_shrink_on_the_request_side() {
         .changes
         .iter()
         .any(|c| c.rule == "request-enum-value-removed"));
+}
+
+/// Endpoint sub-kinds read the method text both ways; any other text (an HTTP method, an
+/// OpenRPC call) is `Other` and stays the endpoint's own.
+#[test]
+fn endpoint_sub_kinds_read_their_method_text() {
+    use crate::core::model::EndpointSubKind;
+    for (sub, text) in EndpointSubKind::NAMED {
+        assert_eq!(EndpointSubKind::of(text), *sub);
+        assert_eq!(sub.as_str(), Some(*text));
+    }
+    for other in ["GET", "POST", "CALL", "QUERY", "prompt", ""] {
+        assert_eq!(EndpointSubKind::of(other), EndpointSubKind::Other);
+    }
+    assert_eq!(EndpointSubKind::Other.as_str(), None);
+    let (_, new) = mcp(|_| {});
+    let subs: Vec<EndpointSubKind> = new.endpoints.iter().map(|e| e.sub_kind()).collect();
+    assert!(subs.contains(&EndpointSubKind::Tool), "{subs:?}");
 }
