@@ -1,6 +1,7 @@
 //! Request body rules: a body added, removed, made required or optional, and its media types;
 //! each media type's schema goes to the schema walker.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
@@ -78,7 +79,7 @@ pub(super) fn compare_request_body(
         (Some(_), None) => out.emit(
             &REQUEST_BODY_REMOVED,
             &b_at,
-            "request_body_removed",
+            ChangeKind::RequestBodyRemoved,
             None,
             None,
             "The request body was removed.".into(),
@@ -92,7 +93,7 @@ pub(super) fn compare_request_body(
             out.emit(
                 rule,
                 &b_at,
-                "request_body_added",
+                ChangeKind::RequestBodyAdded,
                 None,
                 None,
                 format!("{word} request body was added."),
@@ -108,7 +109,7 @@ pub(super) fn compare_request_body(
                 out.emit(
                     rule,
                     &format!("{b_at}.required"),
-                    "request_body_required_changed",
+                    ChangeKind::RequestBodyRequiredChanged,
                     Some(json!(o.required)),
                     Some(json!(n.required)),
                     format!("The request body became {word}."),
@@ -123,7 +124,7 @@ pub(super) fn compare_request_body(
                         out.emit(
                             &REQUEST_ENCODING_CHANGED,
                             &format!("{b_at}.content.{media}.encoding"),
-                            "request_encoding_changed",
+                            ChangeKind::RequestEncodingChanged,
                             before.cloned(),
                             after.cloned(),
                             format!("The encoding of the {media} request body's parts changed."),
@@ -135,7 +136,7 @@ pub(super) fn compare_request_body(
                 out.emit(
                     &DESCRIPTION_CHANGED,
                     &format!("{b_at}.description"),
-                    "description_changed",
+                    ChangeKind::DescriptionChanged,
                     o.description.as_ref().map(|d| json!(d)),
                     n.description.as_ref().map(|d| json!(d)),
                     "The request body's description changed.".into(),
@@ -147,7 +148,7 @@ pub(super) fn compare_request_body(
                     None => out.emit(
                         &REQUEST_MEDIA_TYPE_REMOVED,
                         &m_at,
-                        "media_type_removed",
+                        ChangeKind::MediaTypeRemoved,
                         Some(json!(media)),
                         None,
                         format!("The request body no longer accepts {media}."),
@@ -165,7 +166,7 @@ pub(super) fn compare_request_body(
                 out.emit(
                     &REQUEST_MEDIA_TYPE_ADDED,
                     &format!("{b_at}.content.{media}"),
-                    "media_type_added",
+                    ChangeKind::MediaTypeAdded,
                     None,
                     Some(json!(media)),
                     format!("The request body now also accepts {media}."),

@@ -1,6 +1,7 @@
 //! Contract rules: the contract as a whole (its invocation target, the server instructions
 //! that reach a model) and the surface classification of new endpoints.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::endpoint_path;
@@ -51,7 +52,7 @@ pub(super) fn compare(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
         out.emit(
             &EXECUTION_TARGET_CHANGED,
             "remote",
-            "execution_target_changed",
+            ChangeKind::ExecutionTargetChanged,
             Some(json!(old.remote.base_urls)),
             Some(json!(new.remote.base_urls)),
             format!(
@@ -66,7 +67,7 @@ pub(super) fn compare(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
         out.emit(
             &INSTRUCTIONS_CHANGED,
             "instructions",
-            "instructions_changed",
+            ChangeKind::InstructionsChanged,
             old.instructions.as_ref().map(|t| json!(t)),
             new.instructions.as_ref().map(|t| json!(t)),
             "The server instructions that reach a model changed.".into(),
@@ -101,7 +102,7 @@ pub(super) fn flag_unclassified(
             out.emit(
                 &ENDPOINT_UNCLASSIFIED,
                 &endpoint_path(e),
-                "endpoint_unclassified",
+                ChangeKind::EndpointUnclassified,
                 None,
                 Some(json!(id)),
                 format!("New endpoint {id} is not in the surface classification; classify it before it is used."),

@@ -3,6 +3,7 @@
 //! the rules comes in as data: the kind being judged, and a [`RuleSwap`] by which it judges
 //! some changes with stricter rules of its own (MCP: model-facing text).
 
+use super::change_kind::ChangeKind;
 use super::rule::{Rule, SeverityOverrides};
 use crate::core::model::{Change, EndpointSubKind, Kind, ValueOrd};
 use serde_json::Value;
@@ -56,7 +57,7 @@ impl<'o> Emitter<'o> {
         &mut self,
         rule: &'static Rule,
         path: &str,
-        kind: &str,
+        kind: ChangeKind,
         before: Option<Value>,
         after: Option<Value>,
         message: String,
@@ -67,7 +68,7 @@ impl<'o> Emitter<'o> {
         };
         self.changes.push(Change {
             path: path.to_string(),
-            kind: kind.to_string(),
+            kind: kind.as_str().to_string(),
             rule: rule.id.to_string(),
             severity: rule.severity_under(self.overrides),
             before: before.map(ValueOrd),

@@ -2,6 +2,7 @@
 //! effects, judged on one matched pair (or one unmatched side) the classifier hands over;
 //! parameters, bodies, responses and schemas are their own families.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::EndpointPair;
 use super::rule::{Rule, Side};
@@ -82,7 +83,7 @@ pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
     out.emit(
         &ENDPOINT_REMOVED,
         &endpoint_path(o),
-        "endpoint_removed",
+        ChangeKind::EndpointRemoved,
         Some(json!(o.identity())),
         None,
         format!("Endpoint {} ({}) was removed.", o.name, o.as_written()),
@@ -117,7 +118,7 @@ pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
     out.emit(
         rule,
         &endpoint_path(n),
-        "endpoint_added",
+        ChangeKind::EndpointAdded,
         None,
         Some(json!(n.identity())),
         format!("Endpoint {} ({}) was added; {why}.", n.name, n.as_written()),
@@ -157,7 +158,7 @@ pub(super) fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
             out.emit(
                 &ENDPOINT_POSSIBLY_RENAMED,
                 &endpoint_path(n),
-                "endpoint_possibly_renamed",
+                ChangeKind::EndpointPossiblyRenamed,
                 Some(json!(o.identity())),
                 Some(json!(n.identity())),
                 format!(
@@ -178,7 +179,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &ENDPOINT_RENAMED,
             at,
-            "endpoint_renamed",
+            ChangeKind::EndpointRenamed,
             Some(json!(o.name)),
             Some(json!(n.name)),
             format!(
@@ -199,7 +200,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             rule,
             &format!("{at}.method"),
-            "method_changed",
+            ChangeKind::MethodChanged,
             Some(json!(o.method)),
             Some(json!(n.method)),
             format!("Operation {} {what}: {} → {}.", n.name, o.method, n.method),
@@ -209,7 +210,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &PATH_CHANGED,
             &format!("{at}.path"),
-            "path_changed",
+            ChangeKind::PathChanged,
             Some(json!(o.path_template)),
             Some(json!(n.path_template)),
             format!(
@@ -224,7 +225,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &DESCRIPTION_CHANGED,
             &format!("{at}.description"),
-            "description_changed",
+            ChangeKind::DescriptionChanged,
             o.description.as_ref().map(|d| json!(d)),
             n.description.as_ref().map(|d| json!(d)),
             format!("The description of {} changed.", n.name),
@@ -234,7 +235,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &DEPRECATED_CHANGED,
             &format!("{at}.deprecated"),
-            "deprecated_changed",
+            ChangeKind::DeprecatedChanged,
             Some(json!(o.deprecated)),
             Some(json!(n.deprecated)),
             format!(
@@ -248,7 +249,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &SECURITY_REQUIREMENTS_CHANGED,
             &format!("{at}.security"),
-            "security_changed",
+            ChangeKind::SecurityChanged,
             Some(json!(o.security)),
             Some(json!(n.security)),
             format!("The security requirements of {} changed.", n.name),
@@ -258,7 +259,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &SERVERS_CHANGED,
             &format!("{at}.servers"),
-            "servers_changed",
+            ChangeKind::ServersChanged,
             Some(json!(o.servers)),
             Some(json!(n.servers)),
             format!("The servers {} is called on changed.", n.name),
@@ -283,7 +284,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
                 &SIDE_EFFECTS_REDUCED
             },
             &format!("{at}.side_effects"),
-            "side_effects_changed",
+            ChangeKind::SideEffectsChanged,
             Some(show(o)),
             Some(show(n)),
             format!(
@@ -301,7 +302,7 @@ pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out
         out.emit(
             &TITLE_CHANGED,
             &format!("{at}.title"),
-            "title_changed",
+            ChangeKind::TitleChanged,
             o.title.as_ref().map(|t| json!(t)),
             n.title.as_ref().map(|t| json!(t)),
             format!("The title of {} changed.", n.name),
@@ -335,7 +336,7 @@ pub(super) fn compare_meta(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &m
             out.emit(
                 &EXTENSION_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "extension_changed",
+                ChangeKind::ExtensionChanged,
                 oo.get(*key).cloned(),
                 no.get(*key).cloned(),
                 format!("The vendor extension {key} of {} changed.", n.name),
@@ -345,7 +346,7 @@ pub(super) fn compare_meta(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &m
             out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 o.meta.as_deref().cloned(),
                 n.meta.as_deref().cloned(),
                 format!("The vendor metadata (_meta) of {} changed.", n.name),
@@ -375,12 +376,12 @@ pub(super) fn compare_kept(
         }
         let last = key.rsplit('.').next().unwrap_or(key);
         let (rule, kind) = if last.starts_with("x-") {
-            (&EXTENSION_CHANGED, "extension_changed")
+            (&EXTENSION_CHANGED, ChangeKind::ExtensionChanged)
         } else if last == "description" || last == "summary" || key == "result.name" {
             // (A result's name is a label: callers never send or receive it.)
-            (&DESCRIPTION_CHANGED, "description_changed")
+            (&DESCRIPTION_CHANGED, ChangeKind::DescriptionChanged)
         } else {
-            (&UNCLASSIFIED_CHANGE, "unclassified_change")
+            (&UNCLASSIFIED_CHANGE, ChangeKind::UnclassifiedChange)
         };
         out.emit(
             rule,

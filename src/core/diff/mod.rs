@@ -11,6 +11,7 @@
 //! `unclassified-change` (breaking), never silently identical.
 
 pub mod body;
+pub mod change_kind;
 pub mod contract;
 pub mod database;
 pub mod emit;
@@ -37,6 +38,7 @@ use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
     Compatibility, DriftReport, EndpointSpec, EndpointSubKind, Kind, ToolSpec,
 };
+use change_kind::ChangeKind;
 use emit::RuleSwap;
 use pair::{match_endpoints, EndpointPair};
 use rule::SeverityOverrides;
@@ -185,7 +187,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
             out.emit(
                 &UNCLASSIFIED_CHANGE,
                 &endpoint_path(n),
-                "unclassified_change",
+                ChangeKind::UnclassifiedChange,
                 None,
                 None,
                 "The endpoint's contract changed in a way no rule explains.".into(),
@@ -198,7 +200,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         out.emit(
             &UNCLASSIFIED_CHANGE,
             "",
-            "unclassified_change",
+            ChangeKind::UnclassifiedChange,
             Some(json!(old_fingerprint)),
             Some(json!(new_fingerprint)),
             "The contract's fingerprint changed and no rule explains it.".into(),
@@ -313,13 +315,13 @@ fn compare_extensions(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
             continue;
         }
         let (rule, kind) = if key.starts_with("x-") {
-            (&EXTENSION_CHANGED, "extension_changed")
+            (&EXTENSION_CHANGED, ChangeKind::ExtensionChanged)
         } else if key.starts_with("annotations.") {
-            (odata::annotation_rule(key), "annotation_changed")
+            (odata::annotation_rule(key), ChangeKind::AnnotationChanged)
         } else if key.ends_with(".description") {
-            (&DOCUMENTATION_CHANGED, "documentation_changed")
+            (&DOCUMENTATION_CHANGED, ChangeKind::DocumentationChanged)
         } else {
-            (&UNCLASSIFIED_CHANGE, "unclassified_change")
+            (&UNCLASSIFIED_CHANGE, ChangeKind::UnclassifiedChange)
         };
         out.emit(
             rule,

@@ -5,6 +5,7 @@
 //! (`ToolSpec::extensions`, `annotations.<target>/<term>`). Capabilities restrictions are
 //! endpoints present or absent, judged by the endpoint rules.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
@@ -237,7 +238,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &format!("{path}.{key}"),
-                "facet_changed",
+                ChangeKind::FacetChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The {key} facet at {path} changed."),
@@ -257,7 +258,7 @@ pub(super) fn compare_schema_keywords(
             out,
             rule,
             &format!("{path}.Nullable"),
-            "nullable_changed",
+            ChangeKind::NullableChanged,
             Some(json!(!non_null(o))),
             Some(json!(!non_null(n))),
             format!(
@@ -279,7 +280,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &format!("{path}.{keyword}"),
-                "odata_fact_changed",
+                ChangeKind::OdataFactChanged,
                 o.get(keyword).cloned(),
                 n.get(keyword).cloned(),
                 format!("{keyword} changed at {path}."),
@@ -299,7 +300,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &at,
-                "annotation_changed",
+                ChangeKind::AnnotationChanged,
                 before,
                 after,
                 format!("An annotation changed at {at}."),
@@ -321,7 +322,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     out.emit(
                         rule,
                         &path,
-                        "annotation_changed",
+                        ChangeKind::AnnotationChanged,
                         b,
                         a,
                         format!("An annotation of {} changed.", n.name),
@@ -334,7 +335,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     out.emit(
                         &UNCLASSIFIED_CHANGE,
                         &format!("{at}.{name}"),
-                        "unclassified_change",
+                        ChangeKind::UnclassifiedChange,
                         was.cloned(),
                         now.cloned(),
                         format!("The {name} of {}, kept but not modelled, changed.", n.name),
@@ -344,7 +345,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             "bindings" | "entitySet" => out.emit(
                 &ADDRESSING_CHANGED,
                 &format!("{at}.{key}"),
-                "addressing_changed",
+                ChangeKind::AddressingChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("How {} addresses related entities changed.", n.name),
@@ -358,7 +359,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                         &COMPOSABLE_REMOVED
                     },
                     &format!("{at}.composable"),
-                    "composable_changed",
+                    ChangeKind::ComposableChanged,
                     Some(json!(!now)),
                     Some(json!(now)),
                     format!(
@@ -371,7 +372,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             _ => out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The metadata {key} of {} changed.", n.name),

@@ -2,6 +2,7 @@
 //! `required`. Server variables are the execution target (`execution-target-changed`); error
 //! codes are response statuses (`response-error-status-added` / `-removed`).
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::{changed_members, META_CHANGED};
@@ -71,7 +72,7 @@ pub(super) fn compare_param_structure(
     out.emit(
         rule,
         &format!("{at}.paramStructure"),
-        "param_structure_changed",
+        ChangeKind::ParamStructureChanged,
         Some(json!(before)),
         Some(json!(after)),
         format!("{} now takes its params {after} (was {before}).", n.name),
@@ -90,7 +91,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     &RESULT_BECAME_OPTIONAL
                 },
                 &format!("{at}.result.required"),
-                "result_required_changed",
+                ChangeKind::ResultRequiredChanged,
                 Some(json!(!now)),
                 Some(json!(now)),
                 format!(
@@ -103,7 +104,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The metadata {key} of {} changed.", n.name),

@@ -1,6 +1,7 @@
 //! Response rules: statuses (success and error), media types and headers; each schema goes to
 //! the schema walker.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
@@ -122,7 +123,7 @@ pub(super) fn compare_responses(
             out.emit(
                 rule,
                 &r_at,
-                "response_removed",
+                ChangeKind::ResponseRemoved,
                 Some(json!(status)),
                 None,
                 format!("Response {status} was removed."),
@@ -133,7 +134,7 @@ pub(super) fn compare_responses(
             out.emit(
                 &DESCRIPTION_CHANGED,
                 &format!("{r_at}.description"),
-                "description_changed",
+                ChangeKind::DescriptionChanged,
                 o.description.as_ref().map(|d| json!(d)),
                 n.description.as_ref().map(|d| json!(d)),
                 format!("The description of response {status} changed."),
@@ -145,7 +146,7 @@ pub(super) fn compare_responses(
                 None => out.emit(
                     &RESPONSE_MEDIA_TYPE_REMOVED,
                     &m_at,
-                    "media_type_removed",
+                    ChangeKind::MediaTypeRemoved,
                     Some(json!(media)),
                     None,
                     format!("Response {status} no longer returns {media}."),
@@ -163,7 +164,7 @@ pub(super) fn compare_responses(
             out.emit(
                 &RESPONSE_MEDIA_TYPE_ADDED,
                 &format!("{r_at}.content.{media}"),
-                "media_type_added",
+                ChangeKind::MediaTypeAdded,
                 None,
                 Some(json!(media)),
                 format!("Response {status} may now also return {media}."),
@@ -175,7 +176,7 @@ pub(super) fn compare_responses(
                 None => out.emit(
                     &RESPONSE_HEADER_REMOVED,
                     &h_at,
-                    "response_header_removed",
+                    ChangeKind::ResponseHeaderRemoved,
                     Some(json!(header)),
                     None,
                     format!("Response {status} no longer sends header {header}."),
@@ -194,7 +195,7 @@ pub(super) fn compare_responses(
             out.emit(
                 &RESPONSE_LINKS_CHANGED,
                 &format!("{r_at}.links"),
-                "links_changed",
+                ChangeKind::LinksChanged,
                 Some(json!(o.links)),
                 Some(json!(n.links)),
                 format!("The links of response {status} changed."),
@@ -204,7 +205,7 @@ pub(super) fn compare_responses(
             out.emit(
                 &RESPONSE_HEADER_ADDED,
                 &format!("{r_at}.headers.{header}"),
-                "response_header_added",
+                ChangeKind::ResponseHeaderAdded,
                 None,
                 Some(json!(header)),
                 format!("Response {status} now sends header {header}."),
@@ -220,7 +221,7 @@ pub(super) fn compare_responses(
         out.emit(
             rule,
             &format!("{at}.responses.{status}"),
-            "response_added",
+            ChangeKind::ResponseAdded,
             None,
             Some(json!(status)),
             format!("Response {status} was added."),
@@ -261,7 +262,7 @@ fn compare_header_facts(
             out.emit(
                 rule,
                 &format!("{h_at}.required"),
-                "response_header_required_changed",
+                ChangeKind::ResponseHeaderRequiredChanged,
                 Some(json!(was)),
                 Some(json!(is)),
                 format!(
@@ -275,7 +276,7 @@ fn compare_header_facts(
             out.emit(
                 &RESPONSE_HEADER_DEPRECATED_CHANGED,
                 &format!("{h_at}.deprecated"),
-                "deprecated_changed",
+                ChangeKind::DeprecatedChanged,
                 Some(json!(was)),
                 Some(json!(is)),
                 format!(
@@ -296,7 +297,7 @@ fn compare_header_facts(
                 out.emit(
                     &RESPONSE_HEADER_STYLE_CHANGED,
                     &format!("{h_at}.{key}"),
-                    "response_header_style_changed",
+                    ChangeKind::ResponseHeaderStyleChanged,
                     before,
                     after,
                     format!("The {key} of response {status} header {header} changed."),

@@ -6,6 +6,7 @@
 //! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
 //! (old ref, new ref, direction) is compared once.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 #[cfg(test)]
@@ -436,7 +437,7 @@ impl<'d> SchemaDiffer<'d> {
         out: &mut Emitter,
         rule: &'static Rule,
         path: &str,
-        kind: &str,
+        kind: ChangeKind,
         before: Option<Value>,
         after: Option<Value>,
         message: String,
@@ -475,7 +476,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 &DEFINITION_RENAMED,
                 path,
-                "definition_renamed",
+                ChangeKind::DefinitionRenamed,
                 Some(json!(from)),
                 Some(json!(to)),
                 format!("The schema at {path} moved from {from} to {to}; its resolved schema is identical."),
@@ -650,7 +651,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         constraint_rule(dir, Shift::Changed),
                         path,
-                        "schema_changed",
+                        ChangeKind::SchemaChanged,
                         Some(old.clone()),
                         Some(new.clone()),
                         format!(
@@ -681,7 +682,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 rule,
                 &format!("{path}.default"),
-                "default_changed",
+                ChangeKind::DefaultChanged,
                 o.get("default").cloned(),
                 n.get("default").cloned(),
                 format!("The default at {path} changed."),
@@ -693,7 +694,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &READ_WRITE_ONLY_CHANGED,
                     &format!("{path}.{keyword}"),
-                    "read_write_only_changed",
+                    ChangeKind::ReadWriteOnlyChanged,
                     o.get(keyword).cloned(),
                     n.get(keyword).cloned(),
                     format!("{keyword} changed at {path}."),
@@ -711,7 +712,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     rule,
                     &format!("{path}.{key}"),
-                    "documentation_changed",
+                    ChangeKind::DocumentationChanged,
                     o.get(key).cloned(),
                     n.get(key).cloned(),
                     format!("{key} changed at {path}."),
@@ -721,7 +722,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_KEYWORD_CHANGED,
                     &format!("{path}.{key}"),
-                    "schema_keyword_changed",
+                    ChangeKind::SchemaKeywordChanged,
                     o.get(key).cloned(),
                     n.get(key).cloned(),
                     format!("Keyword {key} changed at {path}; schemawatch does not model it, so it is treated as breaking."),
@@ -768,7 +769,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 constraint_rule(dir, shift),
                 &format!("{path}.nonNull"),
-                "constraint_changed",
+                ChangeKind::ConstraintChanged,
                 o.get("nonNull").cloned(),
                 n.get("nonNull").cloned(),
                 format!(
@@ -811,7 +812,7 @@ impl<'d> SchemaDiffer<'d> {
             out,
             rule,
             &format!("{path}.type"),
-            "type_changed",
+            ChangeKind::TypeChanged,
             Some(o.get("type").cloned().unwrap_or(Value::Null)),
             Some(n.get("type").cloned().unwrap_or(Value::Null)),
             format!(
@@ -859,7 +860,7 @@ impl<'d> SchemaDiffer<'d> {
         out: &mut Emitter,
         dir: Direction,
         path: &str,
-        kind: &str,
+        kind: ChangeKind,
         before: Option<Value>,
         after: Option<Value>,
         what: String,
@@ -909,7 +910,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &p_at,
-                    "property_removed",
+                    ChangeKind::PropertyRemoved,
                     Some(json!(name)),
                     None,
                     format!("Property '{name}' was removed from {path}"),
@@ -923,7 +924,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         rule,
                         &p_at,
-                        "property_removed",
+                        ChangeKind::PropertyRemoved,
                         Some(json!(name)),
                         None,
                         format!("Property '{name}' was removed from {path}."),
@@ -939,7 +940,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &p_at,
-                    "property_added",
+                    ChangeKind::PropertyAdded,
                     None,
                     Some(json!(name)),
                     format!("Property '{name}' was added to {path}"),
@@ -956,7 +957,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 rule,
                 &p_at,
-                "property_added",
+                ChangeKind::PropertyAdded,
                 None,
                 Some(json!(name)),
                 format!("{word} property '{name}' was added to {path}."),
@@ -975,7 +976,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &format!("{path}.properties.{name}.required"),
-                    "property_required_changed",
+                    ChangeKind::PropertyRequiredChanged,
                     Some(json!(!now_required)),
                     Some(json!(now_required)),
                     format!("Property '{name}' of {path} became {word}"),
@@ -993,7 +994,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 rule,
                 &format!("{path}.properties.{name}.required"),
-                "property_required_changed",
+                ChangeKind::PropertyRequiredChanged,
                 Some(json!(!now_required)),
                 Some(json!(now_required)),
                 format!("Property '{name}' of {path} became {word}."),
@@ -1022,7 +1023,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         rule,
                         &format!("{path}.enum"),
-                        "enum_value_added",
+                        ChangeKind::EnumValueAdded,
                         None,
                         Some(value.clone()),
                         format!("{path} gained the enum value {text}."),
@@ -1037,7 +1038,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         rule,
                         &format!("{path}.enum"),
-                        "enum_value_removed",
+                        ChangeKind::EnumValueRemoved,
                         Some(value.clone()),
                         None,
                         format!("{path} lost the enum value {text}."),
@@ -1054,7 +1055,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     constraint_rule(dir, shift),
                     &format!("{path}.enum"),
-                    "enum_changed",
+                    ChangeKind::EnumChanged,
                     o.get("enum").or_else(|| o.get("const")).cloned(),
                     n.get("enum").or_else(|| n.get("const")).cloned(),
                     format!(
@@ -1101,7 +1102,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 rule,
                 &at,
-                "enum_value_removed",
+                ChangeKind::EnumValueRemoved,
                 Some(value.clone()),
                 None,
                 format!("{path} lost the extensible enum value {text}."),
@@ -1113,7 +1114,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 &DOCUMENTATION_CHANGED,
                 &at,
-                "extensible_enum_value_added",
+                ChangeKind::ExtensibleEnumValueAdded,
                 None,
                 Some(value.clone()),
                 format!("{path} lists the new extensible enum value {text}."),
@@ -1165,7 +1166,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     constraint_rule(dir, shift),
                     &format!("{path}.{keyword}"),
-                    "constraint_changed",
+                    ChangeKind::ConstraintChanged,
                     before.cloned(),
                     after.cloned(),
                     format!(
@@ -1211,7 +1212,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 constraint_rule(dir, shift),
                 &format!("{path}.{keyword}"),
-                "constraint_changed",
+                ChangeKind::ConstraintChanged,
                 before,
                 after,
                 text,
@@ -1267,7 +1268,7 @@ impl<'d> SchemaDiffer<'d> {
             out,
             constraint_rule(dir, shift),
             &at,
-            "additional_properties_changed",
+            ChangeKind::AdditionalPropertiesChanged,
             before.cloned(),
             after.cloned(),
             format!(
@@ -1300,7 +1301,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_COMPOSITION_CHANGED,
                     &at,
-                    "items_changed",
+                    ChangeKind::ItemsChanged,
                     o.get("items").cloned(),
                     n.get("items").cloned(),
                     format!("The tuple items at {path} changed shape."),
@@ -1376,7 +1377,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         &SCHEMA_COMPOSITION_CHANGED,
                         &at,
-                        "composition_changed",
+                        ChangeKind::CompositionChanged,
                         Some(json!(a.len())),
                         Some(json!(b.len())),
                         text,
@@ -1394,7 +1395,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_COMPOSITION_CHANGED,
                     &at,
-                    "composition_changed",
+                    ChangeKind::CompositionChanged,
                     Some(json!(count(before))),
                     Some(json!(count(after))),
                     format!(
@@ -1502,7 +1503,15 @@ impl SchemaDiffer<'_> {
                 "{keyword} at {path} gained the branch {}; {effect}.",
                 show(Some(&branch))
             );
-            self.emit(out, rule, &at, "branch_added", None, Some(branch), text);
+            self.emit(
+                out,
+                rule,
+                &at,
+                ChangeKind::BranchAdded,
+                None,
+                Some(branch),
+                text,
+            );
         }
         for i in old_left {
             let (rule, effect) = match dir {
@@ -1517,7 +1526,15 @@ impl SchemaDiffer<'_> {
                 "{keyword} at {path} lost the branch {}; {effect}.",
                 show(Some(&branch))
             );
-            self.emit(out, rule, &at, "branch_removed", Some(branch), None, text);
+            self.emit(
+                out,
+                rule,
+                &at,
+                ChangeKind::BranchRemoved,
+                Some(branch),
+                None,
+                text,
+            );
         }
     }
 
@@ -1580,7 +1597,7 @@ impl SchemaDiffer<'_> {
             out,
             &SCHEMA_COMPOSITION_CHANGED,
             at,
-            "composition_changed",
+            ChangeKind::CompositionChanged,
             Some(json!(removed)),
             Some(json!(added)),
             text,

@@ -679,3 +679,60 @@ fn endpoint_sub_kinds_read_their_method_text() {
     let subs: Vec<EndpointSubKind> = new.endpoints.iter().map(|e| e.sub_kind()).collect();
     assert!(subs.contains(&EndpointSubKind::Tool), "{subs:?}");
 }
+
+/// The pinned (rule, kind) pairs, `tests/fixtures/rule-kinds.txt`: the section `name` as
+/// `(rule id, kind text)`.
+pub(super) fn pinned_rule_kinds(name: &str) -> std::collections::BTreeSet<(String, String)> {
+    let text = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rule-kinds.txt"
+    ));
+    let mut section = "";
+    let mut out = std::collections::BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s;
+            continue;
+        }
+        if section == name {
+            let (rule, kind) = line.split_once(' ').expect("`rule kind`");
+            out.insert((rule.to_string(), kind.to_string()));
+        }
+    }
+    out
+}
+
+/// Every (rule, kind) pair the rule cases produce is pinned in `tests/fixtures/rule-kinds.txt`
+/// (its `[cases]` section, exactly; `[corpus]` is pinned by `tests/kinds/corpus.rs`), and every
+/// pinned pair names a registered rule and a known [`ChangeKind`]: a change of which kind a
+/// rule emits is deliberate, never a side effect of a refactor.
+///
+/// [`ChangeKind`]: super::change_kind::ChangeKind
+#[test]
+fn every_rule_kind_pair_of_the_cases_is_pinned() {
+    use super::change_kind::ChangeKind;
+    let mut produced = std::collections::BTreeSet::new();
+    for case in all_cases() {
+        let report = classify(&case.old, &case.new, &case.policy);
+        for c in report.changes {
+            produced.insert((c.rule, c.kind));
+        }
+    }
+    let pinned = pinned_rule_kinds("cases");
+    let listing: String = produced.iter().map(|(r, k)| format!("{r} {k}\n")).collect();
+    assert!(
+        produced == pinned,
+        "the rule cases produce other (rule, kind) pairs than tests/fixtures/rule-kinds.txt \
+         pins; its [cases] section would be:\n{listing}"
+    );
+    for (rule, kind) in pinned.iter().chain(pinned_rule_kinds("corpus").iter()) {
+        assert!(ALL.iter().any(|r| r.id == rule), "{rule} is no rule");
+        assert!(
+            ChangeKind::ALL.iter().any(|k| k.as_str() == kind),
+            "{kind} is no ChangeKind"
+        );
+    }
+}

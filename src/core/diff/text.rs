@@ -5,6 +5,7 @@
 //! schema text, `_meta` and unmodelled fields, server instructions) and, for the other kinds,
 //! every `description`, `title` and `summary` string of an endpoint or a definition.
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::EndpointPair;
 use super::rule::{Rule, Side};
@@ -156,7 +157,7 @@ fn report(path: &str, before: Option<&str>, after: &str, out: &mut Emitter) {
     out.emit(
         &HIDDEN_TEXT_ADDED,
         path,
-        "hidden_text_added",
+        ChangeKind::HiddenTextAdded,
         before.map(|t| json!(t)),
         Some(json!(after)),
         message,

@@ -3,6 +3,7 @@
 //! resource templates and resources have a family each (added, removed, text changed), and
 //! the server capabilities one rule each way (gained or changed: security; lost: breaking).
 
+use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::{
@@ -177,7 +178,7 @@ pub(super) fn compare_capabilities(old: Option<&Value>, new: Option<&Value>, out
         (None, Some(n)) => out.emit(
             &CAPABILITIES_CHANGED,
             "capabilities",
-            "capabilities_changed",
+            ChangeKind::CapabilitiesChanged,
             None,
             Some(n.clone()),
             "The server's capabilities became known.".into(),
@@ -185,7 +186,7 @@ pub(super) fn compare_capabilities(old: Option<&Value>, new: Option<&Value>, out
         (Some(o), None) => out.emit(
             &CAPABILITY_LOST,
             "capabilities",
-            "capability_lost",
+            ChangeKind::CapabilityLost,
             Some(o.clone()),
             None,
             "The server's capabilities are no longer stated.".into(),
@@ -202,7 +203,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
         out.emit(
             &CAPABILITIES_CHANGED,
             path,
-            "capabilities_changed",
+            ChangeKind::CapabilitiesChanged,
             Some(old.clone()),
             Some(new.clone()),
             format!("The server capability {path} changed."),
@@ -217,7 +218,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
             (None, Some(b)) => out.emit(
                 &CAPABILITIES_CHANGED,
                 &at,
-                "capability_gained",
+                ChangeKind::CapabilityGained,
                 None,
                 Some(b.clone()),
                 format!("The server gained the capability {at}."),
@@ -225,7 +226,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
             (Some(a), None) => out.emit(
                 &CAPABILITY_LOST,
                 &at,
-                "capability_lost",
+                ChangeKind::CapabilityLost,
                 Some(a.clone()),
                 None,
                 format!("The server no longer declares the capability {at}."),
