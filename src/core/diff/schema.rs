@@ -23,6 +23,94 @@ pub enum Direction {
     Response,
 }
 
+impl Direction {
+    /// `request` when a caller sends what is compared, `response` when it receives it.
+    pub fn pick<T>(self, request: T, response: T) -> T {
+        match self {
+            Direction::Request => request,
+            Direction::Response => response,
+        }
+    }
+}
+
+/// A schema rule's two directions: the rule that judges a change in what a caller sends, and
+/// the one for what it receives. The walker picks by the direction it compares in
+/// ([`Directed::pick`]); [`DIRECTED`] lists every pair, so the symmetry test sees them all.
+#[derive(Debug)]
+pub struct Directed {
+    pub request: &'static Rule,
+    pub response: &'static Rule,
+}
+
+impl Directed {
+    pub const fn new(request: &'static Rule, response: &'static Rule) -> Directed {
+        Directed { request, response }
+    }
+
+    /// The rule of direction `dir`.
+    pub fn pick(&self, dir: Direction) -> &'static Rule {
+        dir.pick(self.request, self.response)
+    }
+}
+
+pub static DEFAULT_CHANGED: Directed =
+    Directed::new(&REQUEST_DEFAULT_CHANGED, &RESPONSE_DEFAULT_CHANGED);
+pub static PROPERTY_REMOVED: Directed =
+    Directed::new(&REQUEST_PROPERTY_REMOVED, &RESPONSE_PROPERTY_REMOVED);
+/// Adding a property is judged by its requiredness only where a caller must send it: a
+/// received property is `response-property-added` either way.
+pub static PROPERTY_ADDED_REQUIRED: Directed =
+    Directed::new(&REQUEST_PROPERTY_ADDED_REQUIRED, &RESPONSE_PROPERTY_ADDED);
+pub static PROPERTY_ADDED_OPTIONAL: Directed =
+    Directed::new(&REQUEST_PROPERTY_ADDED_OPTIONAL, &RESPONSE_PROPERTY_ADDED);
+pub static PROPERTY_BECAME_REQUIRED: Directed = Directed::new(
+    &REQUEST_PROPERTY_BECAME_REQUIRED,
+    &RESPONSE_PROPERTY_BECAME_REQUIRED,
+);
+pub static PROPERTY_BECAME_OPTIONAL: Directed = Directed::new(
+    &REQUEST_PROPERTY_BECAME_OPTIONAL,
+    &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+);
+pub static ENUM_VALUE_ADDED: Directed =
+    Directed::new(&REQUEST_ENUM_VALUE_ADDED, &RESPONSE_ENUM_VALUE_ADDED);
+pub static ENUM_VALUE_REMOVED: Directed =
+    Directed::new(&REQUEST_ENUM_VALUE_REMOVED, &RESPONSE_ENUM_VALUE_REMOVED);
+pub static BRANCH_ADDED: Directed = Directed::new(&REQUEST_BRANCH_ADDED, &RESPONSE_BRANCH_ADDED);
+pub static BRANCH_REMOVED: Directed =
+    Directed::new(&REQUEST_BRANCH_REMOVED, &RESPONSE_BRANCH_REMOVED);
+/// The safe way a type moves differs by direction: a caller may send more (widened), and
+/// receive less (narrowed).
+pub static TYPE_SAFE_SHIFT: Directed =
+    Directed::new(&REQUEST_TYPE_WIDENED, &RESPONSE_TYPE_NARROWED);
+pub static TYPE_CHANGED: Directed = Directed::new(&REQUEST_TYPE_CHANGED, &RESPONSE_TYPE_CHANGED);
+pub static CONSTRAINT_TIGHTENED: Directed = Directed::new(
+    &REQUEST_CONSTRAINT_TIGHTENED,
+    &RESPONSE_CONSTRAINT_TIGHTENED,
+);
+pub static CONSTRAINT_RELAXED: Directed =
+    Directed::new(&REQUEST_CONSTRAINT_RELAXED, &RESPONSE_CONSTRAINT_RELAXED);
+pub static CONSTRAINT_CHANGED: Directed =
+    Directed::new(&REQUEST_CONSTRAINT_CHANGED, &RESPONSE_CONSTRAINT_CHANGED);
+
+/// Every directed pair of schema rules.
+pub static DIRECTED: &[&Directed] = &[
+    &DEFAULT_CHANGED,
+    &PROPERTY_REMOVED,
+    &PROPERTY_ADDED_REQUIRED,
+    &PROPERTY_ADDED_OPTIONAL,
+    &PROPERTY_BECAME_REQUIRED,
+    &PROPERTY_BECAME_OPTIONAL,
+    &ENUM_VALUE_ADDED,
+    &ENUM_VALUE_REMOVED,
+    &BRANCH_ADDED,
+    &BRANCH_REMOVED,
+    &TYPE_SAFE_SHIFT,
+    &TYPE_CHANGED,
+    &CONSTRAINT_TIGHTENED,
+    &CONSTRAINT_RELAXED,
+    &CONSTRAINT_CHANGED,
+];
+
 /// Nested schemas deeper than this are not compared further (documents are depth-limited at
 /// parse time, so this only guards pathological `$ref` chains).
 const MAX_SCHEMA_DEPTH: usize = 256;
@@ -674,10 +762,7 @@ impl<'d> SchemaDiffer<'d> {
         }
         self.compare_graphql_keywords(o, n, dir, path, out, depth);
         if o.get("default") != n.get("default") {
-            let rule = match dir {
-                Direction::Request => &REQUEST_DEFAULT_CHANGED,
-                Direction::Response => &RESPONSE_DEFAULT_CHANGED,
-            };
+            let rule = DEFAULT_CHANGED.pick(dir);
             self.emit(
                 out,
                 rule,
@@ -798,11 +883,10 @@ impl<'d> SchemaDiffer<'d> {
         }
         let widened = covers(&new_types, &old_types);
         let narrowed = covers(&old_types, &new_types);
-        let rule = match (dir, widened, narrowed) {
-            (Direction::Request, true, _) => &REQUEST_TYPE_WIDENED,
-            (Direction::Request, false, _) => &REQUEST_TYPE_CHANGED,
-            (Direction::Response, _, true) => &RESPONSE_TYPE_NARROWED,
-            (Direction::Response, _, false) => &RESPONSE_TYPE_CHANGED,
+        let rule = if dir.pick(widened, narrowed) {
+            TYPE_SAFE_SHIFT.pick(dir)
+        } else {
+            TYPE_CHANGED.pick(dir)
         };
         let show = |t: &Option<BTreeSet<String>>| match t {
             None => "any".to_string(),
@@ -846,10 +930,7 @@ impl<'d> SchemaDiffer<'d> {
     /// A property the direction never carries: readOnly ones in what a caller sends,
     /// writeOnly ones in what it receives (either side's declaration counts).
     fn not_carried(&self, old: Option<&Value>, new: Option<&Value>, dir: Direction) -> bool {
-        let keyword = match dir {
-            Direction::Request => "readOnly",
-            Direction::Response => "writeOnly",
-        };
+        let keyword = dir.pick("readOnly", "writeOnly");
         old.is_some_and(|s| self.flagged(s, true, keyword))
             || new.is_some_and(|s| self.flagged(s, false, keyword))
     }
@@ -865,10 +946,10 @@ impl<'d> SchemaDiffer<'d> {
         after: Option<Value>,
         what: String,
     ) {
-        let why = match dir {
-            Direction::Request => "readOnly: callers never send it",
-            Direction::Response => "writeOnly: callers never receive it",
-        };
+        let why = dir.pick(
+            "readOnly: callers never send it",
+            "writeOnly: callers never receive it",
+        );
         self.emit(
             out,
             &READ_WRITE_ONLY_SIDE_IGNORED,
@@ -916,10 +997,7 @@ impl<'d> SchemaDiffer<'d> {
                     format!("Property '{name}' was removed from {path}"),
                 ),
                 None => {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_PROPERTY_REMOVED,
-                        Direction::Response => &RESPONSE_PROPERTY_REMOVED,
-                    };
+                    let rule = PROPERTY_REMOVED.pick(dir);
                     self.emit(
                         out,
                         rule,
@@ -947,10 +1025,10 @@ impl<'d> SchemaDiffer<'d> {
                 );
                 continue;
             }
-            let rule = match (dir, required) {
-                (Direction::Request, true) => &REQUEST_PROPERTY_ADDED_REQUIRED,
-                (Direction::Request, false) => &REQUEST_PROPERTY_ADDED_OPTIONAL,
-                (Direction::Response, _) => &RESPONSE_PROPERTY_ADDED,
+            let rule = if required {
+                PROPERTY_ADDED_REQUIRED.pick(dir)
+            } else {
+                PROPERTY_ADDED_OPTIONAL.pick(dir)
             };
             let word = if required { "Required" } else { "Optional" };
             self.emit(
@@ -983,11 +1061,10 @@ impl<'d> SchemaDiffer<'d> {
                 );
                 continue;
             }
-            let rule = match (dir, now_required) {
-                (Direction::Request, true) => &REQUEST_PROPERTY_BECAME_REQUIRED,
-                (Direction::Request, false) => &REQUEST_PROPERTY_BECAME_OPTIONAL,
-                (Direction::Response, true) => &RESPONSE_PROPERTY_BECAME_REQUIRED,
-                (Direction::Response, false) => &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+            let rule = if now_required {
+                PROPERTY_BECAME_REQUIRED.pick(dir)
+            } else {
+                PROPERTY_BECAME_OPTIONAL.pick(dir)
             };
             let word = if now_required { "required" } else { "optional" };
             self.emit(
@@ -1015,10 +1092,7 @@ impl<'d> SchemaDiffer<'d> {
             (None, None) => {}
             (Some(old_set), Some(new_set)) => {
                 for (text, value) in new_set.iter().filter(|(t, _)| !old_set.contains_key(*t)) {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_ENUM_VALUE_ADDED,
-                        Direction::Response => &RESPONSE_ENUM_VALUE_ADDED,
-                    };
+                    let rule = ENUM_VALUE_ADDED.pick(dir);
                     self.emit(
                         out,
                         rule,
@@ -1030,10 +1104,7 @@ impl<'d> SchemaDiffer<'d> {
                     );
                 }
                 for (text, value) in old_set.iter().filter(|(t, _)| !new_set.contains_key(*t)) {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
-                        Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
-                    };
+                    let rule = ENUM_VALUE_REMOVED.pick(dir);
                     self.emit(
                         out,
                         rule,
@@ -1094,10 +1165,7 @@ impl<'d> SchemaDiffer<'d> {
         let (before, after) = (values(o), values(n));
         let at = format!("{path}.{EXTENSIBLE_ENUM}");
         for (text, value) in before.iter().filter(|(t, _)| !after.contains_key(*t)) {
-            let rule = match dir {
-                Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
-                Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
-            };
+            let rule = ENUM_VALUE_REMOVED.pick(dir);
             self.emit(
                 out,
                 rule,
@@ -1494,10 +1562,8 @@ impl SchemaDiffer<'_> {
             _ => v.clone(),
         };
         for j in new_left {
-            let (rule, effect) = match dir {
-                Direction::Request => (&REQUEST_BRANCH_ADDED, "a caller may now send it"),
-                Direction::Response => (&RESPONSE_BRANCH_ADDED, "a caller may now receive it"),
-            };
+            let rule = BRANCH_ADDED.pick(dir);
+            let effect = dir.pick("a caller may now send it", "a caller may now receive it");
             let branch = describe(&b[j]);
             let text = format!(
                 "{keyword} at {path} gained the branch {}; {effect}.",
@@ -1514,13 +1580,11 @@ impl SchemaDiffer<'_> {
             );
         }
         for i in old_left {
-            let (rule, effect) = match dir {
-                Direction::Request => (
-                    &REQUEST_BRANCH_REMOVED,
-                    "what callers send in that shape may be rejected",
-                ),
-                Direction::Response => (&RESPONSE_BRANCH_REMOVED, "callers no longer receive it"),
-            };
+            let rule = BRANCH_REMOVED.pick(dir);
+            let effect = dir.pick(
+                "what callers send in that shape may be rejected",
+                "callers no longer receive it",
+            );
             let branch = describe(&a[i]);
             let text = format!(
                 "{keyword} at {path} lost the branch {}; {effect}.",
@@ -1701,14 +1765,12 @@ enum Shift {
 }
 
 fn constraint_rule(dir: Direction, shift: Shift) -> &'static Rule {
-    match (dir, shift) {
-        (Direction::Request, Shift::Tightened) => &REQUEST_CONSTRAINT_TIGHTENED,
-        (Direction::Request, Shift::Relaxed) => &REQUEST_CONSTRAINT_RELAXED,
-        (Direction::Request, Shift::Changed) => &REQUEST_CONSTRAINT_CHANGED,
-        (Direction::Response, Shift::Tightened) => &RESPONSE_CONSTRAINT_TIGHTENED,
-        (Direction::Response, Shift::Relaxed) => &RESPONSE_CONSTRAINT_RELAXED,
-        (Direction::Response, Shift::Changed) => &RESPONSE_CONSTRAINT_CHANGED,
+    match shift {
+        Shift::Tightened => &CONSTRAINT_TIGHTENED,
+        Shift::Relaxed => &CONSTRAINT_RELAXED,
+        Shift::Changed => &CONSTRAINT_CHANGED,
     }
+    .pick(dir)
 }
 
 fn show(v: Option<&Value>) -> String {

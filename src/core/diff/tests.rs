@@ -736,3 +736,161 @@ fn every_rule_kind_pair_of_the_cases_is_pinned() {
         );
     }
 }
+
+/// Deliberate asymmetries of the rules, each with its reason: a rule id (or an id prefix
+/// ending in `-`) and why it has no request/response or added/removed counterpart.
+const ASYMMETRIES: &[(&str, &str)] = &[
+    (
+        "request-body-",
+        "only a caller sends a request body; what it receives is judged by response-*",
+    ),
+    (
+        "request-parameter-",
+        "only a caller sends parameters; response headers are response-header-*",
+    ),
+    (
+        "request-encoding-changed",
+        "multipart and form encodings describe only what a caller sends",
+    ),
+    (
+        "response-header-",
+        "response headers are only received; request headers are parameters",
+    ),
+    (
+        "response-error-status-",
+        "status codes are only received",
+    ),
+    (
+        "response-success-status-",
+        "status codes are only received",
+    ),
+    (
+        "response-links-changed",
+        "links are design-time hints of a response only",
+    ),
+    (
+        "database-function-added-",
+        "a dropped function is endpoint-removed, like any endpoint",
+    ),
+    (
+        "database-object-added",
+        "a dropped table or view is endpoint-removed, like any endpoint",
+    ),
+    (
+        "database-object-added-with-grants",
+        "a dropped table or view is endpoint-removed, like any endpoint",
+    ),
+    (
+        "tool-added",
+        "a removed tool is endpoint-removed (breaking); only a new tool brings new model-facing text",
+    ),
+    (
+        "hidden-text-added",
+        "hidden characters that disappear are no risk; the text change is reported by its text rule",
+    ),
+    (
+        "directive-argument-relaxed",
+        "its opposite (an argument made required) is directive-argument-changed, with type and default changes",
+    ),
+];
+
+/// The counterpart words of the added/removed axis (and its kin), both ways.
+const OPPOSITES: &[(&str, &str)] = &[
+    ("-added", "-removed"),
+    ("-tightened", "-relaxed"),
+    ("-became-required", "-became-optional"),
+    ("-granted", "-revoked"),
+];
+
+/// The symmetry meta-test (the way oasdiff's checker and buf's breaking rules pair their
+/// checks): every schema rule judging one direction sits in a `schema::Directed` pair (so the
+/// walker judges both directions), every `request-` rule has its `response-` counterpart and
+/// back, and every added / tightened / became-required / granted rule has its opposite for
+/// the same subject, unless [`ASYMMETRIES`] waives it with a reason. A waiver no rule needs
+/// fails too.
+#[test]
+fn rules_are_symmetric_or_waived_with_a_reason() {
+    use super::rule::Side;
+    use super::schema::DIRECTED;
+    let registered = |r: &Rule| ALL.iter().any(|a| std::ptr::eq(*a, r));
+    for d in DIRECTED {
+        assert_eq!(d.request.side, Side::Request, "{}", d.request.id);
+        assert_eq!(d.response.side, Side::Response, "{}", d.response.id);
+        assert!(registered(d.request) && registered(d.response), "{d:?}");
+    }
+    let directed = |r: &Rule| {
+        DIRECTED
+            .iter()
+            .any(|d| std::ptr::eq(d.request, r) || std::ptr::eq(d.response, r))
+    };
+    let mut used = std::collections::BTreeSet::new();
+    let mut waived = |id: &str| {
+        let hit = ASYMMETRIES.iter().find(|(w, _)| {
+            if w.ends_with('-') {
+                id.starts_with(w)
+            } else {
+                id == *w
+            }
+        });
+        if let Some((w, _)) = hit {
+            used.insert(*w);
+        }
+        hit.is_some()
+    };
+    let exists = |id: &str| ALL.iter().any(|r| r.id == id);
+    let mut wrong = Vec::new();
+    let schema = FAMILIES.iter().find(|f| f.name == "schema").unwrap();
+    for r in schema.rules {
+        if matches!(r.side, Side::Request | Side::Response) && !directed(r) {
+            wrong.push(format!(
+                "schema rule {} is in no schema::Directed pair",
+                r.id
+            ));
+        }
+    }
+    for r in ALL.iter() {
+        let id = r.id;
+        let prefix_side = if id.starts_with("request-") {
+            Some(Side::Request)
+        } else if id.starts_with("response-") {
+            Some(Side::Response)
+        } else {
+            None
+        };
+        if let Some(side) = prefix_side {
+            if r.side != side {
+                wrong.push(format!(
+                    "{id} is named for one direction but judges {:?}",
+                    r.side
+                ));
+            }
+            let mirror = match side {
+                Side::Request => id.replacen("request-", "response-", 1),
+                _ => id.replacen("response-", "request-", 1),
+            };
+            if !exists(&mirror) && !directed(r) && !waived(id) {
+                wrong.push(format!("{id} has no {mirror}"));
+            }
+        }
+        for (a, b) in OPPOSITES.iter().flat_map(|&(a, b)| [(a, b), (b, a)]) {
+            let Some(at) = id.find(a) else { continue };
+            let subject = &id[..at];
+            let opposite = format!("{subject}{b}");
+            let found = ALL.iter().any(|o| o.id.starts_with(&opposite));
+            if !found && !waived(id) {
+                wrong.push(format!("{id} has no {opposite}…"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "asymmetric rules (pair them, or waive them in ASYMMETRIES with a reason):\n{}",
+        wrong.join("\n")
+    );
+    let stale: Vec<&str> = ASYMMETRIES
+        .iter()
+        .map(|(w, _)| *w)
+        .filter(|w| !used.contains(w))
+        .collect();
+    assert!(stale.is_empty(), "waivers no rule needs: {stale:?}");
+}
