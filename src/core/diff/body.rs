@@ -3,6 +3,7 @@
 
 use super::change_kind::ChangeKind;
 use super::emit::Emitter;
+use super::pair::{by_key, Keyed};
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::DESCRIPTION_CHANGED;
@@ -115,22 +116,21 @@ pub(super) fn compare_request_body(
                     format!("The request body became {word}."),
                 );
             }
-            if o.encoding != n.encoding {
-                let medias: std::collections::BTreeSet<&String> =
-                    o.encoding.keys().chain(n.encoding.keys()).collect();
-                for media in medias {
-                    let (before, after) = (o.encoding.get(media), n.encoding.get(media));
-                    if before != after {
-                        out.emit(
-                            &REQUEST_ENCODING_CHANGED,
-                            &format!("{b_at}.content.{media}.encoding"),
-                            ChangeKind::RequestEncodingChanged,
-                            before.cloned(),
-                            after.cloned(),
-                            format!("The encoding of the {media} request body's parts changed."),
-                        );
-                    }
-                }
+            for pair in by_key(&o.encoding, &n.encoding) {
+                let (media, before, after) = match pair {
+                    Keyed::Both(_, a, b) if a == b => continue,
+                    Keyed::Both(media, a, b) => (media, Some(a), Some(b)),
+                    Keyed::Removed(media, a) => (media, Some(a), None),
+                    Keyed::Added(media, b) => (media, None, Some(b)),
+                };
+                out.emit(
+                    &REQUEST_ENCODING_CHANGED,
+                    &format!("{b_at}.content.{media}.encoding"),
+                    ChangeKind::RequestEncodingChanged,
+                    before.cloned(),
+                    after.cloned(),
+                    format!("The encoding of the {media} request body's parts changed."),
+                );
             }
             if o.description != n.description {
                 out.emit(
@@ -142,35 +142,32 @@ pub(super) fn compare_request_body(
                     "The request body's description changed.".into(),
                 );
             }
-            for (media, old_schema) in &o.content {
-                let m_at = format!("{b_at}.content.{media}");
-                match n.content.get(media) {
-                    None => out.emit(
+            for pair in by_key(&o.content, &n.content) {
+                match pair {
+                    Keyed::Removed(media, _) => out.emit(
                         &REQUEST_MEDIA_TYPE_REMOVED,
-                        &m_at,
+                        &format!("{b_at}.content.{media}"),
                         ChangeKind::MediaTypeRemoved,
                         Some(json!(media)),
                         None,
                         format!("The request body no longer accepts {media}."),
                     ),
-                    Some(new_schema) => schemas.compare(
+                    Keyed::Both(media, old_schema, new_schema) => schemas.compare(
                         old_schema,
                         new_schema,
                         send,
-                        &format!("{m_at}.schema"),
+                        &format!("{b_at}.content.{media}.schema"),
                         out,
                     ),
+                    Keyed::Added(media, _) => out.emit(
+                        &REQUEST_MEDIA_TYPE_ADDED,
+                        &format!("{b_at}.content.{media}"),
+                        ChangeKind::MediaTypeAdded,
+                        None,
+                        Some(json!(media)),
+                        format!("The request body now also accepts {media}."),
+                    ),
                 }
-            }
-            for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
-                out.emit(
-                    &REQUEST_MEDIA_TYPE_ADDED,
-                    &format!("{b_at}.content.{media}"),
-                    ChangeKind::MediaTypeAdded,
-                    None,
-                    Some(json!(media)),
-                    format!("The request body now also accepts {media}."),
-                );
             }
         }
     }

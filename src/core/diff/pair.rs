@@ -1,7 +1,10 @@
-//! Pairing: which endpoint of the old contract is which of the new one. The classifier hands
-//! the rules matched pairs and unmatched sides, so no family matches endpoints itself.
+//! Pairing: which endpoint of the old contract is which of the new one ([`match_endpoints`]),
+//! and which entry of a keyed map is which ([`by_key`]: media types, response statuses and
+//! headers). The classifier and the families get matched (old, new) pairs and unmatched sides
+//! from here, so no family re-writes the matching.
 
-use crate::core::model::EndpointSpec;
+use crate::core::model::{EndpointSpec, SmallMap};
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -72,4 +75,73 @@ pub fn match_endpoints<'a>(
     new_left.extend(new_left_by_op.into_values());
     pairs.extend(new_left.into_iter().map(EndpointPair::Added));
     pairs
+}
+
+/// One key of two maps the rules compare (media types, response statuses, response headers):
+/// on both sides, or on one.
+pub enum Keyed<'a, K, V> {
+    Both(&'a K, &'a V, &'a V),
+    Removed(&'a K, &'a V),
+    Added(&'a K, &'a V),
+}
+
+/// Pairs two maps by key, in key order (both are sorted by key: one merge of the two walks).
+pub fn by_key<'a, K: Ord, V>(
+    old: &'a SmallMap<K, V>,
+    new: &'a SmallMap<K, V>,
+) -> Vec<Keyed<'a, K, V>> {
+    let mut out = Vec::new();
+    let (mut o, mut n) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        let next = match (o.peek(), n.peek()) {
+            (None, None) => break,
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (Some((ok, _)), Some((nk, _))) => ok.cmp(nk),
+        };
+        match next {
+            Ordering::Less => {
+                if let Some((k, v)) = o.next() {
+                    out.push(Keyed::Removed(k, v));
+                }
+            }
+            Ordering::Greater => {
+                if let Some((k, v)) = n.next() {
+                    out.push(Keyed::Added(k, v));
+                }
+            }
+            Ordering::Equal => {
+                if let (Some((k, a)), Some((_, b))) = (o.next(), n.next()) {
+                    out.push(Keyed::Both(k, a, b));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn by_key_pairs_every_key_once_in_key_order() {
+        let old: SmallMap<String, u8> = [("a", 1), ("b", 2), ("d", 4)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let new: SmallMap<String, u8> = [("b", 3), ("c", 3), ("d", 4)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        let seen: Vec<String> = by_key(&old, &new)
+            .into_iter()
+            .map(|k| match k {
+                Keyed::Both(k, a, b) => format!("{k}:{a}={b}"),
+                Keyed::Removed(k, a) => format!("-{k}:{a}"),
+                Keyed::Added(k, b) => format!("+{k}:{b}"),
+            })
+            .collect();
+        assert_eq!(seen, ["-a:1", "b:2=3", "+c:3", "d:4=4"]);
+    }
 }
