@@ -5,6 +5,24 @@
 use crate::core::model::Severity;
 use std::collections::BTreeMap;
 
+/// Which way what a rule judges travels: what a caller sends, or what it receives (the
+/// direction axis of a rule; the schema walker compares in one of them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Direction {
+    Request,
+    Response,
+}
+
+impl Direction {
+    /// `request` when a caller sends what is compared, `response` when it receives it.
+    pub fn pick<T>(self, request: T, response: T) -> T {
+        match self {
+            Direction::Request => request,
+            Direction::Response => response,
+        }
+    }
+}
+
 /// What part of the contract a rule judges.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Side {
@@ -96,6 +114,16 @@ impl Rule {
     /// The schema keywords whose comparison emits this rule.
     pub const fn keywords(self, keywords: &'static [&'static str]) -> Rule {
         Rule { keywords, ..self }
+    }
+
+    /// The direction this rule judges, if it judges one (its side is the request or the
+    /// response): the axis the symmetry test pairs rules on.
+    pub fn direction(&self) -> Option<Direction> {
+        match self.side {
+            Side::Request => Some(Direction::Request),
+            Side::Response => Some(Direction::Response),
+            Side::Contract | Side::Endpoint | Side::Schema | Side::Table => None,
+        }
     }
 
     /// Whether `name` is this rule's id, stable id or one of its aliases.

@@ -8,6 +8,7 @@
 
 use super::change_kind::ChangeKind;
 use super::emit::Emitter;
+pub use super::rule::Direction;
 use super::rule::{Rule, Side};
 #[cfg(test)]
 use super::shared::DOC_KEYWORDS;
@@ -16,22 +17,6 @@ use crate::core::json::to_canonical_string;
 use crate::core::model::Severity::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Direction {
-    Request,
-    Response,
-}
-
-impl Direction {
-    /// `request` when a caller sends what is compared, `response` when it receives it.
-    pub fn pick<T>(self, request: T, response: T) -> T {
-        match self {
-            Direction::Request => request,
-            Direction::Response => response,
-        }
-    }
-}
 
 /// A schema rule's two directions: the rule that judges a change in what a caller sends, and
 /// the one for what it receives. The walker picks by the direction it compares in
@@ -446,7 +431,8 @@ pub type KeywordHook =
 /// What the walker needs from the rest of `core/diff`, given as data (`diff::SCHEMA_WIRING`).
 pub struct SchemaWiring {
     /// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
-    /// registered rule lists, but the documentation ones, plus [`STRUCTURAL`].
+    /// registered rule lists, but the documentation ones, plus the structural ones (`$ref`,
+    /// `arguments`).
     pub modelled: HashSet<&'static str>,
     /// The kinds' keyword checks.
     pub keyword_hooks: Vec<KeywordHook>,

@@ -810,12 +810,22 @@ const OPPOSITES: &[(&str, &str)] = &[
 /// fails too.
 #[test]
 fn rules_are_symmetric_or_waived_with_a_reason() {
-    use super::rule::Side;
+    use super::rule::Direction;
     use super::schema::DIRECTED;
     let registered = |r: &Rule| ALL.iter().any(|a| std::ptr::eq(*a, r));
     for d in DIRECTED {
-        assert_eq!(d.request.side, Side::Request, "{}", d.request.id);
-        assert_eq!(d.response.side, Side::Response, "{}", d.response.id);
+        assert_eq!(
+            d.request.direction(),
+            Some(Direction::Request),
+            "{}",
+            d.request.id
+        );
+        assert_eq!(
+            d.response.direction(),
+            Some(Direction::Response),
+            "{}",
+            d.response.id
+        );
         assert!(registered(d.request) && registered(d.response), "{d:?}");
     }
     let directed = |r: &Rule| {
@@ -841,7 +851,7 @@ fn rules_are_symmetric_or_waived_with_a_reason() {
     let mut wrong = Vec::new();
     let schema = FAMILIES.iter().find(|f| f.name == "schema").unwrap();
     for r in schema.rules {
-        if matches!(r.side, Side::Request | Side::Response) && !directed(r) {
+        if r.direction().is_some() && !directed(r) {
             wrong.push(format!(
                 "schema rule {} is in no schema::Directed pair",
                 r.id
@@ -850,24 +860,24 @@ fn rules_are_symmetric_or_waived_with_a_reason() {
     }
     for r in ALL.iter() {
         let id = r.id;
-        let prefix_side = if id.starts_with("request-") {
-            Some(Side::Request)
+        let named = if id.starts_with("request-") {
+            Some(Direction::Request)
         } else if id.starts_with("response-") {
-            Some(Side::Response)
+            Some(Direction::Response)
         } else {
             None
         };
-        if let Some(side) = prefix_side {
-            if r.side != side {
+        if let Some(dir) = named {
+            if r.direction() != named {
                 wrong.push(format!(
-                    "{id} is named for one direction but judges {:?}",
-                    r.side
+                    "{id} is named for {dir:?} but judges {:?}",
+                    r.direction()
                 ));
             }
-            let mirror = match side {
-                Side::Request => id.replacen("request-", "response-", 1),
-                _ => id.replacen("response-", "request-", 1),
-            };
+            let mirror = dir.pick(
+                id.replacen("request-", "response-", 1),
+                id.replacen("response-", "request-", 1),
+            );
             if !exists(&mirror) && !directed(r) && !waived(id) {
                 wrong.push(format!("{id} has no {mirror}"));
             }
