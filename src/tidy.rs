@@ -495,3 +495,164 @@ fn the_scanner_sees_paths_through_groups_and_skips_tests_and_comments() {
         "{wrong:?}"
     );
 }
+
+/// The import graph among the files of `src/core/diff/` (outside tests), by file stem (`mod`
+/// for `mod.rs`): `super::x` / `crate::core::diff::x` names file `x` when one exists, else an
+/// item of `mod.rs`; in `mod.rs`, `x::…` names its child file `x`.
+fn diff_graph(files: &[SourceFile]) -> std::collections::BTreeMap<String, BTreeSet<String>> {
+    let stem_of = |rel: &str| -> Option<String> {
+        let rest = rel.strip_prefix("core/diff/")?;
+        (!rest.contains('/')).then(|| rest.trim_end_matches(".rs").to_string())
+    };
+    let stems: BTreeSet<String> = files.iter().filter_map(|f| stem_of(&f.rel)).collect();
+    let mut graph = std::collections::BTreeMap::new();
+    for file in files {
+        let Some(from) = stem_of(&file.rel) else {
+            continue;
+        };
+        let mut to = BTreeSet::new();
+        for found in &file.found {
+            let s: Vec<&str> = found.segments.iter().map(String::as_str).collect();
+            let named = match s.as_slice() {
+                // (`pub(super)`, `pub(in crate::core::diff)` name no item.)
+                ["crate", "core", "diff", rest @ ..] if !rest.is_empty() => Some(rest),
+                ["super", rest @ ..] if from != "mod" && !rest.is_empty() => Some(rest),
+                ["self", rest @ ..] if from == "mod" && rest.len() >= 2 => Some(rest),
+                [first, ..] if from == "mod" && s.len() >= 2 && stems.contains(*first) => {
+                    Some(&s[..])
+                }
+                _ => None,
+            };
+            let Some(named) = named else { continue };
+            let target = match named.first() {
+                Some(x) if stems.contains(*x) => x.to_string(),
+                _ => "mod".to_string(),
+            };
+            if target != from {
+                to.insert(target);
+            }
+        }
+        graph.insert(from, to);
+    }
+    graph
+}
+
+/// The files of `graph` that lie on an import cycle, and the imports that close one (an
+/// import `a -> b` where `b` reaches `a` back).
+fn diff_cycles(
+    graph: &std::collections::BTreeMap<String, BTreeSet<String>>,
+) -> (BTreeSet<String>, Vec<(String, String)>) {
+    let reach = |start: &str| -> BTreeSet<String> {
+        let mut seen = BTreeSet::new();
+        let mut todo: Vec<&str> = graph
+            .get(start)
+            .into_iter()
+            .flatten()
+            .map(String::as_str)
+            .collect();
+        while let Some(next) = todo.pop() {
+            if seen.insert(next.to_string()) {
+                todo.extend(graph.get(next).into_iter().flatten().map(String::as_str));
+            }
+        }
+        seen
+    };
+    let reached: std::collections::BTreeMap<&str, BTreeSet<String>> =
+        graph.keys().map(|k| (k.as_str(), reach(k))).collect();
+    let on_cycle: BTreeSet<String> = reached
+        .iter()
+        .filter(|(k, r)| r.contains(**k))
+        .map(|(k, _)| k.to_string())
+        .collect();
+    let back: Vec<(String, String)> = graph
+        .iter()
+        .flat_map(|(a, to)| to.iter().map(move |b| (a.clone(), b.clone())))
+        .filter(|(a, b)| reached.get(b.as_str()).is_some_and(|r| r.contains(a)))
+        .collect();
+    (on_cycle, back)
+}
+
+/// `src/core/diff/` has no import cycle: a rule family is a leaf that the classifier wires in
+/// (ARCHITECTURE.md, "Add a rule").
+#[test]
+fn core_diff_has_no_import_cycle() {
+    let graph = diff_graph(&sources());
+    let (on_cycle, back) = diff_cycles(&graph);
+    let edges: usize = graph.values().map(BTreeSet::len).sum();
+    eprintln!(
+        "core/diff: {} files, {edges} imports between them; {} files on a cycle, {} imports close one",
+        graph.len(),
+        on_cycle.len(),
+        back.len()
+    );
+    // Before the restructuring of issue 27: 13 of 13 files on a cycle, 66 imports closing one.
+    assert!(
+        on_cycle.is_empty(),
+        "src/core/diff has import cycles; files on a cycle: {on_cycle:?}\nimports closing one: {back:?}"
+    );
+    // Rule families are leaves: a family file uses only the base modules; what it needs
+    // from another family reaches it as data through `mod.rs` (the walk) and `rules.rs`
+    // (the registry), the only files that name families.
+    let wrong: Vec<String> = graph
+        .iter()
+        .filter(|(from, _)| !DIFF_TOP.contains(&from.as_str()))
+        .flat_map(|(from, to)| {
+            to.iter()
+                .filter(|t| !DIFF_BASE.contains(&t.as_str()))
+                .map(move |t| format!("src/core/diff/{from}.rs uses {t}"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "a rule family imports another family or the walk:\n{}",
+        wrong.join("\n")
+    );
+}
+
+/// The files of `src/core/diff/` that wire the families together (the walk, the registry).
+const DIFF_TOP: &[&str] = &["mod", "rules"];
+/// The files every rule family may use: the rule type, the emitter, the shared rules, the
+/// pairing and the schema walker.
+const DIFF_BASE: &[&str] = &["rule", "change_kind", "emit", "shared", "pair", "schema"];
+
+#[test]
+fn the_diff_graph_sees_sibling_imports_and_cycles() {
+    let file = |rel: &str, text: &str| {
+        let (mut found, mut mods) = (Vec::new(), Vec::new());
+        scan(
+            TokenStream::from_str(text).unwrap(),
+            module_depth(Path::new(rel)),
+            &mut found,
+            &mut mods,
+        );
+        SourceFile {
+            rel: rel.to_string(),
+            module: "core".to_string(),
+            found,
+        }
+    };
+    let files = [
+        file(
+            "core/diff/mod.rs",
+            "pub mod a; pub mod b; use a::f; fn g(x: u8) {}",
+        ),
+        file(
+            "core/diff/a.rs",
+            "use super::b::X; fn f() { crate::core::diff::c::h() }",
+        ),
+        file(
+            "core/diff/b.rs",
+            "use super::{Emitter, a}; #[cfg(test)] mod t { use super::super::c; }",
+        ),
+        file("core/diff/c.rs", "use crate::core::model::Kind;"),
+    ];
+    let graph = diff_graph(&files);
+    let names = |k: &str| graph[k].iter().cloned().collect::<Vec<_>>();
+    assert_eq!(names("mod"), ["a"]);
+    assert_eq!(names("a"), ["b", "c"]);
+    assert_eq!(names("b"), ["a", "mod"]);
+    assert!(names("c").is_empty());
+    let (on_cycle, back) = diff_cycles(&graph);
+    assert_eq!(on_cycle.into_iter().collect::<Vec<_>>(), ["a", "b", "mod"]);
+    assert_eq!(back.len(), 4, "{back:?}");
+}

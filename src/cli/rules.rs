@@ -13,7 +13,7 @@ pub fn run(args: RulesArgs) -> Outcome {
     if args.markdown {
         say_raw!("{}", rules::rules_markdown());
     } else {
-        for r in rules::ALL {
+        for r in rules::ALL.iter() {
             say!("{:<36} {:<10} {}", r.id, r.severity.as_str(), r.doc);
         }
     }

@@ -142,6 +142,67 @@ pub struct Metadata {
     pub version: Option<String>,
 }
 
+/// What an endpoint is within its kind, read from `EndpointSpec::method` (which keeps the text:
+/// serialization and fingerprints see only it). HTTP methods and any method no kind gives a
+/// meaning are [`EndpointSubKind::Other`]: the method text stays the endpoint's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EndpointSubKind {
+    /// An MCP tool.
+    Tool,
+    /// An MCP prompt.
+    Prompt,
+    /// An MCP resource template.
+    ResourceTemplate,
+    /// An MCP resource.
+    Resource,
+    /// An OpenAPI webhook (the provider calls the consumer).
+    Webhook,
+    /// An OpenAPI callback (the provider calls the consumer).
+    Callback,
+    /// A database table.
+    Table,
+    /// A database view.
+    View,
+    /// A database or OData function.
+    Function,
+    /// A database procedure.
+    Procedure,
+    /// Any other method (an HTTP method, an OpenRPC call, a GraphQL root field, ...).
+    Other,
+}
+
+impl EndpointSubKind {
+    /// Every sub-kind with a method text of its own, with that text.
+    pub const NAMED: &'static [(EndpointSubKind, &'static str)] = &[
+        (EndpointSubKind::Tool, "TOOL"),
+        (EndpointSubKind::Prompt, "PROMPT"),
+        (EndpointSubKind::ResourceTemplate, "RESOURCE_TEMPLATE"),
+        (EndpointSubKind::Resource, "RESOURCE"),
+        (EndpointSubKind::Webhook, "WEBHOOK"),
+        (EndpointSubKind::Callback, "CALLBACK"),
+        (EndpointSubKind::Table, "TABLE"),
+        (EndpointSubKind::View, "VIEW"),
+        (EndpointSubKind::Function, "FUNCTION"),
+        (EndpointSubKind::Procedure, "PROCEDURE"),
+    ];
+
+    /// The sub-kind a method text names (`Other` for any text not in [`Self::NAMED`]).
+    pub fn of(method: &str) -> EndpointSubKind {
+        Self::NAMED
+            .iter()
+            .find(|(_, text)| *text == method)
+            .map_or(EndpointSubKind::Other, |(sub, _)| *sub)
+    }
+
+    /// The method text of a named sub-kind (`None` for `Other`, whose text is the endpoint's).
+    pub fn as_str(self) -> Option<&'static str> {
+        Self::NAMED
+            .iter()
+            .find(|(sub, _)| *sub == self)
+            .map(|(_, text)| *text)
+    }
+}
+
 /// One callable operation of a contract.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,6 +259,11 @@ pub struct EndpointSpec {
 }
 
 impl EndpointSpec {
+    /// What the endpoint is within its kind (from `method`).
+    pub fn sub_kind(&self) -> EndpointSubKind {
+        EndpointSubKind::of(&self.method)
+    }
+
     /// Every JSON Schema value the endpoint holds (where `$ref`s can occur).
     pub fn schemas(&self) -> Vec<&Value> {
         let mut out: Vec<&Value> = Vec::new();

@@ -208,11 +208,11 @@ pub(super) fn rebaseline_legacy(
     let newly_read = |c: &crate::core::model::Change| {
         c.severity == Severity::Info
             || NEWLY_READ_BY_PROJECTION_2.contains(&c.rule.as_str())
-            || (c.rule == crate::core::diff::EXECUTION_TARGET_CHANGED.id
+            || (c.rule == crate::core::diff::contract::EXECUTION_TARGET_CHANGED.id
                 && same_target_but_variables)
             || (c.before.is_none()
-                && (c.rule == crate::core::diff::EXTENSION_CHANGED.id
-                    || c.rule == crate::core::diff::UNCLASSIFIED_CHANGE.id))
+                && (c.rule == crate::core::diff::shared::EXTENSION_CHANGED.id
+                    || c.rule == crate::core::diff::shared::UNCLASSIFIED_CHANGE.id))
     };
     if report.changes.is_empty() || !report.changes.iter().all(newly_read) {
         return Ok(None);

@@ -1057,3 +1057,93 @@ fn oasdiff_fixture_conformance() {
     // only ones we refuse.
     assert!(errors.len() <= 9, "{errors:#?}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// (rule, kind) pairs
+
+/// The consecutive document pairs of the corpus, as `scripts/corpus-diffs` makes them: in each
+/// folder `TOP/NAME/` of a contract kind, the documents (not `.md`) in name order, each with the
+/// next; the kind is the top folder's (`optimade/optimade-openapi` holds OpenAPI).
+fn corpus_pairs() -> Vec<(Kind, String, String)> {
+    let tops = [
+        ("openapi", Kind::Openapi),
+        ("openrpc", Kind::Openrpc),
+        ("odata", Kind::Odata),
+        ("graphql", Kind::Graphql),
+        ("mcp", Kind::Mcp),
+        ("optimade", Kind::Optimade),
+    ];
+    let mut pairs = Vec::new();
+    for (top, top_kind) in tops {
+        let mut by_folder: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for rel in files_under(top) {
+            let parts: Vec<&str> = rel.split('/').collect();
+            if parts.len() == 3 && !rel.ends_with(".md") {
+                by_folder
+                    .entry(format!("{}/{}", parts[0], parts[1]))
+                    .or_default()
+                    .push(rel.clone());
+            }
+        }
+        for (folder, docs) in by_folder {
+            let kind = if folder == "optimade/optimade-openapi" {
+                Kind::Openapi
+            } else {
+                top_kind
+            };
+            for pair in docs.windows(2) {
+                pairs.push((kind, pair[0].clone(), pair[1].clone()));
+            }
+        }
+    }
+    pairs
+}
+
+/// Every (rule, kind) pair the corpus pairs produce is pinned in `tests/fixtures/rule-kinds.txt`
+/// (its `[corpus]` section, exactly; `[cases]` is pinned by the library's rule cases).
+#[test]
+fn every_rule_kind_pair_of_the_corpus_is_pinned() {
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/rule-kinds.txt"),
+    )
+    .unwrap();
+    let mut section = "";
+    let mut pinned = BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s;
+        } else if section == "corpus" {
+            let (rule, kind) = line.split_once(' ').unwrap();
+            pinned.insert((rule.to_string(), kind.to_string()));
+        }
+    }
+    let mut produced = BTreeSet::new();
+    let mut compared = 0;
+    for (kind, old, new) in corpus_pairs() {
+        // OpenAPI documents through the cache the other tests of this file share.
+        let read_spec = |rel: &str| match kind {
+            Kind::Openapi => try_spec(rel).ok(),
+            _ => schemawatch::core::normalize::normalize(kind, "corpus.doc", &read(rel))
+                .ok()
+                .map(Arc::new),
+        };
+        // A document its kind refuses (as `diff` does, exit 2) gives no pair.
+        let (Some(o), Some(n)) = (read_spec(&old), read_spec(&new)) else {
+            continue;
+        };
+        compared += 1;
+        for c in classify(&o, &n, &Default::default()).changes {
+            produced.insert((c.rule, c.kind));
+        }
+    }
+    assert!(compared >= 30, "only {compared} corpus pairs compared");
+    let listing: String = produced.iter().map(|(r, k)| format!("{r} {k}\n")).collect();
+    assert!(
+        produced == pinned,
+        "the corpus produces other (rule, kind) pairs than tests/fixtures/rule-kinds.txt pins; \
+         its [corpus] section would be:\n{listing}"
+    );
+}

@@ -1,10 +1,12 @@
 //! Request body rules: a body added, removed, made required or optional, and its media types;
 //! each media type's schema goes to the schema walker.
 
-use super::endpoint::DESCRIPTION_CHANGED;
-use super::rules::{Rule, Side};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::pair::{by_key, Keyed};
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::DESCRIPTION_CHANGED;
 use crate::core::model::{RequestBody, Severity::*};
 use serde_json::json;
 
@@ -78,7 +80,7 @@ pub(super) fn compare_request_body(
         (Some(_), None) => out.emit(
             &REQUEST_BODY_REMOVED,
             &b_at,
-            "request_body_removed",
+            ChangeKind::RequestBodyRemoved,
             None,
             None,
             "The request body was removed.".into(),
@@ -92,7 +94,7 @@ pub(super) fn compare_request_body(
             out.emit(
                 rule,
                 &b_at,
-                "request_body_added",
+                ChangeKind::RequestBodyAdded,
                 None,
                 None,
                 format!("{word} request body was added."),
@@ -108,72 +110,80 @@ pub(super) fn compare_request_body(
                 out.emit(
                     rule,
                     &format!("{b_at}.required"),
-                    "request_body_required_changed",
+                    ChangeKind::RequestBodyRequiredChanged,
                     Some(json!(o.required)),
                     Some(json!(n.required)),
                     format!("The request body became {word}."),
                 );
             }
-            if o.encoding != n.encoding {
-                let medias: std::collections::BTreeSet<&String> =
-                    o.encoding.keys().chain(n.encoding.keys()).collect();
-                for media in medias {
-                    let (before, after) = (o.encoding.get(media), n.encoding.get(media));
-                    if before != after {
-                        out.emit(
-                            &REQUEST_ENCODING_CHANGED,
-                            &format!("{b_at}.content.{media}.encoding"),
-                            "request_encoding_changed",
-                            before.cloned(),
-                            after.cloned(),
-                            format!("The encoding of the {media} request body's parts changed."),
-                        );
-                    }
-                }
+            for pair in by_key(&o.encoding, &n.encoding) {
+                let (media, before, after) = match pair {
+                    Keyed::Both(_, a, b) if a == b => continue,
+                    Keyed::Both(media, a, b) => (media, Some(a), Some(b)),
+                    Keyed::Removed(media, a) => (media, Some(a), None),
+                    Keyed::Added(media, b) => (media, None, Some(b)),
+                };
+                out.emit(
+                    &REQUEST_ENCODING_CHANGED,
+                    &format!("{b_at}.content.{media}.encoding"),
+                    ChangeKind::RequestEncodingChanged,
+                    before.cloned(),
+                    after.cloned(),
+                    format!("The encoding of the {media} request body's parts changed."),
+                );
             }
             if o.description != n.description {
                 out.emit(
                     &DESCRIPTION_CHANGED,
                     &format!("{b_at}.description"),
-                    "description_changed",
+                    ChangeKind::DescriptionChanged,
                     o.description.as_ref().map(|d| json!(d)),
                     n.description.as_ref().map(|d| json!(d)),
                     "The request body's description changed.".into(),
                 );
             }
-            for (media, old_schema) in &o.content {
-                let m_at = format!("{b_at}.content.{media}");
-                match n.content.get(media) {
-                    None => out.emit(
+            for pair in by_key(&o.content, &n.content) {
+                match pair {
+                    Keyed::Removed(media, _) => out.emit(
                         &REQUEST_MEDIA_TYPE_REMOVED,
-                        &m_at,
-                        "media_type_removed",
+                        &format!("{b_at}.content.{media}"),
+                        ChangeKind::MediaTypeRemoved,
                         Some(json!(media)),
                         None,
                         format!("The request body no longer accepts {media}."),
                     ),
-                    Some(new_schema) => schemas.compare(
+                    Keyed::Both(media, old_schema, new_schema) => schemas.compare(
                         old_schema,
                         new_schema,
                         send,
-                        &format!("{m_at}.schema"),
+                        &format!("{b_at}.content.{media}.schema"),
                         out,
                     ),
+                    Keyed::Added(media, _) => out.emit(
+                        &REQUEST_MEDIA_TYPE_ADDED,
+                        &format!("{b_at}.content.{media}"),
+                        ChangeKind::MediaTypeAdded,
+                        None,
+                        Some(json!(media)),
+                        format!("The request body now also accepts {media}."),
+                    ),
                 }
-            }
-            for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
-                out.emit(
-                    &REQUEST_MEDIA_TYPE_ADDED,
-                    &format!("{b_at}.content.{media}"),
-                    "media_type_added",
-                    None,
-                    Some(json!(media)),
-                    format!("The request body now also accepts {media}."),
-                );
             }
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &REQUEST_BODY_ADDED_OPTIONAL,
+    &REQUEST_BODY_ADDED_REQUIRED,
+    &REQUEST_BODY_BECAME_OPTIONAL,
+    &REQUEST_BODY_BECAME_REQUIRED,
+    &REQUEST_BODY_REMOVED,
+    &REQUEST_ENCODING_CHANGED,
+    &REQUEST_MEDIA_TYPE_ADDED,
+    &REQUEST_MEDIA_TYPE_REMOVED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

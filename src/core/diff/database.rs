@@ -6,10 +6,11 @@
 //! is `request-property-added-optional` (compatible), `NOT NULL` without a default is
 //! `request-property-added-required` (breaking), a type change is judged by side.
 
-use super::endpoint::{endpoint_path, META_CHANGED};
-use super::rules::{Rule, Side};
-use super::Emitter;
-use crate::core::model::{EndpointSpec, Kind, Severity::*};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::shared::{endpoint_path, META_CHANGED};
+use crate::core::model::{EndpointSpec, EndpointSubKind, Kind, Severity::*};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -205,7 +206,10 @@ fn has_grants(e: &EndpointSpec) -> bool {
 
 /// A table, view, function or procedure of the new contract that the old one lacks.
 pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
-    if matches!(n.method.as_str(), "FUNCTION" | "PROCEDURE") {
+    if matches!(
+        n.sub_kind(),
+        EndpointSubKind::Function | EndpointSubKind::Procedure
+    ) {
         let (rule, why) = if n.read_only {
             (
                 &DATABASE_FUNCTION_ADDED_READ_ONLY,
@@ -220,7 +224,7 @@ pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
         out.emit(
             rule,
             &endpoint_path(n),
-            "endpoint_added",
+            ChangeKind::EndpointAdded,
             None,
             Some(json!(n.identity())),
             format!("{} {} was added; {why}.", n.method.to_lowercase(), n.name),
@@ -231,7 +235,7 @@ pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
         out.emit(
             &DATABASE_OBJECT_ADDED_WITH_GRANTS,
             &endpoint_path(n),
-            "endpoint_added",
+            ChangeKind::EndpointAdded,
             None,
             n.meta.as_ref().and_then(|m| m.get("privileges")).cloned(),
             format!(
@@ -245,7 +249,7 @@ pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
     out.emit(
         &DATABASE_OBJECT_ADDED,
         &endpoint_path(n),
-        "endpoint_added",
+        ChangeKind::EndpointAdded,
         None,
         Some(json!(n.identity())),
         format!(
@@ -278,11 +282,11 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             continue;
         }
         let path = format!("{at}.meta.{key}");
-        let simple = |rule: &'static Rule, what: &str, out: &mut Emitter| {
+        let simple = |rule: &'static Rule, what: &str, kind: ChangeKind, out: &mut Emitter| {
             out.emit(
                 rule,
                 &path,
-                &format!("{key}_changed"),
+                kind,
                 before.cloned(),
                 after.cloned(),
                 format!("The {what} of {name} changed."),
@@ -300,34 +304,97 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     _ => false,
                 };
                 if kept_changed {
-                    if out.kind == Some(Kind::Postgres) && enforced_type_hidden(o, n, before, after)
+                    if out.kind() == Some(Kind::Postgres)
+                        && enforced_type_hidden(o, n, before, after)
                     {
-                        simple(&DATABASE_COLUMN_TYPE_CHANGED, "column types", out)
+                        simple(
+                            &DATABASE_COLUMN_TYPE_CHANGED,
+                            "column types",
+                            ChangeKind::DeclaredTypesChanged,
+                            out,
+                        )
                     } else {
                         simple(
                             &DATABASE_DECLARED_TYPE_CHANGED,
                             "declared column types",
+                            ChangeKind::DeclaredTypesChanged,
                             out,
                         )
                     }
                 }
             }
-            "primary_key" => simple(&DATABASE_PRIMARY_KEY_CHANGED, "primary key", out),
-            "unique" => simple(&DATABASE_UNIQUE_CHANGED, "unique constraints", out),
-            "foreign_keys" => simple(&DATABASE_FOREIGN_KEY_CHANGED, "foreign keys", out),
-            "checks" => simple(&DATABASE_CHECK_CHANGED, "CHECK constraints", out),
-            "options" => simple(&DATABASE_TABLE_OPTIONS_CHANGED, "table options", out),
-            "indexes" => simple(&DATABASE_INDEX_CHANGED, "indexes", out),
-            "definition" => simple(&DATABASE_VIEW_DEFINITION_CHANGED, "view definition", out),
+            "primary_key" => simple(
+                &DATABASE_PRIMARY_KEY_CHANGED,
+                "primary key",
+                ChangeKind::PrimaryKeyChanged,
+                out,
+            ),
+            "unique" => simple(
+                &DATABASE_UNIQUE_CHANGED,
+                "unique constraints",
+                ChangeKind::UniqueChanged,
+                out,
+            ),
+            "foreign_keys" => simple(
+                &DATABASE_FOREIGN_KEY_CHANGED,
+                "foreign keys",
+                ChangeKind::ForeignKeysChanged,
+                out,
+            ),
+            "checks" => simple(
+                &DATABASE_CHECK_CHANGED,
+                "CHECK constraints",
+                ChangeKind::ChecksChanged,
+                out,
+            ),
+            "options" => simple(
+                &DATABASE_TABLE_OPTIONS_CHANGED,
+                "table options",
+                ChangeKind::OptionsChanged,
+                out,
+            ),
+            "indexes" => simple(
+                &DATABASE_INDEX_CHANGED,
+                "indexes",
+                ChangeKind::IndexesChanged,
+                out,
+            ),
+            "definition" => simple(
+                &DATABASE_VIEW_DEFINITION_CHANGED,
+                "view definition",
+                ChangeKind::DefinitionChanged,
+                out,
+            ),
             "triggers" => triggers(before, after, &path, name, out),
-            "row_security" => simple(&DATABASE_ROW_SECURITY_CHANGED, "row-level security", out),
-            "policies" => simple(&DATABASE_POLICY_CHANGED, "row-level security policies", out),
+            "row_security" => simple(
+                &DATABASE_ROW_SECURITY_CHANGED,
+                "row-level security",
+                ChangeKind::RowSecurityChanged,
+                out,
+            ),
+            "policies" => simple(
+                &DATABASE_POLICY_CHANGED,
+                "row-level security policies",
+                ChangeKind::PoliciesChanged,
+                out,
+            ),
             "privileges" => privileges(before, after, &path, name, out),
-            "result" => simple(&DATABASE_FUNCTION_RESULT_CHANGED, "result type", out),
-            "volatility" => simple(&DATABASE_FUNCTION_VOLATILITY_CHANGED, "volatility", out),
+            "result" => simple(
+                &DATABASE_FUNCTION_RESULT_CHANGED,
+                "result type",
+                ChangeKind::ResultChanged,
+                out,
+            ),
+            "volatility" => simple(
+                &DATABASE_FUNCTION_VOLATILITY_CHANGED,
+                "volatility",
+                ChangeKind::VolatilityChanged,
+                out,
+            ),
             "security_definer" => simple(
                 &DATABASE_SECURITY_DEFINER_CHANGED,
                 "SECURITY DEFINER flag",
+                ChangeKind::SecurityDefinerChanged,
                 out,
             ),
             "trigger_function" => {}
@@ -335,7 +402,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                 let fact =
                     |e: &EndpointSpec, key: &str| e.meta.as_ref().and_then(|m| m.get(key)).cloned();
                 let sensitive = [o, n].iter().any(|e| {
-                    e.method == "PROCEDURE"
+                    e.sub_kind() == EndpointSubKind::Procedure
                         || fact(e, "security_definer") == Some(json!(true))
                         || fact(e, "volatility") == Some(json!("v"))
                         || fact(e, "trigger_function") == Some(json!(true))
@@ -344,16 +411,22 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     simple(
                         &DATABASE_FUNCTION_BODY_CHANGED_SENSITIVE,
                         "body (it can write or runs with other rights)",
+                        ChangeKind::BodyChanged,
                         out,
                     )
                 } else {
-                    simple(&DATABASE_FUNCTION_BODY_CHANGED, "body", out)
+                    simple(
+                        &DATABASE_FUNCTION_BODY_CHANGED,
+                        "body",
+                        ChangeKind::BodyChanged,
+                        out,
+                    )
                 }
             }
             _ => out.emit(
                 &META_CHANGED,
                 &path,
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The catalog fact {key} of {name} changed."),
@@ -407,7 +480,7 @@ fn privileges(
         out.emit(
             &DATABASE_PRIVILEGE_GRANTED,
             path,
-            "privilege_granted",
+            ChangeKind::PrivilegeGranted,
             before.cloned(),
             Some(json!(granted)),
             format!("Privileges on {name} were granted: {}.", join(&granted)),
@@ -417,7 +490,7 @@ fn privileges(
         out.emit(
             &DATABASE_PRIVILEGE_REVOKED,
             path,
-            "privilege_revoked",
+            ChangeKind::PrivilegeRevoked,
             Some(json!(revoked)),
             after.cloned(),
             format!("Privileges on {name} were revoked: {}.", join(&revoked)),
@@ -459,7 +532,7 @@ fn column_order(
         out.emit(
             &DATABASE_COLUMN_REORDERED,
             path,
-            "column_reordered",
+            ChangeKind::ColumnReordered,
             before.cloned(),
             after.cloned(),
             format!("The columns of {name} changed order; positional inserts and SELECT * see a different row."),
@@ -493,11 +566,21 @@ fn triggers(
     for trigger in all {
         let (o, n) = (old.get(trigger), new.get(trigger));
         let (rule, what, kind) = match (o, n) {
-            (None, Some(_)) => (&DATABASE_TRIGGER_ADDED, "was added", "trigger_added"),
-            (Some(_), None) => (&DATABASE_TRIGGER_REMOVED, "was removed", "trigger_removed"),
-            (Some(a), Some(b)) if a != b => {
-                (&DATABASE_TRIGGER_CHANGED, "changed", "trigger_changed")
-            }
+            (None, Some(_)) => (
+                &DATABASE_TRIGGER_ADDED,
+                "was added",
+                ChangeKind::TriggerAdded,
+            ),
+            (Some(_), None) => (
+                &DATABASE_TRIGGER_REMOVED,
+                "was removed",
+                ChangeKind::TriggerRemoved,
+            ),
+            (Some(a), Some(b)) if a != b => (
+                &DATABASE_TRIGGER_CHANGED,
+                "changed",
+                ChangeKind::TriggerChanged,
+            ),
             _ => continue,
         };
         out.emit(
@@ -512,6 +595,36 @@ fn triggers(
         );
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DATABASE_CHECK_CHANGED,
+    &DATABASE_COLUMN_REORDERED,
+    &DATABASE_COLUMN_TYPE_CHANGED,
+    &DATABASE_DECLARED_TYPE_CHANGED,
+    &DATABASE_FOREIGN_KEY_CHANGED,
+    &DATABASE_FUNCTION_ADDED_READ_ONLY,
+    &DATABASE_FUNCTION_ADDED_WRITE,
+    &DATABASE_FUNCTION_BODY_CHANGED,
+    &DATABASE_FUNCTION_BODY_CHANGED_SENSITIVE,
+    &DATABASE_FUNCTION_RESULT_CHANGED,
+    &DATABASE_FUNCTION_VOLATILITY_CHANGED,
+    &DATABASE_INDEX_CHANGED,
+    &DATABASE_OBJECT_ADDED,
+    &DATABASE_OBJECT_ADDED_WITH_GRANTS,
+    &DATABASE_POLICY_CHANGED,
+    &DATABASE_PRIMARY_KEY_CHANGED,
+    &DATABASE_PRIVILEGE_GRANTED,
+    &DATABASE_PRIVILEGE_REVOKED,
+    &DATABASE_ROW_SECURITY_CHANGED,
+    &DATABASE_SECURITY_DEFINER_CHANGED,
+    &DATABASE_TABLE_OPTIONS_CHANGED,
+    &DATABASE_TRIGGER_ADDED,
+    &DATABASE_TRIGGER_CHANGED,
+    &DATABASE_TRIGGER_REMOVED,
+    &DATABASE_UNIQUE_CHANGED,
+    &DATABASE_VIEW_DEFINITION_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -1,42 +1,19 @@
 //! Endpoint rules: an endpoint's presence, name, method, path, text, security and side
-//! effects; the comparison of a matched pair of endpoints starts here and hands parameters,
-//! bodies, responses and schemas to their families.
+//! effects, judged on one matched pair (or one unmatched side) the classifier hands over;
+//! parameters, bodies, responses and schemas are their own families.
 
-use super::rules::{Rule, Side};
-use super::schema::{Direction, SchemaDiffer};
-use super::{body, database, parameter, response, tool, Emitter, EndpointPair};
-use crate::core::model::{EndpointSpec, Kind, Severity::*};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::pair::EndpointPair;
+use super::rule::{Rule, Side};
+use super::shared::{
+    endpoint_path, DEPRECATED_CHANGED, DESCRIPTION_CHANGED, ENDPOINT_ADDED_READ_ONLY,
+    ENDPOINT_ADDED_WRITE, ENDPOINT_REMOVED, EXTENSION_CHANGED, META_CHANGED, TITLE_CHANGED,
+    UNCLASSIFIED_CHANGE,
+};
+use crate::core::model::{EndpointSpec, EndpointSubKind, Kind, Severity::*};
 use serde_json::json;
 use std::collections::BTreeSet;
-
-pub static DEPRECATED_CHANGED: Rule = Rule::new(
-    "deprecated-changed",
-    Info,
-    Side::Endpoint,
-    "An endpoint, parameter or schema was marked or unmarked deprecated.",
-)
-.keywords(&["deprecated"]);
-
-pub static DESCRIPTION_CHANGED: Rule = Rule::new(
-    "description-changed",
-    Info,
-    Side::Endpoint,
-    "Descriptive text of an endpoint, parameter, body or response changed.",
-);
-
-pub static ENDPOINT_ADDED_READ_ONLY: Rule = Rule::new(
-    "endpoint-added-read-only",
-    Compatible,
-    Side::Endpoint,
-    "A new endpoint appeared that is provably read-only (GET, HEAD, OPTIONS).",
-);
-
-pub static ENDPOINT_ADDED_WRITE: Rule = Rule::new(
-    "endpoint-added-write",
-    Security,
-    Side::Endpoint,
-    "A new endpoint appeared that can write or whose side effects are unknown.",
-);
 
 pub static ENDPOINT_POSSIBLY_RENAMED: Rule = Rule::new(
     "endpoint-possibly-renamed",
@@ -45,25 +22,11 @@ pub static ENDPOINT_POSSIBLY_RENAMED: Rule = Rule::new(
     "A removed and an added endpoint have the same contract: probably a rename (both are also reported).",
 );
 
-pub static ENDPOINT_REMOVED: Rule = Rule::new(
-    "endpoint-removed",
-    Breaking,
-    Side::Endpoint,
-    "An endpoint disappeared; callers of it fail.",
-);
-
 pub static ENDPOINT_RENAMED: Rule = Rule::new(
     "endpoint-renamed",
     Breaking,
     Side::Endpoint,
     "The endpoint kept its method and path but its name (operationId) changed.",
-);
-
-pub static META_CHANGED: Rule = Rule::new(
-    "meta-changed",
-    Breaking,
-    Side::Endpoint,
-    "An endpoint's vendor metadata (MCP _meta) changed; not modelled, so not assumed safe.",
 );
 
 pub static METHOD_CHANGED: Rule = Rule::new(
@@ -115,19 +78,12 @@ pub static SIDE_EFFECTS_REDUCED: Rule = Rule::new(
     "The same endpoint lost side effects (e.g. became read-only or idempotent).",
 );
 
-pub static TITLE_CHANGED: Rule = Rule::new(
-    "title-changed",
-    Info,
-    Side::Endpoint,
-    "An endpoint's display title changed.",
-);
-
 /// An endpoint of the old contract that the new one lacks.
 pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
     out.emit(
         &ENDPOINT_REMOVED,
         &endpoint_path(o),
-        "endpoint_removed",
+        ChangeKind::EndpointRemoved,
         Some(json!(o.identity())),
         None,
         format!("Endpoint {} ({}) was removed.", o.name, o.as_written()),
@@ -136,13 +92,16 @@ pub(super) fn removed(o: &EndpointSpec, out: &mut Emitter) {
 
 /// An endpoint of the new contract that the old one lacks.
 pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
-    if kind.is_database() {
-        return database::added(n, out);
-    }
+    // MCP judges every new endpoint by its own rules (the emitter's rule swap); only the
+    // reason told differs.
     let (rule, why) = if kind == Kind::Mcp {
         (
-            &tool::TOOL_ADDED,
-            if n.method == "TOOL" {
+            if n.read_only {
+                &ENDPOINT_ADDED_READ_ONLY
+            } else {
+                &ENDPOINT_ADDED_WRITE
+            },
+            if n.sub_kind() == EndpointSubKind::Tool {
                 "its description and schema are new text that reaches a model"
             } else {
                 "its text is new text that reaches a model"
@@ -159,15 +118,11 @@ pub(super) fn added(n: &EndpointSpec, kind: Kind, out: &mut Emitter) {
     out.emit(
         rule,
         &endpoint_path(n),
-        "endpoint_added",
+        ChangeKind::EndpointAdded,
         None,
         Some(json!(n.identity())),
         format!("Endpoint {} ({}) was added; {why}.", n.name, n.as_written()),
     );
-}
-
-pub(super) fn endpoint_path(e: &EndpointSpec) -> String {
-    format!("endpoints.{}", e.name)
 }
 
 /// A removed and an added endpoint whose contracts are otherwise equal are probably a rename:
@@ -203,7 +158,7 @@ pub(super) fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
             out.emit(
                 &ENDPOINT_POSSIBLY_RENAMED,
                 &endpoint_path(n),
-                "endpoint_possibly_renamed",
+                ChangeKind::EndpointPossiblyRenamed,
                 Some(json!(o.identity())),
                 Some(json!(n.identity())),
                 format!(
@@ -218,18 +173,13 @@ pub(super) fn note_possible_renames(pairs: &[EndpointPair], out: &mut Emitter) {
     }
 }
 
-pub(super) fn compare_endpoint(
-    o: &EndpointSpec,
-    n: &EndpointSpec,
-    schemas: &mut SchemaDiffer,
-    out: &mut Emitter,
-) {
-    let at = endpoint_path(n);
+/// The endpoint-level facts of a matched pair (its `meta` is [`compare_meta`]'s or a kind's).
+pub(super) fn compare_endpoint(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
     if o.name != n.name && o.method == n.method && o.path == n.path {
         out.emit(
             &ENDPOINT_RENAMED,
-            &at,
-            "endpoint_renamed",
+            at,
+            ChangeKind::EndpointRenamed,
             Some(json!(o.name)),
             Some(json!(n.name)),
             format!(
@@ -250,7 +200,7 @@ pub(super) fn compare_endpoint(
         out.emit(
             rule,
             &format!("{at}.method"),
-            "method_changed",
+            ChangeKind::MethodChanged,
             Some(json!(o.method)),
             Some(json!(n.method)),
             format!("Operation {} {what}: {} → {}.", n.name, o.method, n.method),
@@ -260,7 +210,7 @@ pub(super) fn compare_endpoint(
         out.emit(
             &PATH_CHANGED,
             &format!("{at}.path"),
-            "path_changed",
+            ChangeKind::PathChanged,
             Some(json!(o.path_template)),
             Some(json!(n.path_template)),
             format!(
@@ -275,7 +225,7 @@ pub(super) fn compare_endpoint(
         out.emit(
             &DESCRIPTION_CHANGED,
             &format!("{at}.description"),
-            "description_changed",
+            ChangeKind::DescriptionChanged,
             o.description.as_ref().map(|d| json!(d)),
             n.description.as_ref().map(|d| json!(d)),
             format!("The description of {} changed.", n.name),
@@ -285,7 +235,7 @@ pub(super) fn compare_endpoint(
         out.emit(
             &DEPRECATED_CHANGED,
             &format!("{at}.deprecated"),
-            "deprecated_changed",
+            ChangeKind::DeprecatedChanged,
             Some(json!(o.deprecated)),
             Some(json!(n.deprecated)),
             format!(
@@ -299,7 +249,7 @@ pub(super) fn compare_endpoint(
         out.emit(
             &SECURITY_REQUIREMENTS_CHANGED,
             &format!("{at}.security"),
-            "security_changed",
+            ChangeKind::SecurityChanged,
             Some(json!(o.security)),
             Some(json!(n.security)),
             format!("The security requirements of {} changed.", n.name),
@@ -309,16 +259,13 @@ pub(super) fn compare_endpoint(
         out.emit(
             &SERVERS_CHANGED,
             &format!("{at}.servers"),
-            "servers_changed",
+            ChangeKind::ServersChanged,
             Some(json!(o.servers)),
             Some(json!(n.servers)),
             format!("The servers {} is called on changed.", n.name),
         );
     }
-    compare_kept(&at, &n.name, &o.extensions, &n.extensions, out);
-    if out.kind == Some(Kind::Openrpc) {
-        super::openrpc::compare_param_structure(o, n, &at, out);
-    }
+    compare_kept(at, &n.name, &o.extensions, &n.extensions, out);
     let facts = |e: &EndpointSpec| (e.read_only, e.destructive, e.idempotent, e.open_world);
     if facts(o) != facts(n) && o.method == n.method {
         // Same method, different side-effect facts (MCP annotations, GraphQL, OData kinds).
@@ -337,7 +284,7 @@ pub(super) fn compare_endpoint(
                 &SIDE_EFFECTS_REDUCED
             },
             &format!("{at}.side_effects"),
-            "side_effects_changed",
+            ChangeKind::SideEffectsChanged,
             Some(show(o)),
             Some(show(n)),
             format!(
@@ -355,21 +302,19 @@ pub(super) fn compare_endpoint(
         out.emit(
             &TITLE_CHANGED,
             &format!("{at}.title"),
-            "title_changed",
+            ChangeKind::TitleChanged,
             o.title.as_ref().map(|t| json!(t)),
             n.title.as_ref().map(|t| json!(t)),
             format!("The title of {} changed.", n.name),
         );
     }
-    if o.meta != n.meta && out.kind.is_some_and(Kind::is_database) {
-        // A database endpoint's meta holds its table facts.
-        database::compare_facts(o, n, &at, out);
-    } else if o.meta != n.meta && out.kind == Some(Kind::Odata) {
-        // An OData endpoint's meta holds its entity set's or operation's facts.
-        super::odata::compare_facts(o, n, &at, out);
-    } else if o.meta != n.meta && out.kind == Some(Kind::Openrpc) {
-        super::openrpc::compare_facts(o, n, &at, out);
-    } else if o.meta != n.meta {
+}
+
+/// A matched pair's `meta` where its kind does not model it: vendor extensions (`x-…` keys)
+/// are judged by `extension-changed`, any other difference of the kept fields by
+/// `meta-changed`.
+pub(super) fn compare_meta(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
+    if o.meta != n.meta {
         // Vendor extensions (`x-…` keys) are judged by `extension-changed`; any other
         // difference of the kept fields by `meta-changed`, as before.
         let empty = serde_json::Map::new();
@@ -389,9 +334,9 @@ pub(super) fn compare_endpoint(
             && changed.iter().all(|k| k.starts_with("x-"));
         for key in changed.iter().filter(|k| k.starts_with("x-")) {
             out.emit(
-                &super::EXTENSION_CHANGED,
+                &EXTENSION_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "extension_changed",
+                ChangeKind::ExtensionChanged,
                 oo.get(*key).cloned(),
                 no.get(*key).cloned(),
                 format!("The vendor extension {key} of {} changed.", n.name),
@@ -401,64 +346,13 @@ pub(super) fn compare_endpoint(
             out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 o.meta.as_deref().cloned(),
                 n.meta.as_deref().cloned(),
                 format!("The vendor metadata (_meta) of {} changed.", n.name),
             );
         }
     }
-    // Webhooks and callbacks run the other way: the provider sends, the consumer answers.
-    let (send, receive) = if is_reversed(n) {
-        (Direction::Response, Direction::Request)
-    } else {
-        (Direction::Request, Direction::Response)
-    };
-    parameter::compare_parameters(
-        send,
-        &at,
-        (&o.parameters, &o.path_template),
-        (&n.parameters, &n.path_template),
-        schemas,
-        out,
-    );
-    body::compare_request_body(
-        send,
-        &at,
-        o.request_body.as_deref(),
-        n.request_body.as_deref(),
-        schemas,
-        out,
-    );
-    response::compare_responses(receive, &at, &o.responses, &n.responses, schemas, out);
-    for (label, old_schema, new_schema, direction) in [
-        (
-            "input_schema",
-            &o.input_schema,
-            &n.input_schema,
-            Direction::Request,
-        ),
-        (
-            "output_schema",
-            &o.output_schema,
-            &n.output_schema,
-            Direction::Response,
-        ),
-    ] {
-        let empty = json!({});
-        schemas.compare(
-            old_schema.as_deref().unwrap_or(&empty),
-            new_schema.as_deref().unwrap_or(&empty),
-            direction,
-            &format!("{at}.{label}"),
-            out,
-        );
-    }
-}
-
-/// Webhook and callback endpoints are called by the provider, so their directions flip.
-fn is_reversed(e: &EndpointSpec) -> bool {
-    matches!(e.method.as_str(), "WEBHOOK" | "CALLBACK")
 }
 
 /// Keywords an endpoint keeps verbatim (deny by default), each judged at its exact path: a
@@ -482,12 +376,12 @@ pub(super) fn compare_kept(
         }
         let last = key.rsplit('.').next().unwrap_or(key);
         let (rule, kind) = if last.starts_with("x-") {
-            (&super::EXTENSION_CHANGED, "extension_changed")
+            (&EXTENSION_CHANGED, ChangeKind::ExtensionChanged)
         } else if last == "description" || last == "summary" || key == "result.name" {
             // (A result's name is a label: callers never send or receive it.)
-            (&DESCRIPTION_CHANGED, "description_changed")
+            (&DESCRIPTION_CHANGED, ChangeKind::DescriptionChanged)
         } else {
-            (&super::UNCLASSIFIED_CHANGE, "unclassified_change")
+            (&UNCLASSIFIED_CHANGE, ChangeKind::UnclassifiedChange)
         };
         out.emit(
             rule,
@@ -499,6 +393,19 @@ pub(super) fn compare_kept(
         );
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &ENDPOINT_POSSIBLY_RENAMED,
+    &ENDPOINT_RENAMED,
+    &METHOD_CHANGED,
+    &METHOD_ESCALATED,
+    &PATH_CHANGED,
+    &SECURITY_REQUIREMENTS_CHANGED,
+    &SERVERS_CHANGED,
+    &SIDE_EFFECTS_ESCALATED,
+    &SIDE_EFFECTS_REDUCED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -2,9 +2,11 @@
 //! operation type names (`ToolSpec::roots`), and the schema keywords the normalizer writes for
 //! applied directives, `@oneOf` and `@specifiedBy` (judged from the schema walker).
 
-use super::rules::{Rule, Side};
-use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::Emitter;
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::shared::DOCUMENTATION_CHANGED;
 use crate::core::model::{Severity::*, ToolSpec};
 use crate::core::normalize::graphql::{
     DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SCALAR_DIRECTIVES_KEYWORD, SPECIFIED_BY_KEYWORD,
@@ -124,7 +126,7 @@ pub(super) fn compare_directives(old: &ToolSpec, new: &ToolSpec, out: &mut Emitt
             (Some(_), None) => out.emit(
                 &DIRECTIVE_REMOVED,
                 &at,
-                "directive_removed",
+                ChangeKind::DirectiveRemoved,
                 Some(json!(name)),
                 None,
                 format!("Directive @{name} was removed."),
@@ -132,7 +134,7 @@ pub(super) fn compare_directives(old: &ToolSpec, new: &ToolSpec, out: &mut Emitt
             (None, Some(_)) => out.emit(
                 &DIRECTIVE_ADDED,
                 &at,
-                "directive_added",
+                ChangeKind::DirectiveAdded,
                 None,
                 Some(json!(name)),
                 format!("Directive @{name} was added."),
@@ -158,7 +160,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
         out.emit(
             &DIRECTIVE_LOCATION_REMOVED,
             &format!("{at}.locations"),
-            "directive_location_removed",
+            ChangeKind::DirectiveLocationRemoved,
             Some(json!(gone)),
             None,
             format!("Directive @{name} may no longer be used on {gone}."),
@@ -168,7 +170,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
         out.emit(
             &DIRECTIVE_LOCATION_ADDED,
             &format!("{at}.locations"),
-            "directive_location_added",
+            ChangeKind::DirectiveLocationAdded,
             None,
             Some(json!(added)),
             format!("Directive @{name} may now be used on {added}."),
@@ -184,7 +186,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
         out.emit(
             rule,
             &format!("{at}.repeatable"),
-            "directive_repeatable_changed",
+            ChangeKind::DirectiveRepeatableChanged,
             Some(json!(repeatable(o))),
             Some(json!(repeatable(n))),
             format!(
@@ -197,7 +199,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
         out.emit(
             &DOCUMENTATION_CHANGED,
             &format!("{at}.description"),
-            "documentation_changed",
+            ChangeKind::DocumentationChanged,
             o.get("description").cloned(),
             n.get("description").cloned(),
             format!("The description of directive @{name} changed."),
@@ -223,7 +225,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
             (Some(_), None) => out.emit(
                 &DIRECTIVE_ARGUMENT_REMOVED,
                 &a_at,
-                "directive_argument_removed",
+                ChangeKind::DirectiveArgumentRemoved,
                 Some(json!(arg)),
                 None,
                 format!("Argument {arg} of directive @{name} was removed."),
@@ -237,7 +239,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
                 out.emit(
                     rule,
                     &a_at,
-                    "directive_argument_added",
+                    ChangeKind::DirectiveArgumentAdded,
                     None,
                     Some(a.clone()),
                     format!(
@@ -261,7 +263,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
                     out.emit(
                         &DIRECTIVE_ARGUMENT_RELAXED,
                         &a_at,
-                        "directive_argument_relaxed",
+                        ChangeKind::DirectiveArgumentRelaxed,
                         Some(oa.clone()),
                         Some(na.clone()),
                         format!("Argument {arg} of directive @{name} is no longer required."),
@@ -270,7 +272,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
                     out.emit(
                         &DIRECTIVE_ARGUMENT_CHANGED,
                         &a_at,
-                        "directive_argument_changed",
+                        ChangeKind::DirectiveArgumentChanged,
                         Some(oa.clone()),
                         Some(na.clone()),
                         format!("Argument {arg} of directive @{name} changed."),
@@ -280,7 +282,7 @@ fn compare_directive(name: &str, at: &str, o: &Value, n: &Value, out: &mut Emitt
                     out.emit(
                         &DOCUMENTATION_CHANGED,
                         &a_at,
-                        "documentation_changed",
+                        ChangeKind::DocumentationChanged,
                         Some(oa.clone()),
                         Some(na.clone()),
                         format!(
@@ -313,7 +315,7 @@ pub(super) fn compare_roots(old: &ToolSpec, new: &ToolSpec, out: &mut Emitter) {
             out.emit(
                 &ROOT_TYPE_RENAMED,
                 &format!("roots.{operation}"),
-                "root_type_renamed",
+                ChangeKind::RootTypeRenamed,
                 Some(json!(o)),
                 Some(json!(n)),
                 format!("The {operation} root type was renamed from {o} to {n}."),
@@ -341,7 +343,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 &DIRECTIVE_APPLIED_CHANGED,
                 &format!("{path}.{keyword}"),
-                "directive_applied_changed",
+                ChangeKind::DirectiveAppliedChanged,
                 o.get(keyword).cloned(),
                 n.get(keyword).cloned(),
                 format!("The directives applied at {path} changed."),
@@ -361,7 +363,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &format!("{path}.{ONE_OF_KEYWORD}"),
-                "one_of_changed",
+                ChangeKind::OneOfChanged,
                 Some(json!(one_of(o))),
                 Some(json!(one_of(n))),
                 format!("The input at {path} is {word} @oneOf (exactly one field set)."),
@@ -373,13 +375,30 @@ pub(super) fn compare_schema_keywords(
             out,
             &SCALAR_SPECIFIED_BY_CHANGED,
             &format!("{path}.{SPECIFIED_BY_KEYWORD}"),
-            "specified_by_changed",
+            ChangeKind::SpecifiedByChanged,
             o.get(SPECIFIED_BY_KEYWORD).cloned(),
             n.get(SPECIFIED_BY_KEYWORD).cloned(),
             format!("The @specifiedBy URL of the scalar at {path} changed."),
         );
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DIRECTIVE_ADDED,
+    &DIRECTIVE_APPLIED_CHANGED,
+    &DIRECTIVE_ARGUMENT_ADDED_OPTIONAL,
+    &DIRECTIVE_ARGUMENT_CHANGED,
+    &DIRECTIVE_ARGUMENT_RELAXED,
+    &DIRECTIVE_ARGUMENT_REMOVED,
+    &DIRECTIVE_LOCATION_ADDED,
+    &DIRECTIVE_LOCATION_REMOVED,
+    &DIRECTIVE_REMOVED,
+    &INPUT_ONE_OF_ADDED,
+    &INPUT_ONE_OF_REMOVED,
+    &ROOT_TYPE_RENAMED,
+    &SCALAR_SPECIFIED_BY_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -5,10 +5,11 @@
 //! (`ToolSpec::extensions`, `annotations.<target>/<term>`). Capabilities restrictions are
 //! endpoints present or absent, judged by the endpoint rules.
 
-use super::endpoint::META_CHANGED;
-use super::rules::{Rule, Side};
-use super::schema::{Direction, SchemaDiffer, DOCUMENTATION_CHANGED};
-use super::{changed_members, Emitter, UNCLASSIFIED_CHANGE};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::schema::{Direction, SchemaDiffer};
+use super::shared::{changed_members, DOCUMENTATION_CHANGED, META_CHANGED, UNCLASSIFIED_CHANGE};
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
@@ -237,7 +238,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &format!("{path}.{key}"),
-                "facet_changed",
+                ChangeKind::FacetChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The {key} facet at {path} changed."),
@@ -257,7 +258,7 @@ pub(super) fn compare_schema_keywords(
             out,
             rule,
             &format!("{path}.Nullable"),
-            "nullable_changed",
+            ChangeKind::NullableChanged,
             Some(json!(!non_null(o))),
             Some(json!(!non_null(n))),
             format!(
@@ -279,7 +280,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &format!("{path}.{keyword}"),
-                "odata_fact_changed",
+                ChangeKind::OdataFactChanged,
                 o.get(keyword).cloned(),
                 n.get(keyword).cloned(),
                 format!("{keyword} changed at {path}."),
@@ -299,7 +300,7 @@ pub(super) fn compare_schema_keywords(
                 out,
                 rule,
                 &at,
-                "annotation_changed",
+                ChangeKind::AnnotationChanged,
                 before,
                 after,
                 format!("An annotation changed at {at}."),
@@ -321,7 +322,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     out.emit(
                         rule,
                         &path,
-                        "annotation_changed",
+                        ChangeKind::AnnotationChanged,
                         b,
                         a,
                         format!("An annotation of {} changed.", n.name),
@@ -334,7 +335,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     out.emit(
                         &UNCLASSIFIED_CHANGE,
                         &format!("{at}.{name}"),
-                        "unclassified_change",
+                        ChangeKind::UnclassifiedChange,
                         was.cloned(),
                         now.cloned(),
                         format!("The {name} of {}, kept but not modelled, changed.", n.name),
@@ -344,7 +345,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             "bindings" | "entitySet" => out.emit(
                 &ADDRESSING_CHANGED,
                 &format!("{at}.{key}"),
-                "addressing_changed",
+                ChangeKind::AddressingChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("How {} addresses related entities changed.", n.name),
@@ -358,7 +359,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                         &COMPOSABLE_REMOVED
                     },
                     &format!("{at}.composable"),
-                    "composable_changed",
+                    ChangeKind::ComposableChanged,
                     Some(json!(!now)),
                     Some(json!(now)),
                     format!(
@@ -371,7 +372,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             _ => out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The metadata {key} of {} changed.", n.name),
@@ -379,6 +380,24 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &ADDRESSING_CHANGED,
+    &ANNOTATION_CHANGED,
+    &COMPOSABLE_ADDED,
+    &COMPOSABLE_REMOVED,
+    &FACET_CHANGED,
+    &IMMUTABLE_CHANGED,
+    &NAVIGATION_BECAME_NON_NULL,
+    &NAVIGATION_BECAME_NULLABLE,
+    &PERMISSIONS_WRITE_GRANTED,
+    &PERMISSIONS_WRITE_REVOKED,
+    &REQUEST_FACET_RELAXED,
+    &REQUEST_FACET_TIGHTENED,
+    &RESPONSE_FACET_RELAXED,
+    &RESPONSE_FACET_TIGHTENED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -2,9 +2,10 @@
 //! `required`. Server variables are the execution target (`execution-target-changed`); error
 //! codes are response statuses (`response-error-status-added` / `-removed`).
 
-use super::endpoint::META_CHANGED;
-use super::rules::{Rule, Side};
-use super::Emitter;
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::shared::{changed_members, META_CHANGED};
 use crate::core::model::{EndpointSpec, Severity::*};
 use serde_json::{json, Value};
 
@@ -71,7 +72,7 @@ pub(super) fn compare_param_structure(
     out.emit(
         rule,
         &format!("{at}.paramStructure"),
-        "param_structure_changed",
+        ChangeKind::ParamStructureChanged,
         Some(json!(before)),
         Some(json!(after)),
         format!("{} now takes its params {after} (was {before}).", n.name),
@@ -80,7 +81,7 @@ pub(super) fn compare_param_structure(
 
 /// An OpenRPC method's `meta`: `resultRequired`.
 pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
-    for (key, before, after) in super::changed_members(o.meta.as_deref(), n.meta.as_deref()) {
+    for (key, before, after) in changed_members(o.meta.as_deref(), n.meta.as_deref()) {
         if key == "resultRequired" {
             let now = after == Some(&Value::Bool(true));
             out.emit(
@@ -90,7 +91,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
                     &RESULT_BECAME_OPTIONAL
                 },
                 &format!("{at}.result.required"),
-                "result_required_changed",
+                ChangeKind::ResultRequiredChanged,
                 Some(json!(!now)),
                 Some(json!(now)),
                 format!(
@@ -103,7 +104,7 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
             out.emit(
                 &META_CHANGED,
                 &format!("{at}.meta.{key}"),
-                "meta_changed",
+                ChangeKind::MetaChanged,
                 before.cloned(),
                 after.cloned(),
                 format!("The metadata {key} of {} changed.", n.name),
@@ -111,6 +112,14 @@ pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &PARAM_STRUCTURE_RELAXED,
+    &PARAM_STRUCTURE_TIGHTENED,
+    &RESULT_BECAME_OPTIONAL,
+    &RESULT_BECAME_REQUIRED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

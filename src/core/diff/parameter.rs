@@ -1,10 +1,11 @@
 //! Parameter rules: a parameter added, removed, made required or optional, reordered (JSON-RPC
 //! positions) or serialized differently; its schema goes to the schema walker.
 
-use super::endpoint::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
-use super::rules::{Rule, Side};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
 use crate::core::model::{ParameterSpec, Severity::*};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -166,7 +167,7 @@ pub(super) fn compare_parameters(
         out.emit(
             &PATH_PARAMETER_RENAMED,
             &format!("{at}.parameters.path.{from}"),
-            "parameter_renamed",
+            ChangeKind::ParameterRenamed,
             Some(json!(from)),
             Some(json!(to)),
             format!("Path parameter '{from}' was renamed to '{to}' in place."),
@@ -191,7 +192,7 @@ pub(super) fn compare_parameters(
                 out.emit(
                     &REQUEST_PARAMETER_REMOVED,
                     &p_at,
-                    "parameter_removed",
+                    ChangeKind::ParameterRemoved,
                     Some(json!(o.name)),
                     None,
                     message,
@@ -207,7 +208,7 @@ pub(super) fn compare_parameters(
                     out.emit(
                         rule,
                         &format!("{p_at}.required"),
-                        "parameter_required_changed",
+                        ChangeKind::ParameterRequiredChanged,
                         Some(json!(o.required)),
                         Some(json!(n.required)),
                         format!("{} parameter '{}' became {word}.", n.location, n.name),
@@ -230,7 +231,7 @@ pub(super) fn compare_parameters(
                     out.emit(
                         rule,
                         &format!("{p_at}.allowEmptyValue"),
-                        "parameter_empty_value_changed",
+                        ChangeKind::ParameterEmptyValueChanged,
                         Some(json!(old_empty)),
                         Some(json!(new_empty)),
                         format!(
@@ -254,7 +255,7 @@ pub(super) fn compare_parameters(
                         out.emit(
                             &REQUEST_PARAMETER_REORDERED,
                             &format!("{p_at}.position"),
-                            "parameter_reordered",
+                            ChangeKind::ParameterReordered,
                             Some(op.clone()),
                             Some(np.clone()),
                             format!(
@@ -271,7 +272,7 @@ pub(super) fn compare_parameters(
                     out.emit(
                         &REQUEST_PARAMETER_STYLE_CHANGED,
                         &format!("{p_at}.style"),
-                        "parameter_style_changed",
+                        ChangeKind::ParameterStyleChanged,
                         Some(json!(o.style)),
                         Some(json!(n.style)),
                         format!(
@@ -284,7 +285,7 @@ pub(super) fn compare_parameters(
                     out.emit(
                         &DESCRIPTION_CHANGED,
                         &format!("{p_at}.description"),
-                        "description_changed",
+                        ChangeKind::DescriptionChanged,
                         o.description.as_ref().map(|d| json!(d)),
                         n.description.as_ref().map(|d| json!(d)),
                         format!(
@@ -297,7 +298,7 @@ pub(super) fn compare_parameters(
                     out.emit(
                         &DEPRECATED_CHANGED,
                         &format!("{p_at}.deprecated"),
-                        "deprecated_changed",
+                        ChangeKind::DeprecatedChanged,
                         Some(json!(o.deprecated)),
                         Some(json!(n.deprecated)),
                         format!("{} parameter '{}' deprecation changed.", n.location, n.name),
@@ -332,7 +333,7 @@ pub(super) fn compare_parameters(
         out.emit(
             rule,
             &p_at,
-            "parameter_added",
+            ChangeKind::ParameterAdded,
             None,
             Some(json!(n.name)),
             format!("{word} {} parameter '{}' was added.", n.location, n.name),
@@ -344,6 +345,21 @@ pub(super) fn compare_parameters(
 fn position_of(p: &ParameterSpec) -> Option<u64> {
     p.style.get("position").and_then(Value::as_u64)
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &PATH_PARAMETER_RENAMED,
+    &REQUEST_PARAMETER_ADDED_NOT_TRAILING,
+    &REQUEST_PARAMETER_ADDED_OPTIONAL,
+    &REQUEST_PARAMETER_ADDED_REQUIRED,
+    &REQUEST_PARAMETER_BECAME_OPTIONAL,
+    &REQUEST_PARAMETER_BECAME_REQUIRED,
+    &REQUEST_PARAMETER_EMPTY_VALUE_ALLOWED,
+    &REQUEST_PARAMETER_EMPTY_VALUE_REFUSED,
+    &REQUEST_PARAMETER_REMOVED,
+    &REQUEST_PARAMETER_REORDERED,
+    &REQUEST_PARAMETER_STYLE_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

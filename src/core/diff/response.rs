@@ -1,10 +1,12 @@
 //! Response rules: statuses (success and error), media types and headers; each schema goes to
 //! the schema walker.
 
-use super::endpoint::DESCRIPTION_CHANGED;
-use super::rules::{Rule, Side};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::pair::{by_key, Keyed};
+use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
-use super::Emitter;
+use super::shared::DESCRIPTION_CHANGED;
 use crate::core::model::{CompactString, ResponseSpec, Severity::*, SmallMap};
 use serde_json::json;
 
@@ -111,81 +113,104 @@ pub(super) fn compare_responses(
     schemas: &mut SchemaDiffer,
     out: &mut Emitter,
 ) {
-    for (status, o) in old {
-        let r_at = format!("{at}.responses.{status}");
-        let Some(n) = new.get(status) else {
-            let rule = if is_success(status) {
-                &RESPONSE_SUCCESS_STATUS_REMOVED
-            } else {
-                &RESPONSE_ERROR_STATUS_REMOVED
-            };
-            out.emit(
-                rule,
-                &r_at,
-                "response_removed",
-                Some(json!(status)),
-                None,
-                format!("Response {status} was removed."),
-            );
-            continue;
+    for pair in by_key(old, new) {
+        let (status, o, n) = match pair {
+            Keyed::Removed(status, _) => {
+                let rule = if is_success(status) {
+                    &RESPONSE_SUCCESS_STATUS_REMOVED
+                } else {
+                    &RESPONSE_ERROR_STATUS_REMOVED
+                };
+                out.emit(
+                    rule,
+                    &format!("{at}.responses.{status}"),
+                    ChangeKind::ResponseRemoved,
+                    Some(json!(status)),
+                    None,
+                    format!("Response {status} was removed."),
+                );
+                continue;
+            }
+            Keyed::Added(status, _) => {
+                let rule = if is_success(status) {
+                    &RESPONSE_SUCCESS_STATUS_ADDED
+                } else {
+                    &RESPONSE_ERROR_STATUS_ADDED
+                };
+                out.emit(
+                    rule,
+                    &format!("{at}.responses.{status}"),
+                    ChangeKind::ResponseAdded,
+                    None,
+                    Some(json!(status)),
+                    format!("Response {status} was added."),
+                );
+                continue;
+            }
+            Keyed::Both(status, o, n) => (status, o, n),
         };
+        let r_at = format!("{at}.responses.{status}");
         if o.description != n.description {
             out.emit(
                 &DESCRIPTION_CHANGED,
                 &format!("{r_at}.description"),
-                "description_changed",
+                ChangeKind::DescriptionChanged,
                 o.description.as_ref().map(|d| json!(d)),
                 n.description.as_ref().map(|d| json!(d)),
                 format!("The description of response {status} changed."),
             );
         }
-        for (media, old_schema) in &o.content {
-            let m_at = format!("{r_at}.content.{media}");
-            match n.content.get(media) {
-                None => out.emit(
+        for pair in by_key(&o.content, &n.content) {
+            match pair {
+                Keyed::Removed(media, _) => out.emit(
                     &RESPONSE_MEDIA_TYPE_REMOVED,
-                    &m_at,
-                    "media_type_removed",
+                    &format!("{r_at}.content.{media}"),
+                    ChangeKind::MediaTypeRemoved,
                     Some(json!(media)),
                     None,
                     format!("Response {status} no longer returns {media}."),
                 ),
-                Some(new_schema) => schemas.compare(
+                Keyed::Both(media, old_schema, new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
                     receive,
-                    &format!("{m_at}.schema"),
+                    &format!("{r_at}.content.{media}.schema"),
                     out,
+                ),
+                Keyed::Added(media, _) => out.emit(
+                    &RESPONSE_MEDIA_TYPE_ADDED,
+                    &format!("{r_at}.content.{media}"),
+                    ChangeKind::MediaTypeAdded,
+                    None,
+                    Some(json!(media)),
+                    format!("Response {status} may now also return {media}."),
                 ),
             }
         }
-        for media in n.content.keys().filter(|m| !o.content.contains_key(*m)) {
-            out.emit(
-                &RESPONSE_MEDIA_TYPE_ADDED,
-                &format!("{r_at}.content.{media}"),
-                "media_type_added",
-                None,
-                Some(json!(media)),
-                format!("Response {status} may now also return {media}."),
-            );
-        }
-        for (header, old_schema) in &o.headers {
-            let h_at = format!("{r_at}.headers.{header}");
-            match n.headers.get(header) {
-                None => out.emit(
+        for pair in by_key(&o.headers, &n.headers) {
+            match pair {
+                Keyed::Removed(header, _) => out.emit(
                     &RESPONSE_HEADER_REMOVED,
-                    &h_at,
-                    "response_header_removed",
+                    &format!("{r_at}.headers.{header}"),
+                    ChangeKind::ResponseHeaderRemoved,
                     Some(json!(header)),
                     None,
                     format!("Response {status} no longer sends header {header}."),
                 ),
-                Some(new_schema) => schemas.compare(
+                Keyed::Both(header, old_schema, new_schema) => schemas.compare(
                     old_schema,
                     new_schema,
                     receive,
-                    &format!("{h_at}.schema"),
+                    &format!("{r_at}.headers.{header}.schema"),
                     out,
+                ),
+                Keyed::Added(header, _) => out.emit(
+                    &RESPONSE_HEADER_ADDED,
+                    &format!("{r_at}.headers.{header}"),
+                    ChangeKind::ResponseHeaderAdded,
+                    None,
+                    Some(json!(header)),
+                    format!("Response {status} now sends header {header}."),
                 ),
             }
         }
@@ -194,37 +219,12 @@ pub(super) fn compare_responses(
             out.emit(
                 &RESPONSE_LINKS_CHANGED,
                 &format!("{r_at}.links"),
-                "links_changed",
+                ChangeKind::LinksChanged,
                 Some(json!(o.links)),
                 Some(json!(n.links)),
                 format!("The links of response {status} changed."),
             );
         }
-        for header in n.headers.keys().filter(|h| !o.headers.contains_key(*h)) {
-            out.emit(
-                &RESPONSE_HEADER_ADDED,
-                &format!("{r_at}.headers.{header}"),
-                "response_header_added",
-                None,
-                Some(json!(header)),
-                format!("Response {status} now sends header {header}."),
-            );
-        }
-    }
-    for status in new.keys().filter(|s| !old.contains_key(*s)) {
-        let rule = if is_success(status) {
-            &RESPONSE_SUCCESS_STATUS_ADDED
-        } else {
-            &RESPONSE_ERROR_STATUS_ADDED
-        };
-        out.emit(
-            rule,
-            &format!("{at}.responses.{status}"),
-            "response_added",
-            None,
-            Some(json!(status)),
-            format!("Response {status} was added."),
-        );
     }
 }
 
@@ -261,7 +261,7 @@ fn compare_header_facts(
             out.emit(
                 rule,
                 &format!("{h_at}.required"),
-                "response_header_required_changed",
+                ChangeKind::ResponseHeaderRequiredChanged,
                 Some(json!(was)),
                 Some(json!(is)),
                 format!(
@@ -275,7 +275,7 @@ fn compare_header_facts(
             out.emit(
                 &RESPONSE_HEADER_DEPRECATED_CHANGED,
                 &format!("{h_at}.deprecated"),
-                "deprecated_changed",
+                ChangeKind::DeprecatedChanged,
                 Some(json!(was)),
                 Some(json!(is)),
                 format!(
@@ -296,7 +296,7 @@ fn compare_header_facts(
                 out.emit(
                     &RESPONSE_HEADER_STYLE_CHANGED,
                     &format!("{h_at}.{key}"),
-                    "response_header_style_changed",
+                    ChangeKind::ResponseHeaderStyleChanged,
                     before,
                     after,
                     format!("The {key} of response {status} header {header} changed."),
@@ -305,6 +305,23 @@ fn compare_header_facts(
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &RESPONSE_ERROR_STATUS_ADDED,
+    &RESPONSE_ERROR_STATUS_REMOVED,
+    &RESPONSE_HEADER_ADDED,
+    &RESPONSE_HEADER_BECAME_OPTIONAL,
+    &RESPONSE_HEADER_BECAME_REQUIRED,
+    &RESPONSE_HEADER_DEPRECATED_CHANGED,
+    &RESPONSE_HEADER_REMOVED,
+    &RESPONSE_HEADER_STYLE_CHANGED,
+    &RESPONSE_LINKS_CHANGED,
+    &RESPONSE_MEDIA_TYPE_ADDED,
+    &RESPONSE_MEDIA_TYPE_REMOVED,
+    &RESPONSE_SUCCESS_STATUS_ADDED,
+    &RESPONSE_SUCCESS_STATUS_REMOVED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -6,21 +6,95 @@
 //! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
 //! (old ref, new ref, direction) is compared once.
 
-use super::endpoint::DEPRECATED_CHANGED;
-use super::rules::{Rule, Side, ALL};
-use super::Emitter;
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+pub use super::rule::Direction;
+use super::rule::{Rule, Side};
+#[cfg(test)]
+use super::shared::DOC_KEYWORDS;
+use super::shared::{DEPRECATED_CHANGED, DOCUMENTATION_CHANGED};
 use crate::core::json::to_canonical_string;
 use crate::core::model::Severity::*;
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::ptr;
-use std::sync::LazyLock;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Direction {
-    Request,
-    Response,
+/// A schema rule's two directions: the rule that judges a change in what a caller sends, and
+/// the one for what it receives. The walker picks by the direction it compares in
+/// ([`Directed::pick`]); [`DIRECTED`] lists every pair, so the symmetry test sees them all.
+#[derive(Debug)]
+pub struct Directed {
+    pub request: &'static Rule,
+    pub response: &'static Rule,
 }
+
+impl Directed {
+    pub const fn new(request: &'static Rule, response: &'static Rule) -> Directed {
+        Directed { request, response }
+    }
+
+    /// The rule of direction `dir`.
+    pub fn pick(&self, dir: Direction) -> &'static Rule {
+        dir.pick(self.request, self.response)
+    }
+}
+
+pub static DEFAULT_CHANGED: Directed =
+    Directed::new(&REQUEST_DEFAULT_CHANGED, &RESPONSE_DEFAULT_CHANGED);
+pub static PROPERTY_REMOVED: Directed =
+    Directed::new(&REQUEST_PROPERTY_REMOVED, &RESPONSE_PROPERTY_REMOVED);
+/// Adding a property is judged by its requiredness only where a caller must send it: a
+/// received property is `response-property-added` either way.
+pub static PROPERTY_ADDED_REQUIRED: Directed =
+    Directed::new(&REQUEST_PROPERTY_ADDED_REQUIRED, &RESPONSE_PROPERTY_ADDED);
+pub static PROPERTY_ADDED_OPTIONAL: Directed =
+    Directed::new(&REQUEST_PROPERTY_ADDED_OPTIONAL, &RESPONSE_PROPERTY_ADDED);
+pub static PROPERTY_BECAME_REQUIRED: Directed = Directed::new(
+    &REQUEST_PROPERTY_BECAME_REQUIRED,
+    &RESPONSE_PROPERTY_BECAME_REQUIRED,
+);
+pub static PROPERTY_BECAME_OPTIONAL: Directed = Directed::new(
+    &REQUEST_PROPERTY_BECAME_OPTIONAL,
+    &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+);
+pub static ENUM_VALUE_ADDED: Directed =
+    Directed::new(&REQUEST_ENUM_VALUE_ADDED, &RESPONSE_ENUM_VALUE_ADDED);
+pub static ENUM_VALUE_REMOVED: Directed =
+    Directed::new(&REQUEST_ENUM_VALUE_REMOVED, &RESPONSE_ENUM_VALUE_REMOVED);
+pub static BRANCH_ADDED: Directed = Directed::new(&REQUEST_BRANCH_ADDED, &RESPONSE_BRANCH_ADDED);
+pub static BRANCH_REMOVED: Directed =
+    Directed::new(&REQUEST_BRANCH_REMOVED, &RESPONSE_BRANCH_REMOVED);
+/// The safe way a type moves differs by direction: a caller may send more (widened), and
+/// receive less (narrowed).
+pub static TYPE_SAFE_SHIFT: Directed =
+    Directed::new(&REQUEST_TYPE_WIDENED, &RESPONSE_TYPE_NARROWED);
+pub static TYPE_CHANGED: Directed = Directed::new(&REQUEST_TYPE_CHANGED, &RESPONSE_TYPE_CHANGED);
+pub static CONSTRAINT_TIGHTENED: Directed = Directed::new(
+    &REQUEST_CONSTRAINT_TIGHTENED,
+    &RESPONSE_CONSTRAINT_TIGHTENED,
+);
+pub static CONSTRAINT_RELAXED: Directed =
+    Directed::new(&REQUEST_CONSTRAINT_RELAXED, &RESPONSE_CONSTRAINT_RELAXED);
+pub static CONSTRAINT_CHANGED: Directed =
+    Directed::new(&REQUEST_CONSTRAINT_CHANGED, &RESPONSE_CONSTRAINT_CHANGED);
+
+/// Every directed pair of schema rules.
+pub static DIRECTED: &[&Directed] = &[
+    &DEFAULT_CHANGED,
+    &PROPERTY_REMOVED,
+    &PROPERTY_ADDED_REQUIRED,
+    &PROPERTY_ADDED_OPTIONAL,
+    &PROPERTY_BECAME_REQUIRED,
+    &PROPERTY_BECAME_OPTIONAL,
+    &ENUM_VALUE_ADDED,
+    &ENUM_VALUE_REMOVED,
+    &BRANCH_ADDED,
+    &BRANCH_REMOVED,
+    &TYPE_SAFE_SHIFT,
+    &TYPE_CHANGED,
+    &CONSTRAINT_TIGHTENED,
+    &CONSTRAINT_RELAXED,
+    &CONSTRAINT_CHANGED,
+];
 
 /// Nested schemas deeper than this are not compared further (documents are depth-limited at
 /// parse time, so this only guards pathological `$ref` chains).
@@ -77,15 +151,6 @@ const CONSTRAINT_KEYWORDS: &[&str] = &[
     "const",
     "nonNull",
 ];
-const DOC_KEYWORDS: &[&str] = &[
-    "description",
-    "title",
-    "example",
-    "examples",
-    "externalDocs",
-    "$comment",
-    "xml",
-];
 /// Keywords the walker descends through without a rule of their own.
 const STRUCTURAL: &[&str] = &["$ref", "arguments"];
 
@@ -95,14 +160,6 @@ pub static DEFINITION_RENAMED: Rule = Rule::new(
     Side::Schema,
     "A schema moved to a definition of another name, was inlined, or was extracted into a definition, and its resolved schema is identical (the fingerprint still moves: definition names are part of it).",
 );
-
-pub static DOCUMENTATION_CHANGED: Rule = Rule::new(
-    "documentation-changed",
-    Info,
-    Side::Schema,
-    "A schema's documentation keyword changed (description, title, example, x-* extension).",
-)
-.keywords(DOC_KEYWORDS);
 
 pub static READ_WRITE_ONLY_CHANGED: Rule = Rule::new(
     "read-write-only-changed",
@@ -366,18 +423,33 @@ pub static SCHEMA_KEYWORD_CHANGED: Rule = Rule::new(
 )
 .conservative();
 
-/// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
-/// schema rule lists, but the documentation ones, plus the structural ones.
-static MODELLED: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    ALL.iter()
-        .filter(|r| !ptr::eq(**r, &DOCUMENTATION_CHANGED) && !ptr::eq(**r, &DEPRECATED_CHANGED))
+/// A kind's check of its own schema keywords, called on every pair of schema objects the
+/// walker compares (GraphQL directives, OData facets).
+pub type KeywordHook =
+    fn(&mut SchemaDiffer, &Map<String, Value>, &Map<String, Value>, Direction, &str, &mut Emitter);
+
+/// What the walker needs from the rest of `core/diff`, given as data (`diff::SCHEMA_WIRING`).
+pub struct SchemaWiring {
+    /// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
+    /// registered rule lists, but the documentation ones, plus the structural ones (`$ref`,
+    /// `arguments`).
+    pub modelled: HashSet<&'static str>,
+    /// The kinds' keyword checks.
+    pub keyword_hooks: Vec<KeywordHook>,
+}
+
+/// The modelled keywords of `rules`: every keyword one of them lists, but those of the
+/// documentation rules (`documentation-changed`, `deprecated-changed`), plus the structural
+/// ones.
+pub fn modelled_keywords<'r>(rules: impl IntoIterator<Item = &'r Rule>) -> HashSet<&'static str> {
+    rules
+        .into_iter()
+        .filter(|r| {
+            !std::ptr::eq(*r, &DOCUMENTATION_CHANGED) && !std::ptr::eq(*r, &DEPRECATED_CHANGED)
+        })
         .flat_map(|r| r.keywords.iter().copied())
         .chain(STRUCTURAL.iter().copied())
         .collect()
-});
-
-fn modelled(keyword: &str) -> bool {
-    MODELLED.contains(keyword)
 }
 
 /// Keywords the catch-all loop judges as documentation (as does any `x-` extension).
@@ -392,6 +464,7 @@ fn documentation_rule(keyword: &str) -> Option<&'static Rule> {
 }
 
 pub struct SchemaDiffer<'d> {
+    wiring: &'d SchemaWiring,
     old_defs: &'d BTreeMap<String, Value>,
     new_defs: &'d BTreeMap<String, Value>,
     /// (old ref, new ref, direction) already compared (or being compared: this ends cycles).
@@ -407,8 +480,10 @@ impl<'d> SchemaDiffer<'d> {
     pub fn new(
         old_defs: &'d BTreeMap<String, Value>,
         new_defs: &'d BTreeMap<String, Value>,
+        wiring: &'d SchemaWiring,
     ) -> Self {
         SchemaDiffer {
+            wiring,
             old_defs,
             new_defs,
             done: HashSet::new(),
@@ -436,7 +511,7 @@ impl<'d> SchemaDiffer<'d> {
         out: &mut Emitter,
         rule: &'static Rule,
         path: &str,
-        kind: &str,
+        kind: ChangeKind,
         before: Option<Value>,
         after: Option<Value>,
         message: String,
@@ -475,7 +550,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 &DEFINITION_RENAMED,
                 path,
-                "definition_renamed",
+                ChangeKind::DefinitionRenamed,
                 Some(json!(from)),
                 Some(json!(to)),
                 format!("The schema at {path} moved from {from} to {to}; its resolved schema is identical."),
@@ -650,7 +725,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         constraint_rule(dir, Shift::Changed),
                         path,
-                        "schema_changed",
+                        ChangeKind::SchemaChanged,
                         Some(old.clone()),
                         Some(new.clone()),
                         format!(
@@ -673,15 +748,12 @@ impl<'d> SchemaDiffer<'d> {
         }
         self.compare_graphql_keywords(o, n, dir, path, out, depth);
         if o.get("default") != n.get("default") {
-            let rule = match dir {
-                Direction::Request => &REQUEST_DEFAULT_CHANGED,
-                Direction::Response => &RESPONSE_DEFAULT_CHANGED,
-            };
+            let rule = DEFAULT_CHANGED.pick(dir);
             self.emit(
                 out,
                 rule,
                 &format!("{path}.default"),
-                "default_changed",
+                ChangeKind::DefaultChanged,
                 o.get("default").cloned(),
                 n.get("default").cloned(),
                 format!("The default at {path} changed."),
@@ -693,7 +765,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &READ_WRITE_ONLY_CHANGED,
                     &format!("{path}.{keyword}"),
-                    "read_write_only_changed",
+                    ChangeKind::ReadWriteOnlyChanged,
                     o.get(keyword).cloned(),
                     n.get(keyword).cloned(),
                     format!("{keyword} changed at {path}."),
@@ -703,7 +775,7 @@ impl<'d> SchemaDiffer<'d> {
         self.compare_extensible_enum(o, n, dir, path, out);
         let keys: BTreeSet<&String> = o.keys().chain(n.keys()).collect();
         for key in keys {
-            if modelled(key) || o.get(key) == n.get(key) {
+            if self.wiring.modelled.contains(key.as_str()) || o.get(key) == n.get(key) {
                 continue;
             }
             if let Some(rule) = documentation_rule(key) {
@@ -711,7 +783,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     rule,
                     &format!("{path}.{key}"),
-                    "documentation_changed",
+                    ChangeKind::DocumentationChanged,
                     o.get(key).cloned(),
                     n.get(key).cloned(),
                     format!("{key} changed at {path}."),
@@ -721,7 +793,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_KEYWORD_CHANGED,
                     &format!("{path}.{key}"),
-                    "schema_keyword_changed",
+                    ChangeKind::SchemaKeywordChanged,
                     o.get(key).cloned(),
                     n.get(key).cloned(),
                     format!("Keyword {key} changed at {path}; schemawatch does not model it, so it is treated as breaking."),
@@ -753,8 +825,10 @@ impl<'d> SchemaDiffer<'d> {
                 depth + 1,
             );
         }
-        super::graphql::compare_schema_keywords(self, o, n, dir, path, out);
-        super::odata::compare_schema_keywords(self, o, n, dir, path, out);
+        let wiring = self.wiring;
+        for hook in &wiring.keyword_hooks {
+            hook(self, o, n, dir, path, out);
+        }
         let non_null = |m: &Map<String, Value>| m.get("nonNull") == Some(&Value::Bool(true));
         if non_null(o) != non_null(n) {
             let shift = if non_null(n) {
@@ -766,7 +840,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 constraint_rule(dir, shift),
                 &format!("{path}.nonNull"),
-                "constraint_changed",
+                ChangeKind::ConstraintChanged,
                 o.get("nonNull").cloned(),
                 n.get("nonNull").cloned(),
                 format!(
@@ -795,11 +869,10 @@ impl<'d> SchemaDiffer<'d> {
         }
         let widened = covers(&new_types, &old_types);
         let narrowed = covers(&old_types, &new_types);
-        let rule = match (dir, widened, narrowed) {
-            (Direction::Request, true, _) => &REQUEST_TYPE_WIDENED,
-            (Direction::Request, false, _) => &REQUEST_TYPE_CHANGED,
-            (Direction::Response, _, true) => &RESPONSE_TYPE_NARROWED,
-            (Direction::Response, _, false) => &RESPONSE_TYPE_CHANGED,
+        let rule = if dir.pick(widened, narrowed) {
+            TYPE_SAFE_SHIFT.pick(dir)
+        } else {
+            TYPE_CHANGED.pick(dir)
         };
         let show = |t: &Option<BTreeSet<String>>| match t {
             None => "any".to_string(),
@@ -809,7 +882,7 @@ impl<'d> SchemaDiffer<'d> {
             out,
             rule,
             &format!("{path}.type"),
-            "type_changed",
+            ChangeKind::TypeChanged,
             Some(o.get("type").cloned().unwrap_or(Value::Null)),
             Some(n.get("type").cloned().unwrap_or(Value::Null)),
             format!(
@@ -843,10 +916,7 @@ impl<'d> SchemaDiffer<'d> {
     /// A property the direction never carries: readOnly ones in what a caller sends,
     /// writeOnly ones in what it receives (either side's declaration counts).
     fn not_carried(&self, old: Option<&Value>, new: Option<&Value>, dir: Direction) -> bool {
-        let keyword = match dir {
-            Direction::Request => "readOnly",
-            Direction::Response => "writeOnly",
-        };
+        let keyword = dir.pick("readOnly", "writeOnly");
         old.is_some_and(|s| self.flagged(s, true, keyword))
             || new.is_some_and(|s| self.flagged(s, false, keyword))
     }
@@ -857,15 +927,15 @@ impl<'d> SchemaDiffer<'d> {
         out: &mut Emitter,
         dir: Direction,
         path: &str,
-        kind: &str,
+        kind: ChangeKind,
         before: Option<Value>,
         after: Option<Value>,
         what: String,
     ) {
-        let why = match dir {
-            Direction::Request => "readOnly: callers never send it",
-            Direction::Response => "writeOnly: callers never receive it",
-        };
+        let why = dir.pick(
+            "readOnly: callers never send it",
+            "writeOnly: callers never receive it",
+        );
         self.emit(
             out,
             &READ_WRITE_ONLY_SIDE_IGNORED,
@@ -907,21 +977,18 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &p_at,
-                    "property_removed",
+                    ChangeKind::PropertyRemoved,
                     Some(json!(name)),
                     None,
                     format!("Property '{name}' was removed from {path}"),
                 ),
                 None => {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_PROPERTY_REMOVED,
-                        Direction::Response => &RESPONSE_PROPERTY_REMOVED,
-                    };
+                    let rule = PROPERTY_REMOVED.pick(dir);
                     self.emit(
                         out,
                         rule,
                         &p_at,
-                        "property_removed",
+                        ChangeKind::PropertyRemoved,
                         Some(json!(name)),
                         None,
                         format!("Property '{name}' was removed from {path}."),
@@ -937,24 +1004,24 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &p_at,
-                    "property_added",
+                    ChangeKind::PropertyAdded,
                     None,
                     Some(json!(name)),
                     format!("Property '{name}' was added to {path}"),
                 );
                 continue;
             }
-            let rule = match (dir, required) {
-                (Direction::Request, true) => &REQUEST_PROPERTY_ADDED_REQUIRED,
-                (Direction::Request, false) => &REQUEST_PROPERTY_ADDED_OPTIONAL,
-                (Direction::Response, _) => &RESPONSE_PROPERTY_ADDED,
+            let rule = if required {
+                PROPERTY_ADDED_REQUIRED.pick(dir)
+            } else {
+                PROPERTY_ADDED_OPTIONAL.pick(dir)
             };
             let word = if required { "Required" } else { "Optional" };
             self.emit(
                 out,
                 rule,
                 &p_at,
-                "property_added",
+                ChangeKind::PropertyAdded,
                 None,
                 Some(json!(name)),
                 format!("{word} property '{name}' was added to {path}."),
@@ -973,25 +1040,24 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     dir,
                     &format!("{path}.properties.{name}.required"),
-                    "property_required_changed",
+                    ChangeKind::PropertyRequiredChanged,
                     Some(json!(!now_required)),
                     Some(json!(now_required)),
                     format!("Property '{name}' of {path} became {word}"),
                 );
                 continue;
             }
-            let rule = match (dir, now_required) {
-                (Direction::Request, true) => &REQUEST_PROPERTY_BECAME_REQUIRED,
-                (Direction::Request, false) => &REQUEST_PROPERTY_BECAME_OPTIONAL,
-                (Direction::Response, true) => &RESPONSE_PROPERTY_BECAME_REQUIRED,
-                (Direction::Response, false) => &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+            let rule = if now_required {
+                PROPERTY_BECAME_REQUIRED.pick(dir)
+            } else {
+                PROPERTY_BECAME_OPTIONAL.pick(dir)
             };
             let word = if now_required { "required" } else { "optional" };
             self.emit(
                 out,
                 rule,
                 &format!("{path}.properties.{name}.required"),
-                "property_required_changed",
+                ChangeKind::PropertyRequiredChanged,
                 Some(json!(!now_required)),
                 Some(json!(now_required)),
                 format!("Property '{name}' of {path} became {word}."),
@@ -1012,30 +1078,24 @@ impl<'d> SchemaDiffer<'d> {
             (None, None) => {}
             (Some(old_set), Some(new_set)) => {
                 for (text, value) in new_set.iter().filter(|(t, _)| !old_set.contains_key(*t)) {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_ENUM_VALUE_ADDED,
-                        Direction::Response => &RESPONSE_ENUM_VALUE_ADDED,
-                    };
+                    let rule = ENUM_VALUE_ADDED.pick(dir);
                     self.emit(
                         out,
                         rule,
                         &format!("{path}.enum"),
-                        "enum_value_added",
+                        ChangeKind::EnumValueAdded,
                         None,
                         Some(value.clone()),
                         format!("{path} gained the enum value {text}."),
                     );
                 }
                 for (text, value) in old_set.iter().filter(|(t, _)| !new_set.contains_key(*t)) {
-                    let rule = match dir {
-                        Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
-                        Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
-                    };
+                    let rule = ENUM_VALUE_REMOVED.pick(dir);
                     self.emit(
                         out,
                         rule,
                         &format!("{path}.enum"),
-                        "enum_value_removed",
+                        ChangeKind::EnumValueRemoved,
                         Some(value.clone()),
                         None,
                         format!("{path} lost the enum value {text}."),
@@ -1052,7 +1112,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     constraint_rule(dir, shift),
                     &format!("{path}.enum"),
-                    "enum_changed",
+                    ChangeKind::EnumChanged,
                     o.get("enum").or_else(|| o.get("const")).cloned(),
                     n.get("enum").or_else(|| n.get("const")).cloned(),
                     format!(
@@ -1091,15 +1151,12 @@ impl<'d> SchemaDiffer<'d> {
         let (before, after) = (values(o), values(n));
         let at = format!("{path}.{EXTENSIBLE_ENUM}");
         for (text, value) in before.iter().filter(|(t, _)| !after.contains_key(*t)) {
-            let rule = match dir {
-                Direction::Request => &REQUEST_ENUM_VALUE_REMOVED,
-                Direction::Response => &RESPONSE_ENUM_VALUE_REMOVED,
-            };
+            let rule = ENUM_VALUE_REMOVED.pick(dir);
             self.emit(
                 out,
                 rule,
                 &at,
-                "enum_value_removed",
+                ChangeKind::EnumValueRemoved,
                 Some(value.clone()),
                 None,
                 format!("{path} lost the extensible enum value {text}."),
@@ -1111,7 +1168,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 &DOCUMENTATION_CHANGED,
                 &at,
-                "extensible_enum_value_added",
+                ChangeKind::ExtensibleEnumValueAdded,
                 None,
                 Some(value.clone()),
                 format!("{path} lists the new extensible enum value {text}."),
@@ -1163,7 +1220,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     constraint_rule(dir, shift),
                     &format!("{path}.{keyword}"),
-                    "constraint_changed",
+                    ChangeKind::ConstraintChanged,
                     before.cloned(),
                     after.cloned(),
                     format!(
@@ -1209,7 +1266,7 @@ impl<'d> SchemaDiffer<'d> {
                 out,
                 constraint_rule(dir, shift),
                 &format!("{path}.{keyword}"),
-                "constraint_changed",
+                ChangeKind::ConstraintChanged,
                 before,
                 after,
                 text,
@@ -1265,7 +1322,7 @@ impl<'d> SchemaDiffer<'d> {
             out,
             constraint_rule(dir, shift),
             &at,
-            "additional_properties_changed",
+            ChangeKind::AdditionalPropertiesChanged,
             before.cloned(),
             after.cloned(),
             format!(
@@ -1298,7 +1355,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_COMPOSITION_CHANGED,
                     &at,
-                    "items_changed",
+                    ChangeKind::ItemsChanged,
                     o.get("items").cloned(),
                     n.get("items").cloned(),
                     format!("The tuple items at {path} changed shape."),
@@ -1333,7 +1390,7 @@ impl<'d> SchemaDiffer<'d> {
         if let (Some(Value::Array(a)), Some(Value::Array(b))) = (o.get(keyword), n.get(keyword)) {
             // GraphQL unions and interfaces keep their own reading: a removed member breaks
             // the queries that name it, whichever way data flows.
-            let graphql = out.kind == Some(crate::core::model::Kind::Graphql);
+            let graphql = out.kind() == Some(crate::core::model::Kind::Graphql);
             if a != b
                 && !graphql
                 && (keyword == "anyOf" || (keyword == "oneOf" && self.disjoint_branches(a, b)))
@@ -1374,7 +1431,7 @@ impl<'d> SchemaDiffer<'d> {
                         out,
                         &SCHEMA_COMPOSITION_CHANGED,
                         &at,
-                        "composition_changed",
+                        ChangeKind::CompositionChanged,
                         Some(json!(a.len())),
                         Some(json!(b.len())),
                         text,
@@ -1392,7 +1449,7 @@ impl<'d> SchemaDiffer<'d> {
                     out,
                     &SCHEMA_COMPOSITION_CHANGED,
                     &at,
-                    "composition_changed",
+                    ChangeKind::CompositionChanged,
                     Some(json!(count(before))),
                     Some(json!(count(after))),
                     format!(
@@ -1491,31 +1548,43 @@ impl SchemaDiffer<'_> {
             _ => v.clone(),
         };
         for j in new_left {
-            let (rule, effect) = match dir {
-                Direction::Request => (&REQUEST_BRANCH_ADDED, "a caller may now send it"),
-                Direction::Response => (&RESPONSE_BRANCH_ADDED, "a caller may now receive it"),
-            };
+            let rule = BRANCH_ADDED.pick(dir);
+            let effect = dir.pick("a caller may now send it", "a caller may now receive it");
             let branch = describe(&b[j]);
             let text = format!(
                 "{keyword} at {path} gained the branch {}; {effect}.",
                 show(Some(&branch))
             );
-            self.emit(out, rule, &at, "branch_added", None, Some(branch), text);
+            self.emit(
+                out,
+                rule,
+                &at,
+                ChangeKind::BranchAdded,
+                None,
+                Some(branch),
+                text,
+            );
         }
         for i in old_left {
-            let (rule, effect) = match dir {
-                Direction::Request => (
-                    &REQUEST_BRANCH_REMOVED,
-                    "what callers send in that shape may be rejected",
-                ),
-                Direction::Response => (&RESPONSE_BRANCH_REMOVED, "callers no longer receive it"),
-            };
+            let rule = BRANCH_REMOVED.pick(dir);
+            let effect = dir.pick(
+                "what callers send in that shape may be rejected",
+                "callers no longer receive it",
+            );
             let branch = describe(&a[i]);
             let text = format!(
                 "{keyword} at {path} lost the branch {}; {effect}.",
                 show(Some(&branch))
             );
-            self.emit(out, rule, &at, "branch_removed", Some(branch), None, text);
+            self.emit(
+                out,
+                rule,
+                &at,
+                ChangeKind::BranchRemoved,
+                Some(branch),
+                None,
+                text,
+            );
         }
     }
 
@@ -1578,7 +1647,7 @@ impl SchemaDiffer<'_> {
             out,
             &SCHEMA_COMPOSITION_CHANGED,
             at,
-            "composition_changed",
+            ChangeKind::CompositionChanged,
             Some(json!(removed)),
             Some(json!(added)),
             text,
@@ -1682,14 +1751,12 @@ enum Shift {
 }
 
 fn constraint_rule(dir: Direction, shift: Shift) -> &'static Rule {
-    match (dir, shift) {
-        (Direction::Request, Shift::Tightened) => &REQUEST_CONSTRAINT_TIGHTENED,
-        (Direction::Request, Shift::Relaxed) => &REQUEST_CONSTRAINT_RELAXED,
-        (Direction::Request, Shift::Changed) => &REQUEST_CONSTRAINT_CHANGED,
-        (Direction::Response, Shift::Tightened) => &RESPONSE_CONSTRAINT_TIGHTENED,
-        (Direction::Response, Shift::Relaxed) => &RESPONSE_CONSTRAINT_RELAXED,
-        (Direction::Response, Shift::Changed) => &RESPONSE_CONSTRAINT_CHANGED,
+    match shift {
+        Shift::Tightened => &CONSTRAINT_TIGHTENED,
+        Shift::Relaxed => &CONSTRAINT_RELAXED,
+        Shift::Changed => &CONSTRAINT_CHANGED,
     }
+    .pick(dir)
 }
 
 fn show(v: Option<&Value>) -> String {
@@ -1798,6 +1865,44 @@ fn as_f64(v: &Value) -> Option<f64> {
     v.as_number()
         .and_then(|n| n.to_string().parse::<f64>().ok())
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &DEFINITION_RENAMED,
+    &READ_WRITE_ONLY_CHANGED,
+    &READ_WRITE_ONLY_SIDE_IGNORED,
+    &REQUEST_BRANCH_ADDED,
+    &REQUEST_BRANCH_REMOVED,
+    &REQUEST_CONSTRAINT_CHANGED,
+    &REQUEST_CONSTRAINT_RELAXED,
+    &REQUEST_CONSTRAINT_TIGHTENED,
+    &REQUEST_DEFAULT_CHANGED,
+    &REQUEST_ENUM_VALUE_ADDED,
+    &REQUEST_ENUM_VALUE_REMOVED,
+    &REQUEST_PROPERTY_ADDED_OPTIONAL,
+    &REQUEST_PROPERTY_ADDED_REQUIRED,
+    &REQUEST_PROPERTY_BECAME_OPTIONAL,
+    &REQUEST_PROPERTY_BECAME_REQUIRED,
+    &REQUEST_PROPERTY_REMOVED,
+    &REQUEST_TYPE_CHANGED,
+    &REQUEST_TYPE_WIDENED,
+    &RESPONSE_BRANCH_ADDED,
+    &RESPONSE_BRANCH_REMOVED,
+    &RESPONSE_CONSTRAINT_CHANGED,
+    &RESPONSE_CONSTRAINT_RELAXED,
+    &RESPONSE_CONSTRAINT_TIGHTENED,
+    &RESPONSE_DEFAULT_CHANGED,
+    &RESPONSE_ENUM_VALUE_ADDED,
+    &RESPONSE_ENUM_VALUE_REMOVED,
+    &RESPONSE_PROPERTY_ADDED,
+    &RESPONSE_PROPERTY_BECAME_OPTIONAL,
+    &RESPONSE_PROPERTY_BECAME_REQUIRED,
+    &RESPONSE_PROPERTY_REMOVED,
+    &RESPONSE_TYPE_CHANGED,
+    &RESPONSE_TYPE_NARROWED,
+    &SCHEMA_COMPOSITION_CHANGED,
+    &SCHEMA_KEYWORD_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {
@@ -2189,10 +2294,11 @@ pub(super) mod cases {
         compared.extend(LOWER_BOUNDS);
         compared.extend(PRESENCE_CONSTRAINTS);
         let compared: std::collections::BTreeSet<&str> = compared.into_iter().collect();
-        let derived: std::collections::BTreeSet<&str> = MODELLED.iter().copied().collect();
+        let modelled = &crate::core::diff::SCHEMA_WIRING.modelled;
+        let derived: std::collections::BTreeSet<&str> = modelled.iter().copied().collect();
         assert_eq!(derived, compared);
         for keyword in DOC_KEYWORDS.iter().chain(DEPRECATED_CHANGED.keywords) {
-            assert!(!modelled(keyword), "{keyword}");
+            assert!(!modelled.contains(keyword), "{keyword}");
             assert!(documentation_rule(keyword).is_some(), "{keyword}");
         }
     }

@@ -1,9 +1,8 @@
 //! Shared fixtures and the one rule-case helper, [`check`]. Each rule family keeps its cases
-//! beside its rules (`cases()` in `mod.rs`, `endpoint.rs`, `parameter.rs`, `body.rs`,
-//! `response.rs`, `schema.rs`, `tool.rs`); [`every_rule_has_a_case`] fails when a registered
-//! rule has none. Below them: tests of the classifier as a whole.
+//! beside its rules (`cases::cases()` in every family file), gathered through the registration
+//! list `rules::FAMILIES`; [`every_rule_has_a_case`] fails when a registered rule has none. Below them: tests of the classifier as a whole.
 
-use super::rules::{Rule, SeverityOverrides, ALL};
+use super::rules::{Rule, SeverityOverrides, ALL, FAMILIES};
 use super::{classify, ClassifyPolicy, DriftReport};
 use crate::core::model::{Compatibility, Kind, Severity, ToolSpec};
 use crate::core::normalize::openapi::normalize_value;
@@ -341,12 +340,12 @@ pub(super) fn check_with(
         report.compatibility,
         rule.id
     );
-    if !std::ptr::eq(rule, &super::UNCLASSIFIED_CHANGE) {
+    if !std::ptr::eq(rule, &super::shared::UNCLASSIFIED_CHANGE) {
         assert!(
             !report
                 .changes
                 .iter()
-                .any(|c| c.rule == super::UNCLASSIFIED_CHANGE.id),
+                .any(|c| c.rule == super::shared::UNCLASSIFIED_CHANGE.id),
             "case {} left an unexplained difference: {:#?}",
             rule.id,
             report.changes
@@ -355,9 +354,9 @@ pub(super) fn check_with(
     if new.kind == Kind::Mcp {
         // Model-facing text is never judged by the general (info) text rules.
         let general = [
-            &super::endpoint::DESCRIPTION_CHANGED,
-            &super::endpoint::TITLE_CHANGED,
-            &super::schema::DOCUMENTATION_CHANGED,
+            &super::shared::DESCRIPTION_CHANGED,
+            &super::shared::TITLE_CHANGED,
+            &super::shared::DOCUMENTATION_CHANGED,
         ];
         assert!(
             !report
@@ -383,30 +382,15 @@ pub(super) fn run_case(edit: Edit) -> DriftReport {
     classify(&old, &new, &ClassifyPolicy::default())
 }
 
+/// Every family's cases, from the one registration list (`rules::FAMILIES`).
 fn all_cases() -> Vec<Case> {
-    [
-        super::cases::cases(),
-        super::endpoint::cases::cases(),
-        super::parameter::cases::cases(),
-        super::body::cases::cases(),
-        super::response::cases::cases(),
-        super::schema::cases::cases(),
-        super::tool::cases::cases(),
-        super::database::cases::cases(),
-        super::text::cases::cases(),
-        super::graphql::cases::cases(),
-        super::odata::cases::cases(),
-        super::openrpc::cases::cases(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    FAMILIES.iter().flat_map(|f| (f.cases)()).collect()
 }
 
 #[test]
 fn every_rule_has_a_case() {
     let cases = all_cases();
-    for rule in ALL {
+    for rule in ALL.iter() {
         assert!(
             cases.iter().any(|c| std::ptr::eq(c.rule, *rule)),
             "rule {} has no test case",
@@ -676,4 +660,247 @@ fn extensible_enums_may_grow_but_not_shrink_on_the_request_side() {
         .changes
         .iter()
         .any(|c| c.rule == "request-enum-value-removed"));
+}
+
+/// Endpoint sub-kinds read the method text both ways; any other text (an HTTP method, an
+/// OpenRPC call) is `Other` and stays the endpoint's own.
+#[test]
+fn endpoint_sub_kinds_read_their_method_text() {
+    use crate::core::model::EndpointSubKind;
+    for (sub, text) in EndpointSubKind::NAMED {
+        assert_eq!(EndpointSubKind::of(text), *sub);
+        assert_eq!(sub.as_str(), Some(*text));
+    }
+    for other in ["GET", "POST", "CALL", "QUERY", "prompt", ""] {
+        assert_eq!(EndpointSubKind::of(other), EndpointSubKind::Other);
+    }
+    assert_eq!(EndpointSubKind::Other.as_str(), None);
+    let (_, new) = mcp(|_| {});
+    let subs: Vec<EndpointSubKind> = new.endpoints.iter().map(|e| e.sub_kind()).collect();
+    assert!(subs.contains(&EndpointSubKind::Tool), "{subs:?}");
+}
+
+/// The pinned (rule, kind) pairs, `tests/fixtures/rule-kinds.txt`: the section `name` as
+/// `(rule id, kind text)`.
+pub(super) fn pinned_rule_kinds(name: &str) -> std::collections::BTreeSet<(String, String)> {
+    let text = include_str!(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/rule-kinds.txt"
+    ));
+    let mut section = "";
+    let mut out = std::collections::BTreeSet::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s;
+            continue;
+        }
+        if section == name {
+            let (rule, kind) = line.split_once(' ').expect("`rule kind`");
+            out.insert((rule.to_string(), kind.to_string()));
+        }
+    }
+    out
+}
+
+/// Every (rule, kind) pair the rule cases produce is pinned in `tests/fixtures/rule-kinds.txt`
+/// (its `[cases]` section, exactly; `[corpus]` is pinned by `tests/kinds/corpus.rs`), and every
+/// pinned pair names a registered rule and a known [`ChangeKind`]: a change of which kind a
+/// rule emits is deliberate, never a side effect of a refactor.
+///
+/// [`ChangeKind`]: super::change_kind::ChangeKind
+#[test]
+fn every_rule_kind_pair_of_the_cases_is_pinned() {
+    use super::change_kind::ChangeKind;
+    let mut produced = std::collections::BTreeSet::new();
+    for case in all_cases() {
+        let report = classify(&case.old, &case.new, &case.policy);
+        for c in report.changes {
+            produced.insert((c.rule, c.kind));
+        }
+    }
+    let pinned = pinned_rule_kinds("cases");
+    let listing: String = produced.iter().map(|(r, k)| format!("{r} {k}\n")).collect();
+    assert!(
+        produced == pinned,
+        "the rule cases produce other (rule, kind) pairs than tests/fixtures/rule-kinds.txt \
+         pins; its [cases] section would be:\n{listing}"
+    );
+    for (rule, kind) in pinned.iter().chain(pinned_rule_kinds("corpus").iter()) {
+        assert!(ALL.iter().any(|r| r.id == rule), "{rule} is no rule");
+        assert!(
+            ChangeKind::ALL.iter().any(|k| k.as_str() == kind),
+            "{kind} is no ChangeKind"
+        );
+    }
+}
+
+/// Deliberate asymmetries of the rules, each with its reason: a rule id (or an id prefix
+/// ending in `-`) and why it has no request/response or added/removed counterpart.
+const ASYMMETRIES: &[(&str, &str)] = &[
+    (
+        "request-body-",
+        "only a caller sends a request body; what it receives is judged by response-*",
+    ),
+    (
+        "request-parameter-",
+        "only a caller sends parameters; response headers are response-header-*",
+    ),
+    (
+        "request-encoding-changed",
+        "multipart and form encodings describe only what a caller sends",
+    ),
+    (
+        "response-header-",
+        "response headers are only received; request headers are parameters",
+    ),
+    (
+        "response-error-status-",
+        "status codes are only received",
+    ),
+    (
+        "response-success-status-",
+        "status codes are only received",
+    ),
+    (
+        "response-links-changed",
+        "links are design-time hints of a response only",
+    ),
+    (
+        "database-function-added-",
+        "a dropped function is endpoint-removed, like any endpoint",
+    ),
+    (
+        "database-object-added",
+        "a dropped table or view is endpoint-removed, like any endpoint",
+    ),
+    (
+        "database-object-added-with-grants",
+        "a dropped table or view is endpoint-removed, like any endpoint",
+    ),
+    (
+        "tool-added",
+        "a removed tool is endpoint-removed (breaking); only a new tool brings new model-facing text",
+    ),
+    (
+        "hidden-text-added",
+        "hidden characters that disappear are no risk; the text change is reported by its text rule",
+    ),
+    (
+        "directive-argument-relaxed",
+        "its opposite (an argument made required) is directive-argument-changed, with type and default changes",
+    ),
+];
+
+/// The counterpart words of the added/removed axis (and its kin), both ways.
+const OPPOSITES: &[(&str, &str)] = &[
+    ("-added", "-removed"),
+    ("-tightened", "-relaxed"),
+    ("-became-required", "-became-optional"),
+    ("-granted", "-revoked"),
+];
+
+/// The symmetry meta-test (the way oasdiff's checker and buf's breaking rules pair their
+/// checks): every schema rule judging one direction sits in a `schema::Directed` pair (so the
+/// walker judges both directions), every `request-` rule has its `response-` counterpart and
+/// back, and every added / tightened / became-required / granted rule has its opposite for
+/// the same subject, unless [`ASYMMETRIES`] waives it with a reason. A waiver no rule needs
+/// fails too.
+#[test]
+fn rules_are_symmetric_or_waived_with_a_reason() {
+    use super::rule::Direction;
+    use super::schema::DIRECTED;
+    let registered = |r: &Rule| ALL.iter().any(|a| std::ptr::eq(*a, r));
+    for d in DIRECTED {
+        assert_eq!(
+            d.request.direction(),
+            Some(Direction::Request),
+            "{}",
+            d.request.id
+        );
+        assert_eq!(
+            d.response.direction(),
+            Some(Direction::Response),
+            "{}",
+            d.response.id
+        );
+        assert!(registered(d.request) && registered(d.response), "{d:?}");
+    }
+    let directed = |r: &Rule| {
+        DIRECTED
+            .iter()
+            .any(|d| std::ptr::eq(d.request, r) || std::ptr::eq(d.response, r))
+    };
+    let mut used = std::collections::BTreeSet::new();
+    let mut waived = |id: &str| {
+        let hit = ASYMMETRIES.iter().find(|(w, _)| {
+            if w.ends_with('-') {
+                id.starts_with(w)
+            } else {
+                id == *w
+            }
+        });
+        if let Some((w, _)) = hit {
+            used.insert(*w);
+        }
+        hit.is_some()
+    };
+    let exists = |id: &str| ALL.iter().any(|r| r.id == id);
+    let mut wrong = Vec::new();
+    let schema = FAMILIES.iter().find(|f| f.name == "schema").unwrap();
+    for r in schema.rules {
+        if r.direction().is_some() && !directed(r) {
+            wrong.push(format!(
+                "schema rule {} is in no schema::Directed pair",
+                r.id
+            ));
+        }
+    }
+    for r in ALL.iter() {
+        let id = r.id;
+        let named = if id.starts_with("request-") {
+            Some(Direction::Request)
+        } else if id.starts_with("response-") {
+            Some(Direction::Response)
+        } else {
+            None
+        };
+        if let Some(dir) = named {
+            if r.direction() != named {
+                wrong.push(format!(
+                    "{id} is named for {dir:?} but judges {:?}",
+                    r.direction()
+                ));
+            }
+            let mirror = dir.pick(
+                id.replacen("request-", "response-", 1),
+                id.replacen("response-", "request-", 1),
+            );
+            if !exists(&mirror) && !directed(r) && !waived(id) {
+                wrong.push(format!("{id} has no {mirror}"));
+            }
+        }
+        for (a, b) in OPPOSITES.iter().flat_map(|&(a, b)| [(a, b), (b, a)]) {
+            let Some(at) = id.find(a) else { continue };
+            let subject = &id[..at];
+            let opposite = format!("{subject}{b}");
+            let found = ALL.iter().any(|o| o.id.starts_with(&opposite));
+            if !found && !waived(id) {
+                wrong.push(format!("{id} has no {opposite}…"));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "asymmetric rules (pair them, or waive them in ASYMMETRIES with a reason):\n{}",
+        wrong.join("\n")
+    );
+    let stale: Vec<&str> = ASYMMETRIES
+        .iter()
+        .map(|(w, _)| *w)
+        .filter(|w| !used.contains(w))
+        .collect();
+    assert!(stale.is_empty(), "waivers no rule needs: {stale:?}");
 }

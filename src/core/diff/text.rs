@@ -5,9 +5,11 @@
 //! schema text, `_meta` and unmodelled fields, server instructions) and, for the other kinds,
 //! every `description`, `title` and `summary` string of an endpoint or a definition.
 
-use super::endpoint::endpoint_path;
-use super::rules::{Rule, Side};
-use super::{Emitter, EndpointPair};
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::pair::EndpointPair;
+use super::rule::{Rule, Side};
+use super::shared::endpoint_path;
 use crate::core::hidden::{gained, has_hidden, is_hidden, Hidden};
 use crate::core::model::{Kind, Severity::*, ToolSpec};
 use serde_json::{json, Value};
@@ -155,12 +157,15 @@ fn report(path: &str, before: Option<&str>, after: &str, out: &mut Emitter) {
     out.emit(
         &HIDDEN_TEXT_ADDED,
         path,
-        "hidden_text_added",
+        ChangeKind::HiddenTextAdded,
         before.map(|t| json!(t)),
         Some(json!(after)),
         message,
     );
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[&HIDDEN_TEXT_ADDED];
 
 #[cfg(test)]
 pub(super) mod cases {

@@ -3,14 +3,14 @@
 //! resource templates and resources have a family each (added, removed, text changed), and
 //! the server capabilities one rule each way (gained or changed: security; lost: breaking).
 
-use super::endpoint::{
-    DESCRIPTION_CHANGED, ENDPOINT_ADDED_READ_ONLY, ENDPOINT_ADDED_WRITE, ENDPOINT_REMOVED,
-    META_CHANGED, TITLE_CHANGED,
+use super::change_kind::ChangeKind;
+use super::emit::Emitter;
+use super::rule::{Rule, Side};
+use super::shared::{
+    DESCRIPTION_CHANGED, DOCUMENTATION_CHANGED, ENDPOINT_ADDED_READ_ONLY, ENDPOINT_ADDED_WRITE,
+    ENDPOINT_REMOVED, EXTENSION_CHANGED, META_CHANGED, TITLE_CHANGED,
 };
-use super::rules::{Rule, Side};
-use super::schema::DOCUMENTATION_CHANGED;
-use super::Emitter;
-use crate::core::model::{Kind, Severity::*};
+use crate::core::model::{EndpointSubKind, Severity::*};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::ptr;
@@ -106,20 +106,22 @@ pub static RESOURCE_TEXT_CHANGED: Rule = Rule::new(
     "An MCP resource's name, title, description, mimeType, annotations (but `lastModified`), `_meta` or another field changed.",
 );
 
-/// The rule a kind uses in place of a general one; `method` is the method of the endpoint
-/// being judged, if any (MCP prompts and resources have rules of their own).
-pub(super) fn kind_rule(kind: Kind, method: Option<&str>, rule: &'static Rule) -> &'static Rule {
-    if kind != Kind::Mcp {
-        return rule;
-    }
-    let family = match method {
-        Some("PROMPT") => Some((&PROMPT_ADDED, &PROMPT_REMOVED, &PROMPT_TEXT_CHANGED)),
-        Some("RESOURCE_TEMPLATE") => Some((
+/// MCP's rule swap (`emit::RuleSwap`): the rule MCP uses in place of a general one, given the
+/// sub-kind of the endpoint being judged, if any (prompts and resources have rules of their
+/// own).
+pub(super) fn kind_rule(endpoint: Option<EndpointSubKind>, rule: &'static Rule) -> &'static Rule {
+    let family = match endpoint {
+        Some(EndpointSubKind::Prompt) => {
+            Some((&PROMPT_ADDED, &PROMPT_REMOVED, &PROMPT_TEXT_CHANGED))
+        }
+        Some(EndpointSubKind::ResourceTemplate) => Some((
             &RESOURCE_TEMPLATE_ADDED,
             &RESOURCE_TEMPLATE_REMOVED,
             &RESOURCE_TEMPLATE_TEXT_CHANGED,
         )),
-        Some("RESOURCE") => Some((&RESOURCE_ADDED, &RESOURCE_REMOVED, &RESOURCE_TEXT_CHANGED)),
+        Some(EndpointSubKind::Resource) => {
+            Some((&RESOURCE_ADDED, &RESOURCE_REMOVED, &RESOURCE_TEXT_CHANGED))
+        }
         _ => None,
     };
     if let Some((added, removed, text)) = family {
@@ -134,7 +136,7 @@ pub(super) fn kind_rule(kind: Kind, method: Option<&str>, rule: &'static Rule) -
             || ptr::eq(rule, &TITLE_CHANGED)
             || ptr::eq(rule, &DOCUMENTATION_CHANGED)
             || ptr::eq(rule, &META_CHANGED)
-            || ptr::eq(rule, &super::EXTENSION_CHANGED)
+            || ptr::eq(rule, &EXTENSION_CHANGED)
         {
             text
         } else {
@@ -176,7 +178,7 @@ pub(super) fn compare_capabilities(old: Option<&Value>, new: Option<&Value>, out
         (None, Some(n)) => out.emit(
             &CAPABILITIES_CHANGED,
             "capabilities",
-            "capabilities_changed",
+            ChangeKind::CapabilitiesChanged,
             None,
             Some(n.clone()),
             "The server's capabilities became known.".into(),
@@ -184,7 +186,7 @@ pub(super) fn compare_capabilities(old: Option<&Value>, new: Option<&Value>, out
         (Some(o), None) => out.emit(
             &CAPABILITY_LOST,
             "capabilities",
-            "capability_lost",
+            ChangeKind::CapabilityLost,
             Some(o.clone()),
             None,
             "The server's capabilities are no longer stated.".into(),
@@ -201,7 +203,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
         out.emit(
             &CAPABILITIES_CHANGED,
             path,
-            "capabilities_changed",
+            ChangeKind::CapabilitiesChanged,
             Some(old.clone()),
             Some(new.clone()),
             format!("The server capability {path} changed."),
@@ -216,7 +218,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
             (None, Some(b)) => out.emit(
                 &CAPABILITIES_CHANGED,
                 &at,
-                "capability_gained",
+                ChangeKind::CapabilityGained,
                 None,
                 Some(b.clone()),
                 format!("The server gained the capability {at}."),
@@ -224,7 +226,7 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
             (Some(a), None) => out.emit(
                 &CAPABILITY_LOST,
                 &at,
-                "capability_lost",
+                ChangeKind::CapabilityLost,
                 Some(a.clone()),
                 None,
                 format!("The server no longer declares the capability {at}."),
@@ -233,6 +235,25 @@ fn walk_capabilities(path: &str, old: &Value, new: &Value, out: &mut Emitter) {
         }
     }
 }
+
+/// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
+pub static RULES: &[&Rule] = &[
+    &CAPABILITIES_CHANGED,
+    &CAPABILITY_LOST,
+    &PROMPT_ADDED,
+    &PROMPT_REMOVED,
+    &PROMPT_TEXT_CHANGED,
+    &RESOURCE_ADDED,
+    &RESOURCE_REMOVED,
+    &RESOURCE_TEMPLATE_ADDED,
+    &RESOURCE_TEMPLATE_REMOVED,
+    &RESOURCE_TEMPLATE_TEXT_CHANGED,
+    &RESOURCE_TEXT_CHANGED,
+    &TOOL_ADDED,
+    &TOOL_DESCRIPTION_CHANGED,
+    &TOOL_SCHEMA_TEXT_CHANGED,
+    &TOOL_TITLE_CHANGED,
+];
 
 #[cfg(test)]
 pub(super) mod cases {

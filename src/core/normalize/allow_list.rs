@@ -14,7 +14,7 @@ pub fn descriptive(kind: Kind) -> Option<&'static [(&'static str, &'static str)]
         Kind::Openrpc => Some(openrpc::DESCRIPTIVE),
         Kind::Odata => Some(odata::DESCRIPTIVE),
         Kind::Graphql => Some(graphql::DESCRIPTIVE),
-        // Not yet deny-by-default: it keeps what it models (docs/optimade.md).
+        // Not yet deny-by-default: it keeps what it models (docs/kinds-rpc.md, "OPTIMADE").
         Kind::Optimade => None,
         // The catalog document is schemawatch's own introspection (docs/databases.md).
         Kind::Sqlite | Kind::Postgres => None,
