@@ -318,7 +318,10 @@ fn template_pieces(template: &str) -> Option<Vec<Piece<'_>>> {
             Some(b'#') => (Piece::Fragment, &expression[1..]),
             _ => (Piece::Simple, expression),
         };
-        let plain = !name.is_empty()
+        // RFC 6570 varname: a `.` only between characters (a leading one is the operator).
+        let plain = !name.starts_with('.')
+            && !name.ends_with('.')
+            && !name.is_empty()
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '%' || c == '.');

@@ -1,0 +1,310 @@
+//! `schemawatch mcp-gateway` with real parts: the PyPI `mcp` client library as the agent
+//! (tests/peers/gateway_agent.py) and a PyPI `mcp` server that changes on an out-of-band
+//! trigger (tests/peers/gateway_peer.py, a control file) as the upstream; the registry a real
+//! SQLite file written by `schemawatch check` and `schemawatch pending accept`.
+
+use crate::common::peers::{self, peers_dir, python_mcp};
+use crate::common::{bin, Sandbox};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+
+macro_rules! need {
+    ($found:expr, $what:expr) => {
+        match peers::need($found, $what) {
+            Some(v) => v,
+            None => return,
+        }
+    };
+}
+
+const WATCH: &str = "team.notes";
+
+/// A sandbox whose config watches the gateway peer (state in `ctl`, pids in `pids`), with
+/// the first contract accepted by a `check`.
+fn sandbox(python: &str, extra: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    let peer = peers_dir().join("gateway_peer.py");
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{python}\", \"{}\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n{extra}[watch.env]\nCONTROL = \"{}\"\nPIDFILE = \"{}\"\n",
+        peer.display(),
+        sb.path("ctl").display(),
+        sb.path("pids").display(),
+    ));
+    sb.run(&["check", "--config", &sb.config_arg()])
+        .assert_code(0);
+    sb
+}
+
+fn pids(sb: &Sandbox) -> Vec<u32> {
+    std::fs::read_to_string(sb.path("pids"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Whether `pid` is a live process (a zombie counts as gone: it runs nothing).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn an_agent_sees_and_calls_only_what_was_accepted() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let errlog = sb.path("gateway.err");
+    let output = Command::new(&python)
+        .arg(peers_dir().join("gateway_agent.py"))
+        .args([
+            "--bin",
+            bin(),
+            "--config",
+            &sb.config_arg(),
+            "--watch",
+            WATCH,
+        ])
+        .arg("--control")
+        .arg(sb.path("ctl"))
+        .arg("--errlog")
+        .arg(&errlog)
+        .current_dir(sb.dir.path())
+        .output()
+        .expect("run the agent");
+    let stderr = std::fs::read_to_string(&errlog).unwrap_or_default();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let seen: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| {
+        panic!(
+            "agent output is not JSON ({e}): {text}\n{}\n--- gateway stderr ---\n{stderr}",
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    assert!(
+        output.status.success(),
+        "{seen}\n--- gateway stderr ---\n{stderr}"
+    );
+    let names = |key: &str| -> Vec<String> {
+        seen[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} in {seen}"))
+            .iter()
+            .map(|v| v.as_str().unwrap().to_string())
+            .collect()
+    };
+    // The accepted instructions and every accepted tool; listChanged declared.
+    assert_eq!(seen["instructions"], "Notes live on this server.");
+    assert_eq!(seen["listChanged"], true);
+    assert_eq!(
+        names("tools_start"),
+        ["echo", "fetch_page", "read_note", "summarize"]
+    );
+    assert_eq!(seen["echo"]["text"], "hello");
+    assert_eq!(seen["echo"]["error"], false);
+    // A result carrying tag characters is withheld, naming code points, never the text.
+    assert_eq!(seen["fetch_page"]["error"], true);
+    let withheld = seen["fetch_page"]["text"].as_str().unwrap();
+    assert!(
+        withheld.contains("U+E0069") && withheld.contains("(tag)"),
+        "{withheld}"
+    );
+    assert!(!withheld.contains('\u{E0069}'), "{withheld}");
+    // The upstream flips read_note: it disappears and a call is refused naming the review.
+    assert_eq!(names("tools_flipped"), ["echo", "fetch_page", "summarize"]);
+    let refusal = seen["refusal"].as_str().unwrap();
+    assert!(refusal.contains(WATCH), "{refusal}");
+    assert!(refusal.contains("\"read_note\""), "{refusal}");
+    assert!(refusal.contains("open review 1"), "{refusal}");
+    // Accepted in the registry: visible again, the agent told by list_changed.
+    assert_eq!(seen["accept_exit"], 0);
+    assert_eq!(
+        names("tools_accepted"),
+        ["echo", "fetch_page", "read_note", "summarize"]
+    );
+    assert_eq!(seen["read_note"]["text"], "note 7");
+    assert_eq!(
+        seen["list_changed_after"],
+        serde_json::json!(["flip", "accept", "hidden"])
+    );
+    // A description that gains hidden characters never reaches the agent.
+    let hidden = names("tools_hidden");
+    assert!(!hidden.contains(&"summarize".to_string()), "{hidden:?}");
+    assert!(seen["summarize"]
+        .as_str()
+        .unwrap()
+        .contains("\"summarize\""));
+    // An unknown name is refused, not resolved to a near match.
+    assert!(
+        seen["near_match"].as_str().unwrap().contains("unknown"),
+        "{seen}"
+    );
+    // Logged on stderr (the agent's stdout carried only the protocol, or the client would
+    // have failed), and the counters at exit.
+    assert!(stderr.contains("gateway_item_withheld"), "{stderr}");
+    assert!(stderr.contains("gateway_result_withheld"), "{stderr}");
+    assert!(stderr.contains("withheld_results=1"), "{stderr}");
+    // Every upstream the agent's gateway (and the checks) started is gone.
+    let started = pids(&sb);
+    assert!(!started.is_empty());
+    for pid in started {
+        assert!(!alive(pid), "upstream {pid} still runs");
+    }
+}
+
+/// Starts the gateway as an agent host would and completes `initialize`; the upstream's pid.
+fn started_gateway(sb: &Sandbox) -> (std::process::Child, u32) {
+    let before = pids(sb).len();
+    let mut gateway = Command::new(bin())
+        .args([
+            "mcp-gateway",
+            "--config",
+            &sb.config_arg(),
+            "--watch",
+            WATCH,
+        ])
+        .current_dir(sb.dir.path())
+        .env_remove("SCHEMAWATCH_CONFIG")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the gateway");
+    let mut stdin = gateway.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    let mut line = String::new();
+    BufReader::new(gateway.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let answer: Value = serde_json::from_str(&line).expect("initialize answer");
+    assert_eq!(answer["id"], 1, "{answer}");
+    assert!(
+        answer["result"]["capabilities"]["tools"].is_object(),
+        "{answer}"
+    );
+    let now = pids(sb);
+    assert_eq!(now.len(), before + 1, "one upstream started: {now:?}");
+    let upstream = *now.last().unwrap();
+    assert!(alive(upstream));
+    gateway.stdin = Some(stdin);
+    (gateway, upstream)
+}
+
+#[test]
+fn the_upstream_dies_with_the_agent_side_and_on_sigterm() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    // The agent host goes away: its end of the pipe closes.
+    let (mut gateway, upstream) = started_gateway(&sb);
+    drop(gateway.stdin.take());
+    let status = gateway.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!alive(upstream), "upstream {upstream} outlived the agent");
+    // SIGTERM.
+    let (mut gateway, upstream) = started_gateway(&sb);
+    let term = Command::new("kill")
+        .args(["-TERM", &gateway.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(term.success());
+    let status = gateway.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert!(!alive(upstream), "upstream {upstream} outlived SIGTERM");
+}
+
+#[test]
+fn the_gateway_refuses_to_start_without_an_accepted_contract() {
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"a.b\"\nkind = \"mcp\"\ncommand = [\"true\"]\n\n[[watch]]\nname = \"c.d\"\nkind = \"openapi\"\nurl = \"http://127.0.0.1:9/x\"\n",
+    );
+    // No registry file yet.
+    let run = sb.run(&[
+        "mcp-gateway",
+        "--config",
+        &sb.config_arg(),
+        "--watch",
+        "a.b",
+    ]);
+    run.assert_code(2);
+    assert!(run.stderr_text().contains("registry"), "{}", run.describe());
+    assert!(run.stdout.is_empty(), "{}", run.describe());
+    let run = sb.run(&[
+        "mcp-gateway",
+        "--config",
+        &sb.config_arg(),
+        "--watch",
+        "c.d",
+    ]);
+    run.assert_code(2);
+    assert!(run.stderr_text().contains("not mcp"), "{}", run.describe());
+    let run = sb.run(&[
+        "mcp-gateway",
+        "--config",
+        &sb.config_arg(),
+        "--watch",
+        "x.y",
+    ]);
+    run.assert_code(2);
+    assert!(
+        run.stderr_text().contains("no watch named"),
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn the_gateway_refuses_a_registry_or_fingerprint_version_other_than_its_own() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let db = sb.path("registry.sqlite3");
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute("UPDATE tools SET fingerprint_version = 0", [])
+        .unwrap();
+    let run = sb.run(&[
+        "mcp-gateway",
+        "--config",
+        &sb.config_arg(),
+        "--watch",
+        WATCH,
+    ]);
+    run.assert_code(2);
+    let err = run.stderr_text();
+    assert!(
+        err.contains("FINGERPRINT_VERSION 0")
+            && err.contains(&format!(
+                "version {}",
+                schemawatch::core::fingerprint::FINGERPRINT_VERSION
+            )),
+        "{}",
+        run.describe()
+    );
+    let supported: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    conn.pragma_update(None, "user_version", supported + 1)
+        .unwrap();
+    drop(conn);
+    let run = sb.run(&[
+        "mcp-gateway",
+        "--config",
+        &sb.config_arg(),
+        "--watch",
+        WATCH,
+    ]);
+    run.assert_code(2);
+    let err = run.stderr_text();
+    assert!(
+        err.contains(&format!("{}", supported + 1)) && err.contains(&format!("({supported})")),
+        "{}",
+        run.describe()
+    );
+    assert!(run.stdout.is_empty(), "{}", run.describe());
+}
