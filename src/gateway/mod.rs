@@ -275,7 +275,7 @@ where
         let notify_at = gateway.notify_at;
         tokio::select! {
             message = incoming.recv() => match message {
-                Some(Some(message)) => gateway.from_agent(message).await,
+                Some(Some(message)) => gateway.on_agent(message).await,
                 Some(None) | None => break Stop::AgentClosed,
             },
             event = events.recv() => match event {
@@ -391,11 +391,11 @@ impl Gateway {
         self.options.mode == Mode::Report
     }
 
-    async fn from_agent(&mut self, message: Value) {
+    async fn on_agent(&mut self, message: Value) {
         let message = match message {
             Value::Array(batch) => {
                 for m in batch {
-                    Box::pin(self.from_agent(m)).await;
+                    Box::pin(self.on_agent(m)).await;
                 }
                 return;
             }
