@@ -101,7 +101,7 @@ fn an_agent_sees_and_calls_only_what_was_accepted() {
     assert_eq!(seen["listChanged"], true);
     assert_eq!(
         names("tools_start"),
-        ["echo", "fetch_page", "read_note", "summarize"]
+        ["ask_model", "echo", "fetch_page", "read_note", "summarize"]
     );
     assert_eq!(seen["echo"]["text"], "hello");
     assert_eq!(seen["echo"]["error"], false);
@@ -114,7 +114,10 @@ fn an_agent_sees_and_calls_only_what_was_accepted() {
     );
     assert!(!withheld.contains('\u{E0069}'), "{withheld}");
     // The upstream flips read_note: it disappears and a call is refused naming the review.
-    assert_eq!(names("tools_flipped"), ["echo", "fetch_page", "summarize"]);
+    assert_eq!(
+        names("tools_flipped"),
+        ["ask_model", "echo", "fetch_page", "summarize"]
+    );
     let refusal = seen["refusal"].as_str().unwrap();
     assert!(refusal.contains(WATCH), "{refusal}");
     assert!(refusal.contains("\"read_note\""), "{refusal}");
@@ -123,7 +126,7 @@ fn an_agent_sees_and_calls_only_what_was_accepted() {
     assert_eq!(seen["accept_exit"], 0);
     assert_eq!(
         names("tools_accepted"),
-        ["echo", "fetch_page", "read_note", "summarize"]
+        ["ask_model", "echo", "fetch_page", "read_note", "summarize"]
     );
     assert_eq!(seen["read_note"]["text"], "note 7");
     assert_eq!(
@@ -307,4 +310,230 @@ fn the_gateway_refuses_a_registry_or_fingerprint_version_other_than_its_own() {
         run.describe()
     );
     assert!(run.stdout.is_empty(), "{}", run.describe());
+}
+
+/// An agent host written by hand: newline-delimited JSON-RPC over the gateway's stdio, a
+/// reader thread, and the gateway's stderr in a file.
+struct Agent {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    lines: std::sync::mpsc::Receiver<Value>,
+    /// Notifications and server requests seen while waiting for answers.
+    seen: Vec<Value>,
+    stderr: std::path::PathBuf,
+}
+
+impl Agent {
+    fn start(sb: &Sandbox, args: &[&str], capabilities: Value) -> Agent {
+        let stderr = sb.path(&format!("gateway-{}.err", pids(sb).len()));
+        let mut child = Command::new(bin())
+            .args([
+                "mcp-gateway",
+                "--config",
+                &sb.config_arg(),
+                "--watch",
+                WATCH,
+            ])
+            .args(args)
+            .current_dir(sb.dir.path())
+            .env_remove("SCHEMAWATCH_CONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("spawn the gateway");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { return };
+                let value: Value = serde_json::from_str(&line)
+                    .unwrap_or_else(|e| panic!("stdout carried a non-protocol line ({e}): {line}"));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut agent = Agent {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            seen: Vec::new(),
+            stderr,
+        };
+        let init = agent.request(
+            "initialize",
+            serde_json::json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                               "clientInfo": {"name": "t", "version": "0"}}),
+        );
+        assert!(init["result"].is_object(), "{init}");
+        agent.send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        agent
+    }
+
+    fn send(&mut self, message: Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and reads until its answer; a sampling request met on the way is
+    /// answered with "hi".
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.seen.len() as i64 + 1000;
+        self.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+        );
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("no answer to {method}:\n{}", self.stderr_text()));
+            if message.get("method").is_none() && message["id"] == id {
+                return message;
+            }
+            if message["method"] == "sampling/createMessage" {
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "role": "assistant", "content": {"type": "text", "text": "hi"},
+                    "model": "test", "stopReason": "endTurn"}});
+                self.send(answer);
+            }
+            self.seen.push(message);
+        }
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.request(
+            "tools/call",
+            serde_json::json!({"name": tool, "arguments": arguments}),
+        )
+    }
+
+    fn tool_names(&mut self) -> Vec<String> {
+        let list = self.request("tools/list", serde_json::json!({}));
+        let mut names: Vec<String> = list["result"]["tools"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{list}"))
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Closes the agent's side and waits for the gateway; its stderr.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}\n{}", self.stderr_text());
+        self.stderr_text()
+    }
+}
+
+fn wait_applied(sb: &Sandbox, state: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::read_to_string(sb.path("applied")).unwrap_or_default() != state {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the peer never applied {state}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+fn text(result: &Value) -> String {
+    result["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn strict_freshness_refuses_a_definition_changed_between_list_and_call() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    // The upstream changes without announcing it: only a listing before the call sees it.
+    let sb = sandbox(&python, "");
+    let config = std::fs::read_to_string(&sb.config).unwrap().replace(
+        "[watch.env]\n",
+        &format!(
+            "[watch.env]\nQUIET = \"1\"\nAPPLIED = \"{}\"\n",
+            sb.path("applied").display()
+        ),
+    );
+    sb.write_config(&config);
+    let mut strict = Agent::start(&sb, &["--freshness", "strict"], serde_json::json!({}));
+    let mut cached = Agent::start(&sb, &[], serde_json::json!({}));
+    assert!(strict.tool_names().contains(&"read_note".to_string()));
+    assert!(cached.tool_names().contains(&"read_note".to_string()));
+    std::fs::write(sb.path("ctl"), "flip").unwrap();
+    wait_applied(&sb, "flip");
+    // Changed between the agent's list and its call: strict re-lists first and refuses.
+    let refused = strict.call("read_note", serde_json::json!({"note_id": "1"}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("drifted"),
+        "{refused}"
+    );
+    // Cached trusts its last listing until the upstream announces a change (documented).
+    let forwarded = cached.call("read_note", serde_json::json!({"note_id": "1"}));
+    assert_eq!(text(&forwarded), "note 1", "{forwarded}");
+    let err = strict.finish();
+    assert!(err.contains("refused_calls=1"), "{err}");
+    cached.finish();
+}
+
+#[test]
+fn report_mode_passes_everything_and_counts_what_enforcement_would_withhold() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    std::fs::write(sb.path("ctl"), "flip").unwrap();
+    let mut agent = Agent::start(&sb, &["--mode", "report"], serde_json::json!({}));
+    assert!(agent.tool_names().contains(&"read_note".to_string()));
+    let note = agent.call("read_note", serde_json::json!({"note_id": "2"}));
+    assert_eq!(text(&note), "note 2", "{note}");
+    let page = agent.call("fetch_page", serde_json::json!({}));
+    assert!(text(&page).starts_with("page body\u{E0069}"), "{page}");
+    let err = agent.finish();
+    assert!(err.contains("gateway_would_refuse"), "{err}");
+    assert!(err.contains("would_refuse=1 would_withhold=2"), "{err}");
+    assert!(err.contains("refused_calls=0"), "{err}");
+}
+
+#[test]
+fn sampling_is_refused_unless_allowed_and_results_follow_the_class_policy() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let caps = serde_json::json!({"sampling": {}});
+    let mut agent = Agent::start(&sb, &[], caps.clone());
+    let asked = agent.call("ask_model", serde_json::json!({}));
+    assert!(text(&asked).starts_with("sampling failed"), "{asked}");
+    assert!(
+        !agent
+            .seen
+            .iter()
+            .any(|m| m["method"] == "sampling/createMessage"),
+        "{:?}",
+        agent.seen
+    );
+    agent.finish();
+    let mut agent = Agent::start(&sb, &["--allow-sampling", "--results", "tag=flag"], caps);
+    let asked = agent.call("ask_model", serde_json::json!({}));
+    assert_eq!(text(&asked), "model said: hi", "{asked}");
+    assert!(agent
+        .seen
+        .iter()
+        .any(|m| m["method"] == "sampling/createMessage"));
+    // Tag characters flagged, not withheld.
+    let page = agent.call("fetch_page", serde_json::json!({}));
+    assert!(text(&page).starts_with("page body\u{E0069}"), "{page}");
+    let err = agent.finish();
+    assert!(err.contains("gateway_result_flagged"), "{err}");
+    assert!(err.contains("flagged_results=1"), "{err}");
 }
