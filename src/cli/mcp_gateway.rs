@@ -6,7 +6,7 @@ use super::{load_config, ConfigArg, Failure, Outcome};
 use anyhow::anyhow;
 use schemawatch::config::LogFormat;
 use schemawatch::core::gateway::{ResultPolicy, ServerRequest, ServerRequestPolicy};
-use schemawatch::gateway::{Freshness, Mode, Options, Stop};
+use schemawatch::gateway::{ApiSource, Freshness, Mode, Options, Stop};
 
 #[derive(clap::Args)]
 pub struct GatewayArgs {
@@ -40,6 +40,20 @@ pub struct GatewayArgs {
     /// Seconds between counter summaries on stderr (one more at exit).
     #[arg(long, default_value_t = 300)]
     summary_every: u64,
+    /// Where the accepted contract comes from: `registry` (the config's registry file, opened
+    /// read-only: same user, same host) or `api` (the daemon's
+    /// `GET /v1/watches/{name}/contract`, with the token of `[server] read_token_env` or
+    /// `admin_token_env`).
+    #[arg(long, value_enum, default_value = "registry")]
+    contract_from: ContractFromArg,
+    /// The daemon's API (default: `http://` + `[server] listen`).
+    #[arg(long)]
+    api_url: Option<String>,
+    /// On drift, ask the daemon to refresh the watch now (`POST /v1/watches/{name}/refresh`,
+    /// with the token of `[server] refresh_token_env` or `admin_token_env`), so the review
+    /// exists before the next scheduled refresh.
+    #[arg(long)]
+    request_refresh: bool,
     /// Log format on stderr.
     #[arg(long, value_enum)]
     log_format: Option<LogFormat>,
@@ -49,6 +63,12 @@ pub struct GatewayArgs {
 enum FreshnessArg {
     Cached,
     Strict,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ContractFromArg {
+    Registry,
+    Api,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -89,8 +109,41 @@ pub async fn run(args: GatewayArgs) -> Outcome {
         roots: pick(args.refuse_roots),
     };
     options.summary_every = std::time::Duration::from_secs(args.summary_every.max(1));
-    let prepared =
-        schemawatch::gateway::prepare(&config, &options).map_err(|e| Failure::Usage(e.into()))?;
+    options.contract_from_api = matches!(args.contract_from, ContractFromArg::Api);
+    if options.contract_from_api || args.request_refresh {
+        let token = |var: &Option<String>| {
+            var.as_deref()
+                .and_then(|v| std::env::var(v).ok())
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+        };
+        let server = &config.server;
+        let admin = token(&server.admin_token_env);
+        let read = token(&server.read_token_env).or_else(|| admin.clone());
+        let refresh = token(&server.refresh_token_env).or(admin);
+        if options.contract_from_api && read.is_none() {
+            return Err(Failure::Usage(anyhow!(
+                "--contract-from api needs the read token: set the variable [server] read_token_env (or admin_token_env) names, e.g. in the agent host's `env` block"
+            )));
+        }
+        if args.request_refresh && refresh.is_none() {
+            return Err(Failure::Usage(anyhow!(
+                "--request-refresh needs the refresh token: set the variable [server] refresh_token_env (or admin_token_env) names"
+            )));
+        }
+        let base = match &args.api_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", loopback(&server.listen)),
+        };
+        options.api = Some(ApiSource {
+            base,
+            token: read,
+            refresh_token: refresh.filter(|_| args.request_refresh),
+        });
+    }
+    let prepared = schemawatch::gateway::prepare(&config, &options)
+        .await
+        .map_err(|e| Failure::Usage(e.into()))?;
     let (stop, _counters) = schemawatch::gateway::run(
         prepared,
         options,
@@ -123,4 +176,19 @@ fn signals() -> std::io::Result<tokio::sync::mpsc::Receiver<&'static str>> {
         let _ = tx.send(name).await;
     });
     Ok(rx)
+}
+
+/// `[server] listen` as a client reaches it: an unspecified address becomes loopback.
+fn loopback(listen: &str) -> String {
+    match listen.parse::<std::net::SocketAddr>() {
+        Ok(mut addr) if addr.ip().is_unspecified() => {
+            addr.set_ip(if addr.is_ipv4() {
+                std::net::Ipv4Addr::LOCALHOST.into()
+            } else {
+                std::net::Ipv6Addr::LOCALHOST.into()
+            });
+            addr.to_string()
+        }
+        _ => listen.to_string(),
+    }
 }

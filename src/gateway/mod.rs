@@ -18,7 +18,7 @@
 mod contract;
 mod upstream;
 
-pub use contract::Accepted;
+pub use contract::{contract_json, Accepted, ApiSource};
 
 use crate::config::{Config, SourceConfig};
 use crate::core::fingerprint::SpecIndex;
@@ -76,6 +76,10 @@ pub enum GatewayError {
     Upstream { watch: String, source: McpError },
     #[error("cannot start the registry watcher: {0}")]
     Thread(std::io::Error),
+    #[error("the daemon's API: {detail}")]
+    Api { detail: String },
+    #[error("the daemon's registry schema is version {found}, this gateway's is {supported}: run a gateway of the daemon's release")]
+    Schema { found: i64, supported: i64 },
 }
 
 /// `--freshness`.
@@ -111,6 +115,12 @@ pub struct Options {
     pub debounce: Duration,
     /// How often the registry is checked for commits.
     pub poll_every: Duration,
+    /// The daemon's API: the contract source when `contract_from_api`, and where a drift
+    /// asks for a refresh of the watch when it holds a refresh token.
+    pub api: Option<ApiSource>,
+    pub contract_from_api: bool,
+    /// How often the API is asked for the contract.
+    pub api_poll_every: Duration,
 }
 
 impl Options {
@@ -124,6 +134,9 @@ impl Options {
             summary_every: Duration::from_secs(300),
             debounce: Duration::from_millis(100),
             poll_every: Duration::from_millis(500),
+            api: None,
+            contract_from_api: false,
+            api_poll_every: Duration::from_secs(2),
         }
     }
 }
@@ -192,14 +205,25 @@ fn upstream_request(config: &Config, watch: &str) -> Result<McpRequest, GatewayE
 }
 
 /// Checks everything that can be checked before the agent speaks: the watch, its upstream,
-/// the registry and the accepted contract. What [`run`] needs.
-pub fn prepare(config: &Config, options: &Options) -> Result<Prepared, GatewayError> {
+/// the contract source and the accepted contract. What [`run`] needs.
+pub async fn prepare(config: &Config, options: &Options) -> Result<Prepared, GatewayError> {
     let request = upstream_request(config, &options.watch)?;
+    if options.contract_from_api {
+        let api = options.api.as_ref().ok_or_else(|| GatewayError::Api {
+            detail: "no API address".into(),
+        })?;
+        let accepted = api.fetch(&options.watch).await?;
+        return Ok(Prepared {
+            request,
+            registry: None,
+            accepted,
+        });
+    }
     let registry = contract::open(&config.storage.path)?;
     let accepted = contract::load(&registry, &options.watch)?;
     Ok(Prepared {
         request,
-        registry,
+        registry: Some(registry),
         accepted,
     })
 }
@@ -207,7 +231,8 @@ pub fn prepare(config: &Config, options: &Options) -> Result<Prepared, GatewayEr
 /// A gateway ready to run ([`prepare`]).
 pub struct Prepared {
     request: McpRequest,
-    registry: crate::registry::Registry,
+    /// `None`: the contract comes from the API.
+    registry: Option<crate::registry::Registry>,
     accepted: Accepted,
 }
 
@@ -231,14 +256,24 @@ where
         accepted,
     } = prepared;
     let (events_tx, mut events) = mpsc::channel::<Event>(256);
-    contract::watch(
-        registry,
-        options.watch.clone(),
-        options.poll_every,
-        accepted.clone(),
-        events_tx.clone(),
-    )
-    .map_err(GatewayError::Thread)?;
+    match (registry, &options.api) {
+        (Some(registry), _) => contract::watch(
+            registry,
+            options.watch.clone(),
+            options.poll_every,
+            accepted.clone(),
+            events_tx.clone(),
+        )
+        .map_err(GatewayError::Thread)?,
+        (None, Some(api)) => contract::poll_api(
+            api.clone(),
+            options.watch.clone(),
+            options.api_poll_every,
+            accepted.clone(),
+            events_tx.clone(),
+        ),
+        (None, None) => {}
+    }
     let max_message = usize::try_from(request.max_bytes).unwrap_or(usize::MAX);
 
     // The agent's side: a reader task and a writer task, so the loop never blocks on either.
@@ -774,12 +809,14 @@ impl Gateway {
                 (identity, fp)
             })
             .collect();
+        let mut drifted = false;
         for (kind, item, standing) in after.withheld() {
             let identity = kind.identity(item);
             if before_withheld.contains(&(identity.clone(), after.current.get(&identity).cloned()))
             {
                 continue;
             }
+            drifted = true;
             if self.report() {
                 self.counters.would_withhold += 1;
             } else {
@@ -795,6 +832,9 @@ impl Gateway {
                 "an upstream item is not the accepted one"
             );
         }
+        if drifted && self.initialized {
+            self.request_refresh();
+        }
         let owed = if self.report() {
             // The agent sees every item in report mode: only the items listed matter.
             Vec::new()
@@ -808,6 +848,30 @@ impl Gateway {
                 self.notify_at = Some(Instant::now() + self.options.debounce);
             }
         }
+    }
+
+    /// Asks the daemon to refresh the watch, so the drift gets its review (when an API with
+    /// a refresh token is configured; without a daemon, the next `schemawatch check` does).
+    fn request_refresh(&self) {
+        let Some(api) = self
+            .options
+            .api
+            .clone()
+            .filter(|a| a.refresh_token.is_some())
+        else {
+            return;
+        };
+        let watch = self.options.watch.clone();
+        tokio::spawn(async move {
+            match api.request_refresh(&watch).await {
+                Ok(()) => {
+                    tracing::info!(event = "gateway_refresh_requested", watch = %watch, "asked the daemon to refresh the watch")
+                }
+                Err(e) => {
+                    tracing::warn!(event = "gateway_refresh_failed", watch = %watch, error = %e, "cannot ask the daemon to refresh the watch")
+                }
+            }
+        });
     }
 
     fn notify_agent(&mut self) {

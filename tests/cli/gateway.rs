@@ -325,6 +325,10 @@ struct Agent {
 
 impl Agent {
     fn start(sb: &Sandbox, args: &[&str], capabilities: Value) -> Agent {
+        Agent::start_with(sb, args, capabilities, &[])
+    }
+
+    fn start_with(sb: &Sandbox, args: &[&str], capabilities: Value, env: &[(&str, &str)]) -> Agent {
         let stderr = sb.path(&format!("gateway-{}.err", pids(sb).len()));
         let mut child = Command::new(bin())
             .args([
@@ -335,6 +339,7 @@ impl Agent {
                 WATCH,
             ])
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(sb.dir.path())
             .env_remove("SCHEMAWATCH_CONFIG")
             .stdin(Stdio::piped())
@@ -397,6 +402,24 @@ impl Agent {
                     "role": "assistant", "content": {"type": "text", "text": "hi"},
                     "model": "test", "stopReason": "endTurn"}});
                 self.send(answer);
+            }
+            self.seen.push(message);
+        }
+    }
+
+    /// Reads until a notification `method` arrives (or was already seen).
+    fn wait_for(&mut self, method: &str) {
+        if let Some(i) = self.seen.iter().position(|m| m["method"] == method) {
+            self.seen.remove(i);
+            return;
+        }
+        loop {
+            let message = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .unwrap_or_else(|_| panic!("no {method}:\n{}", self.stderr_text()));
+            if message["method"] == method {
+                return;
             }
             self.seen.push(message);
         }
@@ -536,4 +559,147 @@ fn sampling_is_refused_unless_allowed_and_results_follow_the_class_policy() {
     let err = agent.finish();
     assert!(err.contains("gateway_result_flagged"), "{err}");
     assert!(err.contains("flagged_results=1"), "{err}");
+}
+
+/// One HTTP/1.1 request to 127.0.0.1:`port`: status and body.
+fn http(port: u16, method: &str, path: &str, token: Option<&str>) -> (u16, String) {
+    use std::io::Read;
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return (0, String::new());
+    };
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{auth}Content-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    if stream.write_all(request.as_bytes()).is_err() {
+        return (0, String::new());
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+#[test]
+fn the_contract_can_come_from_the_daemons_api_and_a_drift_asks_it_to_refresh() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let port = peers::free_port();
+    let config = std::fs::read_to_string(&sb.config).unwrap().replace(
+        "[storage]\n",
+        &format!("[server]\nlisten = \"127.0.0.1:{port}\"\nread_token_env = \"GW_READ\"\nrefresh_token_env = \"GW_REFRESH\"\n\n[storage]\n"),
+    );
+    sb.write_config(&config);
+    let env = [
+        ("GW_READ", "read-token-1"),
+        ("GW_REFRESH", "refresh-token-1"),
+    ];
+    let mut daemon = peers::ServerProcess(
+        Command::new(bin())
+            .args(["run", "--config", &sb.config_arg()])
+            .current_dir(sb.dir.path())
+            .env_remove("SCHEMAWATCH_CONFIG")
+            .envs(env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(sb.path("daemon.err")).unwrap())
+            .spawn()
+            .expect("start the daemon"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while http(port, "GET", "/readyz", None).0 != 200 {
+        assert!(daemon.0.try_wait().unwrap().is_none(), "the daemon exited");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the daemon never got ready"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // The route needs the read token, even on loopback.
+    let path = format!("/v1/watches/{WATCH}/contract");
+    assert_eq!(http(port, "GET", &path, None).0, 401);
+    assert_eq!(http(port, "GET", &path, Some("wrong")).0, 401);
+    let (status, body) = http(port, "GET", &path, Some("read-token-1"));
+    assert_eq!(status, 200, "{body}");
+    let contract: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(contract["instructions"], "Notes live on this server.");
+    assert!(
+        contract["endpoints"]["TOOL read_note"].is_string(),
+        "{contract}"
+    );
+    assert_eq!(
+        http(
+            port,
+            "GET",
+            "/v1/watches/no.such/contract",
+            Some("read-token-1")
+        )
+        .0,
+        404
+    );
+
+    let mut agent = Agent::start_with(
+        &sb,
+        &["--contract-from", "api", "--request-refresh"],
+        serde_json::json!({}),
+        &env,
+    );
+    assert!(agent.tool_names().contains(&"read_note".to_string()));
+    std::fs::write(sb.path("ctl"), "flip").unwrap();
+    agent.wait_for("notifications/tools/list_changed");
+    assert!(!agent.tool_names().contains(&"read_note".to_string()));
+    // The gateway asked the daemon to refresh: the review exists without a `check`, and the
+    // gateway learns its id from the API.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let message = loop {
+        let refused = agent.call("read_note", serde_json::json!({"note_id": "1"}));
+        let message = refused["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if message.contains("open review 1") {
+            break message;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{refused}\n{}",
+            agent.stderr_text()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(message.contains(WATCH), "{message}");
+    sb.run(&[
+        "pending",
+        "accept",
+        "1",
+        "--reviewer",
+        "t",
+        "--reason",
+        "r",
+        "--config",
+        &sb.config_arg(),
+    ])
+    .assert_code(0);
+    agent.wait_for("notifications/tools/list_changed");
+    assert!(agent.tool_names().contains(&"read_note".to_string()));
+    let err = agent.finish();
+    assert!(err.contains("gateway_refresh_requested"), "{err}");
+    assert!(
+        !err.contains("read-token-1") && !err.contains("refresh-token-1"),
+        "{err}"
+    );
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.0.id().to_string()])
+        .status();
+    let _ = daemon.0.wait();
 }
