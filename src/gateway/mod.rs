@@ -29,7 +29,7 @@ use crate::core::gateway::{
 };
 use crate::core::hidden::escape_hidden;
 use crate::core::model::Kind;
-use crate::mcp::{McpError, McpRequest, McpResources, StdioServer};
+use crate::mcp::{Era, McpError, McpRequest, McpResources, StdioServer};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -294,6 +294,9 @@ where
         events: events_tx,
         counters: Counters::default(),
         capabilities: None,
+        server_info: json!({"name": "schemawatch-mcp-gateway", "version": env!("CARGO_PKG_VERSION")}),
+        agent_era: None,
+        listeners: Vec::new(),
         initialized: false,
         seq: 0,
         applied_seq: 0,
@@ -399,8 +402,14 @@ struct Gateway {
     agent: mpsc::UnboundedSender<Value>,
     events: mpsc::Sender<Event>,
     counters: Counters,
-    /// The upstream's declared capabilities.
+    /// The upstream's declared capabilities and server info.
     capabilities: Option<Value>,
+    server_info: Value,
+    /// The agent's protocol era (set by its first request).
+    agent_era: Option<Era>,
+    /// Open `subscriptions/listen` streams (2026-07-28 agents): id and the notifications each
+    /// asked for.
+    listeners: Vec<(Value, BTreeSet<&'static str>)>,
     initialized: bool,
     /// Listings started / the newest applied.
     seq: u64,
@@ -411,6 +420,33 @@ struct Gateway {
     /// list_changed notifications owed to the agent, sent at `notify_at` (debounced).
     owed: BTreeSet<&'static str>,
     notify_at: Option<Instant>,
+}
+
+/// Whether a request is of the 2026-07-28 era (its `_meta` names the protocol version).
+fn is_modern(message: &Map<String, Value>) -> bool {
+    message
+        .get("params")
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .is_some()
+}
+
+/// Drops the 2026-07-28 per-request `_meta` entries before a request goes to the (legacy)
+/// upstream; the rest (`progressToken`, vendor keys) stays.
+fn strip_modern_meta(message: &mut Map<String, Value>) {
+    let Some(Value::Object(params)) = message.get_mut("params") else {
+        return;
+    };
+    let empty = match params.get_mut("_meta") {
+        Some(Value::Object(meta)) => {
+            meta.retain(|k, _| !k.starts_with("io.modelcontextprotocol/"));
+            meta.is_empty()
+        }
+        _ => false,
+    };
+    if empty {
+        params.remove("_meta");
+    }
 }
 
 fn error_reply(id: Value, code: i64, message: &str) -> Value {
@@ -477,6 +513,10 @@ impl Gateway {
                     .and_then(|p| p.get("requestId"))
                     .cloned()
                     .unwrap_or(Value::Null);
+                if let Some(i) = self.listeners.iter().position(|(id, _)| *id == agent_id) {
+                    self.listeners.remove(i);
+                    return;
+                }
                 if let Some(up) = upstream.upstream_id_of(&agent_id) {
                     if let Some(Value::Object(params)) = message.get_mut("params") {
                         params.insert("requestId".into(), json!(up));
@@ -490,15 +530,47 @@ impl Gateway {
         }
     }
 
-    async fn agent_request(&mut self, method: String, id: Value, message: Map<String, Value>) {
+    async fn agent_request(&mut self, method: String, id: Value, mut message: Map<String, Value>) {
+        let modern = is_modern(&message);
+        if method == "initialize" {
+            self.agent_era = Some(Era::Legacy);
+            self.initialize(id, &message).await;
+            return;
+        }
+        if (modern || method == "server/discover") && self.upstream.is_none() {
+            // The 2026-07-28 era: no handshake; the first request carries what initialize would.
+            self.agent_era = Some(Era::Modern);
+            let meta = message
+                .get("params")
+                .and_then(|p| p.get("_meta"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            let capabilities = meta
+                .get("io.modelcontextprotocol/clientCapabilities")
+                .cloned()
+                .unwrap_or(Value::Null);
+            let client_info = meta.get("io.modelcontextprotocol/clientInfo").cloned();
+            if let Err(e) = self
+                .start_upstream(crate::mcp::LEGACY_VERSION, &capabilities, client_info)
+                .await
+            {
+                self.upstream_failed(id, &e);
+                return;
+            }
+            self.initialized = true;
+        }
+        if modern {
+            strip_modern_meta(&mut message);
+        }
         match method.as_str() {
-            "initialize" => self.initialize(id, &message).await,
             "ping" => self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": {}})),
             _ if self.upstream.is_none() => self.to_agent(error_reply(
                 id,
                 METHOD_NOT_FOUND,
-                "schemawatch mcp-gateway: send initialize first (this gateway speaks the initialize era)",
+                "schemawatch mcp-gateway: send initialize (or server/discover) first",
             )),
+            "server/discover" => self.answer_discover(id),
+            "subscriptions/listen" => self.listen(id, &message),
             "tools/list" => self.answer_list(id, ItemKind::Tool),
             "prompts/list" => self.answer_list(id, ItemKind::Prompt),
             "resources/templates/list" => self.answer_list(id, ItemKind::ResourceTemplate),
@@ -512,6 +584,73 @@ impl Gateway {
             }
             _ => self.forward(message, id, &method, None),
         }
+    }
+
+    fn modern_agent(&self) -> bool {
+        self.agent_era == Some(Era::Modern)
+    }
+
+    /// `server/discover` (2026-07-28): the filtered capabilities and the accepted
+    /// instructions, as `initialize` answers them.
+    fn answer_discover(&mut self, id: Value) {
+        let mut result = Map::new();
+        result.insert("resultType".into(), json!("complete"));
+        result.insert(
+            "supportedVersions".into(),
+            json!([crate::mcp::MODERN_VERSION]),
+        );
+        result.insert(
+            "capabilities".into(),
+            agent_capabilities(self.capabilities.as_ref()),
+        );
+        if let Some(text) = &self.accepted.instructions {
+            result.insert("instructions".into(), json!(text));
+        }
+        result.insert("ttlMs".into(), json!(0));
+        result.insert("cacheScope".into(), json!("private"));
+        result.insert(
+            "_meta".into(),
+            json!({"io.modelcontextprotocol/serverInfo": self.server_info.clone()}),
+        );
+        self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledged with the honored subset (the list
+    /// changes the gateway itself decides); the stream stays open and carries the gateway's
+    /// list_changed notifications, stamped with the subscription id.
+    fn listen(&mut self, id: Value, message: &Map<String, Value>) {
+        let wanted = message
+            .get("params")
+            .and_then(|p| p.get("notifications"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let mut honored = Map::new();
+        let mut kinds = BTreeSet::new();
+        for (key, notification) in [
+            ("toolsListChanged", ItemKind::Tool.list_changed()),
+            ("promptsListChanged", ItemKind::Prompt.list_changed()),
+            ("resourcesListChanged", ItemKind::Resource.list_changed()),
+        ] {
+            if wanted.get(key) == Some(&Value::Bool(true)) {
+                honored.insert(key.into(), json!(true));
+                kinds.insert(notification);
+            }
+        }
+        self.to_agent(json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}, "notifications": honored}}));
+        self.listeners.push((id, kinds));
+    }
+
+    fn upstream_failed(&mut self, id: Value, e: &McpError) {
+        tracing::error!(event = "gateway_upstream_failed", watch = %self.options.watch, error = %e, "cannot start the upstream");
+        self.to_agent(error_reply(
+            id,
+            INTERNAL_ERROR,
+            &format!(
+                "schemawatch mcp-gateway: upstream MCP server of watch {}: {e}",
+                self.options.watch
+            ),
+        ));
     }
 
     fn forward(
@@ -540,26 +679,44 @@ impl Gateway {
             return;
         }
         let params = message.get("params").cloned().unwrap_or(Value::Null);
-        match self.start_upstream(&params).await {
-            Ok(result) => {
+        let version = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(crate::mcp::LEGACY_VERSION)
+            .to_string();
+        let capabilities = params.get("capabilities").cloned().unwrap_or(Value::Null);
+        let client_info = params.get("clientInfo").cloned();
+        match self
+            .start_upstream(&version, &capabilities, client_info)
+            .await
+        {
+            Ok(version) => {
                 self.initialized = true;
-                self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+                let mut answer = Map::new();
+                answer.insert("protocolVersion".into(), json!(version));
+                answer.insert(
+                    "capabilities".into(),
+                    agent_capabilities(self.capabilities.as_ref()),
+                );
+                answer.insert("serverInfo".into(), self.server_info.clone());
+                // The accepted instructions, never the live ones.
+                if let Some(text) = &self.accepted.instructions {
+                    answer.insert("instructions".into(), json!(text));
+                }
+                self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": answer}));
             }
-            Err(e) => {
-                tracing::error!(event = "gateway_upstream_failed", watch = %self.options.watch, error = %e, "cannot start the upstream");
-                self.to_agent(error_reply(
-                    id,
-                    INTERNAL_ERROR,
-                    &format!(
-                        "schemawatch mcp-gateway: upstream MCP server of watch {}: {e}",
-                        self.options.watch
-                    ),
-                ));
-            }
+            Err(e) => self.upstream_failed(id, &e),
         }
     }
 
-    async fn start_upstream(&mut self, params: &Value) -> Result<Value, McpError> {
+    /// Starts the upstream (legacy handshake on the agent's behalf), lists and evaluates it.
+    /// The protocol version the upstream agreed.
+    async fn start_upstream(
+        &mut self,
+        version: &str,
+        capabilities: &Value,
+        client_info: Option<Value>,
+    ) -> Result<String, McpError> {
         let crate::mcp::Target::Stdio { argv, env } = &self.request.target else {
             return Err(McpError::Protocol {
                 detail: "not a stdio server".into(),
@@ -576,15 +733,11 @@ impl Gateway {
             max_message,
         );
         self.upstream = Some(upstream.clone());
-        let version = params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or(crate::mcp::LEGACY_VERSION);
         let capabilities = self
             .options
             .server_requests
-            .client_capabilities(params.get("capabilities").unwrap_or(&Value::Null));
-        let client_info = params.get("clientInfo").cloned().unwrap_or_else(
+            .client_capabilities(capabilities);
+        let client_info = client_info.unwrap_or_else(
             || json!({"name": "schemawatch-mcp-gateway", "version": env!("CARGO_PKG_VERSION")}),
         );
         let result = upstream
@@ -594,6 +747,9 @@ impl Gateway {
             .get("capabilities")
             .filter(|c| c.is_object())
             .cloned();
+        if let Some(info) = result.get("serverInfo").filter(|i| i.is_object()) {
+            self.server_info = info.clone();
+        }
         // The first listing, before the agent sees anything.
         self.seq += 1;
         let listing = list(
@@ -604,29 +760,11 @@ impl Gateway {
         )
         .await;
         self.apply_listing(self.seq, listing);
-        let mut answer = Map::new();
-        answer.insert(
-            "protocolVersion".into(),
-            result
-                .get("protocolVersion")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
-        answer.insert(
-            "capabilities".into(),
-            agent_capabilities(self.capabilities.as_ref()),
-        );
-        answer.insert(
-            "serverInfo".into(),
-            result.get("serverInfo").cloned().unwrap_or_else(
-                || json!({"name": "schemawatch-mcp-gateway", "version": env!("CARGO_PKG_VERSION")}),
-            ),
-        );
-        // The accepted instructions, never the live ones.
-        if let Some(text) = &self.accepted.instructions {
-            answer.insert("instructions".into(), json!(text));
-        }
-        Ok(Value::Object(answer))
+        Ok(result
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or(crate::mcp::LEGACY_VERSION)
+            .to_string())
     }
 
     /// Answers a `*/list` from the last evaluation: only accepted items (every item in
@@ -656,7 +794,15 @@ impl Gateway {
                     .collect()
             })
             .unwrap_or_default();
-        self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": {kind.list_key(): items}}));
+        let mut result = Map::new();
+        result.insert(kind.list_key().into(), Value::Array(items));
+        if self.modern_agent() {
+            // Required on 2026-07-28 list results; the gateway's own answer is never cached.
+            result.insert("resultType".into(), json!("complete"));
+            result.insert("ttlMs".into(), json!(0));
+            result.insert("cacheScope".into(), json!("private"));
+        }
+        self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
     /// A `tools/call`, `prompts/get` or `resources/read`: forwarded when the item is accepted.
@@ -877,7 +1023,16 @@ impl Gateway {
     fn notify_agent(&mut self) {
         self.notify_at = None;
         for method in std::mem::take(&mut self.owed) {
-            self.to_agent(json!({"jsonrpc": "2.0", "method": method}));
+            if self.modern_agent() {
+                for (id, kinds) in &self.listeners {
+                    if kinds.contains(method) {
+                        self.to_agent(json!({"jsonrpc": "2.0", "method": method,
+                            "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": id}}}));
+                    }
+                }
+            } else {
+                self.to_agent(json!({"jsonrpc": "2.0", "method": method}));
+            }
         }
     }
 
@@ -910,7 +1065,14 @@ impl Gateway {
             .unwrap_or_default()
             .to_string();
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        match self.options.server_requests.decide(&method) {
+        // A 2026-07-28 agent takes no server requests (it answers input-required results,
+        // which a legacy upstream does not send): refused.
+        let decision = if self.modern_agent() && method != "ping" {
+            ServerRequest::Refuse
+        } else {
+            self.options.server_requests.decide(&method)
+        };
+        match decision {
             ServerRequest::Forward => self.to_agent(Value::Object(message)),
             ServerRequest::Refuse => {
                 self.counters.refused_server_requests += 1;
@@ -970,6 +1132,20 @@ impl Gateway {
                             );
                         }
                     }
+                }
+            }
+        }
+        if self.modern_agent() {
+            if let Some(Value::Object(result)) = message.get_mut("result") {
+                // 2026-07-28 results name their type; a legacy upstream's are complete.
+                result
+                    .entry("resultType")
+                    .or_insert_with(|| json!("complete"));
+                if method == "resources/read" {
+                    result.entry("ttlMs").or_insert_with(|| json!(0));
+                    result
+                        .entry("cacheScope")
+                        .or_insert_with(|| json!("private"));
                 }
             }
         }

@@ -703,3 +703,50 @@ fn the_contract_can_come_from_the_daemons_api_and_a_drift_asks_it_to_refresh() {
         .status();
     let _ = daemon.0.wait();
 }
+
+#[test]
+fn an_agent_of_the_2026_era_discovers_listens_and_is_refused() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let output = Command::new(&python)
+        .arg(peers_dir().join("gateway_agent.py"))
+        .args([
+            "--era",
+            "modern",
+            "--bin",
+            bin(),
+            "--config",
+            &sb.config_arg(),
+        ])
+        .args(["--watch", WATCH, "--control"])
+        .arg(sb.path("ctl"))
+        .arg("--errlog")
+        .arg(sb.path("unused.err"))
+        .current_dir(sb.dir.path())
+        .output()
+        .expect("run the agent");
+    let text = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let seen: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("agent output is not JSON ({e}): {text}\n{stderr}"));
+    assert!(output.status.success(), "{seen}\n{stderr}");
+    // server/discover answered (no initialize), the listen stream acknowledged.
+    assert_eq!(seen["discovered"], true, "{seen}");
+    assert_eq!(seen["honored"], true, "{seen}");
+    assert_eq!(
+        seen["tools_start"],
+        serde_json::json!(["ask_model", "echo", "fetch_page", "read_note", "summarize"])
+    );
+    // The flip arrives on the listen stream; the tool is gone and refused.
+    assert_eq!(seen["event"], "ToolsListChanged");
+    assert_eq!(
+        seen["tools_flipped"],
+        serde_json::json!(["ask_model", "echo", "fetch_page", "summarize"])
+    );
+    let refusal = seen["refusal"].as_str().unwrap();
+    assert!(
+        refusal.contains("\"read_note\"") && refusal.contains(WATCH),
+        "{refusal}"
+    );
+    assert_eq!(seen["echo"], "modern");
+}

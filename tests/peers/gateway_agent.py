@@ -4,6 +4,11 @@ a scenario against tests/peers/gateway_peer.py behind it, and prints one JSON ob
 saw for the Rust test (tests/cli/gateway.rs) to judge.
 
   gateway_agent.py --bin SCHEMAWATCH --config CONFIG --watch NAME --control PATH --errlog PATH
+                   [--era legacy|modern]
+
+`legacy` (default) walks the whole scenario over `initialize`; `modern` speaks 2026-07-28
+(`server/discover`, `subscriptions/listen`): accepted tools, a flip announced on the listen
+stream, the flipped tool gone and refused.
 """
 import argparse
 import json
@@ -26,7 +31,11 @@ async def main() -> None:
     ap = argparse.ArgumentParser()
     for name in ("--bin", "--config", "--watch", "--control", "--errlog"):
         ap.add_argument(name, required=True)
+    ap.add_argument("--era", default="legacy")
     args = ap.parse_args()
+    if args.era == "modern":
+        await modern(args)
+        return
     out = {}
     changed = anyio.Event()
     changes = {"tools": 0}
@@ -111,6 +120,39 @@ async def main() -> None:
                     out["near_match"] = "(forwarded)"
                 except Exception as e:
                     out["near_match"] = str(e)
+    print(json.dumps(out, sort_keys=True))
+
+
+async def modern(args) -> None:
+    from mcp.client.client import Client
+
+    out = {}
+    server = StdioServerParameters(
+        command=args.bin,
+        args=["mcp-gateway", "--config", args.config, "--watch", args.watch],
+    )
+    async with Client(server, mode="auto") as client:
+        out["discovered"] = client.session.discover_result is not None
+
+        async def tool_names():
+            return sorted(t.name for t in (await client.list_tools()).tools)
+
+        out["tools_start"] = await tool_names()
+        async with client.listen(tools_list_changed=True) as sub:
+            out["honored"] = bool(sub.honored.tools_list_changed)
+            with open(args.control, "w", encoding="utf-8") as f:
+                f.write("flip")
+            with anyio.fail_after(WAIT):
+                event = await sub.__anext__()
+            out["event"] = type(event).__name__
+        out["tools_flipped"] = await tool_names()
+        try:
+            result = await client.call_tool("read_note", {"note_id": "1"})
+            out["refusal"] = "(forwarded) " + text_of(result)
+        except Exception as e:
+            out["refusal"] = str(e)
+        echo = await client.call_tool("echo", {"text": "modern"})
+        out["echo"] = text_of(echo)
     print(json.dumps(out, sort_keys=True))
 
 
