@@ -750,3 +750,53 @@ fn an_agent_of_the_2026_era_discovers_listens_and_is_refused() {
     );
     assert_eq!(seen["echo"], "modern");
 }
+
+#[test]
+fn in_front_of_server_everything_capability_dependent_tools_stay_withheld() {
+    let (node, js) = need!(
+        peers::everything(),
+        "node + @modelcontextprotocol/server-everything"
+    );
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
+    ));
+    // The watch reads the server with no client capabilities: the contract has its 13 tools.
+    sb.run(&["check", "--config", &sb.config_arg()])
+        .assert_code(0);
+    // An agent host declaring roots and elicitation gets two more tools from this server:
+    // never reviewed, so withheld.
+    let mut agent = Agent::start(
+        &sb,
+        &[],
+        serde_json::json!({"roots": {"listChanged": true}, "elicitation": {}}),
+    );
+    let tools = agent.tool_names();
+    assert!(tools.contains(&"echo".to_string()), "{tools:?}");
+    assert!(!tools.contains(&"get-roots-list".to_string()), "{tools:?}");
+    assert!(
+        !tools.contains(&"trigger-elicitation-request".to_string()),
+        "{tools:?}"
+    );
+    let echo = agent.call("echo", serde_json::json!({"message": "hi"}));
+    assert_eq!(text(&echo), "Echo: hi", "{echo}");
+    let refused = agent.call("get-roots-list", serde_json::json!({}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not yet accepted"),
+        "{refused}"
+    );
+    // Prompts and resource templates are filtered the same way (all accepted here).
+    let prompts = agent.request("prompts/list", serde_json::json!({}));
+    assert!(
+        prompts["result"]["prompts"].as_array().unwrap().len() >= 3,
+        "{prompts}"
+    );
+    // The server asks the agent host for its roots: forwarded (the default).
+    agent.wait_for("roots/list");
+    let err = agent.finish();
+    assert!(err.contains("withheld_items=2"), "{err}");
+}
