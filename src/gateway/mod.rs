@@ -52,8 +52,6 @@ pub enum GatewayError {
     NotMcp { watch: String, kind: Kind },
     #[error("watch {watch} reads a saved snapshot file, not a server: there is nothing to front")]
     NoServer { watch: String },
-    #[error("watch {watch} is served over Streamable HTTP; this gateway fronts stdio servers (`command`) only so far")]
-    HttpUpstream { watch: String },
     #[error("cannot open registry {path} read-only: {source}")]
     Registry {
         path: String,
@@ -187,11 +185,12 @@ fn upstream_request(config: &Config, watch: &str) -> Result<McpRequest, GatewayE
             argv: argv.clone(),
             env: env.clone(),
         },
-        SourceConfig::Url(_) => {
-            return Err(GatewayError::HttpUpstream {
-                watch: watch.to_string(),
-            })
-        }
+        SourceConfig::Url(url) => crate::mcp::Target::Http {
+            url: url.clone(),
+            headers: w.schema_headers.clone(),
+            ca_file: w.ca_file.clone(),
+            proxy: w.proxy.clone(),
+        },
         SourceConfig::Path(_) => {
             return Err(GatewayError::NoServer {
                 watch: watch.to_string(),
@@ -332,7 +331,7 @@ where
     };
     // Every exit path: stop the upstream (stdin first, then the whole family) and reap it.
     if let Some(upstream) = gateway.upstream.take() {
-        upstream.close_input();
+        upstream.close().await;
     }
     if let Some(server) = gateway.server.take() {
         server.close().await;
@@ -717,21 +716,38 @@ impl Gateway {
         capabilities: &Value,
         client_info: Option<Value>,
     ) -> Result<String, McpError> {
-        let crate::mcp::Target::Stdio { argv, env } = &self.request.target else {
-            return Err(McpError::Protocol {
-                detail: "not a stdio server".into(),
-            });
-        };
-        let (server, stdin, stdout) = StdioServer::spawn(argv, env, self.request.timeout).await?;
-        self.server = Some(server);
         let max_message = usize::try_from(self.request.max_bytes).unwrap_or(usize::MAX);
-        let upstream = Upstream::start(
-            stdin,
-            stdout,
-            self.events.clone(),
-            self.request.timeout,
-            max_message,
-        );
+        let upstream = match &self.request.target {
+            crate::mcp::Target::Stdio { argv, env } => {
+                let (server, stdin, stdout) =
+                    StdioServer::spawn(argv, env, self.request.timeout).await?;
+                self.server = Some(server);
+                Upstream::start(
+                    stdin,
+                    stdout,
+                    self.events.clone(),
+                    self.request.timeout,
+                    max_message,
+                )
+            }
+            crate::mcp::Target::Http {
+                url,
+                headers,
+                ca_file,
+                proxy,
+            } => {
+                let session = crate::mcp::HttpSession::new(
+                    url,
+                    headers,
+                    ca_file.as_deref(),
+                    proxy.as_deref(),
+                    self.request.timeout,
+                    max_message,
+                )
+                .await?;
+                Upstream::start_http(session, self.events.clone(), self.request.timeout)
+            }
+        };
         self.upstream = Some(upstream.clone());
         let capabilities = self
             .options

@@ -51,7 +51,14 @@ pub(super) struct Upstream {
     /// How long the gateway waits for an answer to its own request.
     timeout: Duration,
     stop: Mutex<Option<oneshot::Sender<()>>>,
+    /// The Streamable HTTP session, when the upstream is a URL.
+    http: Option<Arc<mcp::HttpSession>>,
+    /// What the transport read, to the dispatcher.
+    incoming: mpsc::UnboundedSender<Value>,
 }
+
+/// The reader's last word, queued behind everything it read (not a JSON-RPC key).
+const CLOSED_MARK: &str = " schemawatch-gateway-upstream-closed";
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -90,16 +97,19 @@ pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
 }
 
 impl Upstream {
-    /// Starts the writer and reader tasks over the child's pipes.
-    pub(super) fn start(
-        stdin: tokio::process::ChildStdin,
-        stdout: tokio::process::ChildStdout,
+    fn new(
         events: mpsc::Sender<Event>,
         timeout: Duration,
-        max_message: usize,
-    ) -> Arc<Upstream> {
-        let (out, mut queue) = mpsc::unbounded_channel::<Value>();
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        http: Option<Arc<mcp::HttpSession>>,
+    ) -> (
+        Arc<Upstream>,
+        mpsc::UnboundedReceiver<Value>,
+        oneshot::Receiver<()>,
+        mpsc::UnboundedSender<Value>,
+    ) {
+        let (out, queue) = mpsc::unbounded_channel::<Value>();
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (incoming_tx, mut incoming) = mpsc::unbounded_channel::<Value>();
         let upstream = Arc::new(Upstream {
             out,
             pending: Mutex::new(HashMap::new()),
@@ -107,7 +117,44 @@ impl Upstream {
             era: Era::Legacy,
             timeout,
             stop: Mutex::new(Some(stop_tx)),
+            http,
+            incoming: incoming_tx.clone(),
         });
+        // One dispatcher for whatever the transport reads, in arrival order.
+        let dispatcher = upstream.clone();
+        tokio::spawn(async move {
+            while let Some(message) = incoming.recv().await {
+                if let Some(why) = message.get(CLOSED_MARK).and_then(Value::as_str) {
+                    // After everything the upstream wrote before it went away.
+                    lock(&dispatcher.pending).clear();
+                    let _ = events
+                        .send(Event::Upstream(FromUpstream::Closed(why.to_string())))
+                        .await;
+                    return;
+                }
+                match message {
+                    Value::Array(batch) => {
+                        for m in batch {
+                            dispatcher.dispatch(m, &events).await;
+                        }
+                    }
+                    message => dispatcher.dispatch(message, &events).await,
+                }
+            }
+        });
+        (upstream, queue, stop_rx, incoming_tx)
+    }
+
+    /// Starts the writer and reader tasks over a stdio child's pipes.
+    pub(super) fn start(
+        stdin: tokio::process::ChildStdin,
+        stdout: tokio::process::ChildStdout,
+        events: mpsc::Sender<Event>,
+        timeout: Duration,
+        max_message: usize,
+    ) -> Arc<Upstream> {
+        let (upstream, mut queue, mut stop_rx, incoming) =
+            Upstream::new(events.clone(), timeout, None);
         // Writer: ends (closing the child's stdin) on stop or when every sender is gone.
         tokio::spawn(async move {
             let mut stdin = stdin;
@@ -128,7 +175,6 @@ impl Upstream {
                 }
             }
         });
-        let reader = upstream.clone();
         tokio::spawn(async move {
             let mut stdout = tokio::io::BufReader::new(stdout);
             let why = loop {
@@ -138,12 +184,9 @@ impl Upstream {
                             continue;
                         }
                         match serde_json::from_slice::<Value>(&line) {
-                            Ok(Value::Array(batch)) => {
-                                for m in batch {
-                                    reader.dispatch(m, &events).await;
-                                }
+                            Ok(message) => {
+                                let _ = incoming.send(message);
                             }
-                            Ok(message) => reader.dispatch(message, &events).await,
                             Err(e) => {
                                 tracing::warn!(
                                     event = "gateway_upstream_garbage",
@@ -157,13 +200,93 @@ impl Upstream {
                     Err(e) => break format!("cannot read the upstream: {e}"),
                 }
             };
-            // Whoever waits for an internal answer learns the upstream is gone.
-            lock(&reader.pending).clear();
-            let _ = events
-                .send(Event::Upstream(FromUpstream::Closed(why)))
-                .await;
+            // Whoever waits for an internal answer learns the upstream is gone (in order).
+            let _ = incoming.send(json!({ CLOSED_MARK: why }));
         });
         upstream
+    }
+
+    /// Starts a legacy Streamable HTTP session: each request is a POST of its own (answers
+    /// stream back as they come), notifications and answers are POSTed in order.
+    pub(super) fn start_http(
+        session: mcp::HttpSession,
+        events: mpsc::Sender<Event>,
+        timeout: Duration,
+    ) -> Arc<Upstream> {
+        let session = Arc::new(session);
+        let (upstream, mut queue, mut stop_rx, incoming) =
+            Upstream::new(events, timeout, Some(session.clone()));
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    _ = &mut stop_rx => break,
+                    message = queue.recv() => match message {
+                        Some(m) => m,
+                        None => break,
+                    },
+                };
+                let request_id = message
+                    .get("method")
+                    .and(message.get("id"))
+                    .filter(|id| !id.is_null())
+                    .cloned();
+                let is_request = request_id.is_some();
+                let session = session.clone();
+                let incoming = incoming.clone();
+                let post = async move {
+                    let deliver = |m: Value| {
+                        let _ = incoming.send(m);
+                    };
+                    if let Err(e) = session.post(&message, deliver).await {
+                        match request_id {
+                            // The request's answer is this failure.
+                            Some(id) => {
+                                let _ = incoming.send(json!({"jsonrpc": "2.0", "id": id,
+                                    "error": {"code": -32603, "message": format!("the upstream MCP server: {e}")}}));
+                            }
+                            None => {
+                                tracing::warn!(event = "gateway_upstream_send_failed", error = %e, "cannot send to the upstream")
+                            }
+                        }
+                    }
+                };
+                if is_request {
+                    tokio::spawn(post);
+                } else {
+                    post.await;
+                }
+            }
+        });
+        upstream
+    }
+
+    /// The GET stream of a Streamable HTTP upstream (server-initiated messages such as
+    /// list_changed), re-opened while the session lasts; a server without one ends it.
+    fn listen_http(self: &Arc<Self>) {
+        let Some(session) = self.http.clone() else {
+            return;
+        };
+        let incoming = self.incoming.clone();
+        let upstream = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                let deliver = |m: Value| {
+                    let _ = incoming.send(m);
+                };
+                let outcome = session.listen(deliver).await;
+                let gone = upstream.upgrade().is_none_or(|u| lock(&u.stop).is_none());
+                if gone {
+                    return;
+                }
+                if let Err(McpError::Status { status, .. }) = &outcome {
+                    if *status == 405 {
+                        tracing::info!(event = "gateway_upstream_no_stream", "the upstream has no GET stream: changes are noticed by strict freshness only");
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+        });
     }
 
     async fn dispatch(&self, message: Value, events: &mpsc::Sender<Event>) {
@@ -271,7 +394,7 @@ impl Upstream {
     /// speaks it, its client capabilities as the policy lets through. The upstream's
     /// `initialize` result.
     pub(super) async fn initialize(
-        &self,
+        self: &Arc<Self>,
         protocol_version: &str,
         capabilities: Value,
         client_info: Value,
@@ -300,14 +423,22 @@ impl Upstream {
                 offered: answered.to_string(),
             });
         }
+        if let Some(http) = &self.http {
+            http.set_protocol_version(answered);
+        }
         self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
+        self.listen_http();
         Ok(result)
     }
 
-    /// Stops the writer: the child's stdin closes (an MCP server's cue to exit).
-    pub(super) fn close_input(&self) {
+    /// Stops the writer: the child's stdin closes (an MCP server's cue to exit); an HTTP
+    /// session is ended (DELETE).
+    pub(super) async fn close(&self) {
         if let Some(stop) = lock(&self.stop).take() {
             let _ = stop.send(());
+        }
+        if let Some(http) = &self.http {
+            http.close().await;
         }
     }
 

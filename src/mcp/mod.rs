@@ -510,6 +510,50 @@ impl StdioServer {
     }
 }
 
+/// A legacy Streamable HTTP session for a long-lived client (the gateway's upstream): one
+/// POST per message, every message of each answer (JSON or SSE) handed to the caller, and the
+/// GET stream of what the server sends unprompted. Headers, CA file, proxy and redaction are
+/// the watch's, as for a fetch.
+pub struct HttpSession {
+    inner: http::HttpSession,
+}
+
+impl HttpSession {
+    pub async fn new(
+        url: &url::Url,
+        headers: &BTreeMap<String, String>,
+        ca_file: Option<&std::path::Path>,
+        proxy: Option<&str>,
+        timeout: Duration,
+        max_message: usize,
+    ) -> Result<HttpSession, McpError> {
+        Ok(HttpSession {
+            inner: http::HttpSession::new(url, headers, ca_file, proxy, timeout, max_message)
+                .await?,
+        })
+    }
+
+    /// POSTs `message`; every message of the answer goes to `deliver`.
+    pub async fn post(&self, message: &Value, deliver: impl FnMut(Value)) -> Result<(), McpError> {
+        self.inner.post(message, deliver).await
+    }
+
+    /// The negotiated version, sent on every request after `initialize`.
+    pub fn set_protocol_version(&self, version: &str) {
+        self.inner.set_protocol_version(version)
+    }
+
+    /// Reads the GET stream until it ends.
+    pub async fn listen(&self, deliver: impl FnMut(Value)) -> Result<(), McpError> {
+        self.inner.listen(deliver).await
+    }
+
+    /// Ends the session (DELETE).
+    pub async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
 /// `params` with the modern per-request `_meta` when `era` is modern.
 pub fn params_in(era: Era, params: Map<String, Value>) -> Value {
     params_for(era, params)

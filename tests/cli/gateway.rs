@@ -800,3 +800,33 @@ fn in_front_of_server_everything_capability_dependent_tools_stay_withheld() {
     let err = agent.finish();
     assert!(err.contains("withheld_items=2"), "{err}");
 }
+
+#[test]
+fn an_upstream_over_streamable_http_is_fronted_the_same_way() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = Sandbox::new();
+    let port = peers::free_port();
+    let control = sb.path("ctl").to_string_lossy().into_owned();
+    let mut command = Command::new(&python);
+    command.arg(peers_dir().join("gateway_peer.py")).arg("http");
+    let _server = peers::start_http(command, port, &[("CONTROL", control.as_str())]);
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\nurl = \"http://127.0.0.1:{port}/mcp\"\ninterval = \"1h\"\ntimeout = \"120s\"\n"
+    ));
+    // The watch reads it in the 2026-07-28 era (prompts/get names its prompt in Mcp-Name).
+    sb.run(&["check", "--config", &sb.config_arg()])
+        .assert_code(0);
+    let mut agent = Agent::start(&sb, &[], serde_json::json!({}));
+    assert!(agent.tool_names().contains(&"read_note".to_string()));
+    let echo = agent.call("echo", serde_json::json!({"text": "over http"}));
+    assert_eq!(text(&echo), "over http", "{echo}");
+    let page = agent.call("fetch_page", serde_json::json!({}));
+    assert_eq!(page["result"]["isError"], true, "{page}");
+    // The change is announced on the session's GET stream.
+    std::fs::write(sb.path("ctl"), "flip").unwrap();
+    agent.wait_for("notifications/tools/list_changed");
+    assert!(!agent.tool_names().contains(&"read_note".to_string()));
+    let refused = agent.call("read_note", serde_json::json!({"note_id": "1"}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    agent.finish();
+}
