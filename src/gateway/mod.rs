@@ -1224,3 +1224,31 @@ async fn list(
         fingerprints,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modern_meta_is_recognized_and_stripped_before_a_legacy_upstream() {
+        let mut message = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "t",
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {},
+                      "progressToken": 7}}});
+        let Value::Object(map) = &mut message else {
+            unreachable!()
+        };
+        assert!(is_modern(map));
+        strip_modern_meta(map);
+        assert_eq!(map["params"]["_meta"], json!({"progressToken": 7}));
+        assert!(!is_modern(map));
+        let mut only_modern =
+            json!({"params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
+        let Value::Object(map) = &mut only_modern else {
+            unreachable!()
+        };
+        strip_modern_meta(map);
+        assert_eq!(Value::Object(map.clone()), json!({"params": {}}));
+    }
+}

@@ -566,3 +566,16 @@ impl HttpSession {
         let _ = tokio::time::timeout(DELETE_TIMEOUT, request.send()).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::header_safe;
+
+    #[test]
+    fn names_unsafe_as_header_values_are_base64_encoded() {
+        assert_eq!(header_safe("read_note"), "read_note");
+        assert_eq!(header_safe("notes://1"), "notes://1");
+        assert_eq!(header_safe("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(header_safe(" x"), "=?base64?IHg=?=");
+    }
+}
