@@ -795,6 +795,23 @@ fn in_front_of_server_everything_capability_dependent_tools_stay_withheld() {
         prompts["result"]["prompts"].as_array().unwrap().len() >= 3,
         "{prompts}"
     );
+    // Progress streams back while the call runs, with the agent's token.
+    let long = agent.request(
+        "tools/call",
+        serde_json::json!({"name": "trigger-long-running-operation",
+                           "arguments": {"duration": 1, "steps": 2},
+                           "_meta": {"progressToken": "p1"}}),
+    );
+    assert!(text(&long).contains("completed"), "{long}");
+    let progress: Vec<&Value> = agent
+        .seen
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert_eq!(progress.len(), 2, "{:?}", agent.seen);
+    assert!(progress
+        .iter()
+        .all(|m| m["params"]["progressToken"] == "p1"));
     // The server asks the agent host for its roots: forwarded (the default).
     agent.wait_for("roots/list");
     let err = agent.finish();
