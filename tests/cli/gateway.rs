@@ -847,3 +847,53 @@ fn an_upstream_over_streamable_http_is_fronted_the_same_way() {
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
     agent.finish();
 }
+
+#[test]
+fn an_agent_hosts_small_environment_is_enough_when_only_other_watches_need_variables() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let config = std::fs::read_to_string(&sb.config).unwrap();
+    sb.write_config(&format!(
+        "{config}\n[[watch]]\nname = \"other.api\"\nkind = \"openapi\"\nurl = \"http://127.0.0.1:9/openapi.json\"\n[watch.schema_headers]\nAuthorization = \"Bearer ${{GW_UNSET_SECRET}}\"\n\n[[watch]]\nname = \"other.mcp\"\nkind = \"mcp\"\ncommand = [\"true\"]\n[watch.env]\nTOKEN = \"${{GW_OTHER_UNSET}}\"\n"
+    ));
+    let mut gateway = Command::new(bin())
+        .args([
+            "mcp-gateway",
+            "--config",
+            &sb.config_arg(),
+            "--watch",
+            WATCH,
+        ])
+        .current_dir(sb.dir.path())
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the gateway");
+    let mut stdin = gateway.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{}}}}"#
+    )
+    .unwrap();
+    let mut lines = BufReader::new(gateway.stdout.take().unwrap()).lines();
+    let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(
+        init["result"]["instructions"], "Notes live on this server.",
+        "{init}"
+    );
+    let list: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert!(
+        list["result"]["tools"].as_array().unwrap().len() >= 4,
+        "{list}"
+    );
+    drop(stdin);
+    assert!(gateway.wait().unwrap().success());
+}
