@@ -224,6 +224,25 @@ pub fn list_changes(before: &Evaluation, after: &Evaluation) -> Vec<&'static str
     out
 }
 
+/// [`list_changes`] for an agent that sees every item (`--mode report`): the kinds whose
+/// current items or definitions moved.
+pub fn listing_changes(before: &Evaluation, after: &Evaluation) -> Vec<&'static str> {
+    let of = |e: &Evaluation, kind: ItemKind| -> Vec<(String, String)> {
+        e.current
+            .iter()
+            .filter(|(identity, _)| ItemKind::of_identity(identity).is_some_and(|(k, _)| k == kind))
+            .map(|(i, f)| (i.clone(), f.clone()))
+            .collect()
+    };
+    let mut out: Vec<&'static str> = Vec::new();
+    for kind in ItemKind::ALL {
+        if of(before, kind) != of(after, kind) && !out.contains(&kind.list_changed()) {
+            out.push(kind.list_changed());
+        }
+    }
+    out
+}
+
 /// A call the agent may not make, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
@@ -816,6 +835,12 @@ mod tests {
             list_changes(&drifted, &now),
             vec!["notifications/tools/list_changed"]
         );
+        // Seeing everything (report mode), a new item is a change; an acceptance is not.
+        assert_eq!(
+            listing_changes(&before, &added),
+            vec!["notifications/tools/list_changed"]
+        );
+        assert!(listing_changes(&drifted, &now).is_empty());
     }
 
     #[test]

@@ -23,9 +23,9 @@ pub use contract::{contract_json, Accepted, ApiSource};
 use crate::config::{Config, SourceConfig};
 use crate::core::fingerprint::SpecIndex;
 use crate::core::gateway::{
-    agent_capabilities, decide_call, decide_read, evaluate, list_changes, scan_result,
-    withheld_tool_result, Action, Counters, Evaluation, ItemKind, Refusal, ResultPolicy,
-    ServerRequest, ServerRequestPolicy, Standing,
+    agent_capabilities, decide_call, decide_read, evaluate, list_changes, listing_changes,
+    scan_result, withheld_tool_result, Action, Counters, Evaluation, ItemKind, Refusal,
+    ResultPolicy, ServerRequest, ServerRequestPolicy, Standing,
 };
 use crate::core::hidden::escape_hidden;
 use crate::core::model::Kind;
@@ -553,7 +553,7 @@ impl Gateway {
                 .start_upstream(crate::mcp::LEGACY_VERSION, &capabilities, client_info)
                 .await
             {
-                self.upstream_failed(id, &e);
+                self.upstream_failed(id, &e).await;
                 return;
             }
             self.initialized = true;
@@ -640,8 +640,16 @@ impl Gateway {
         self.listeners.push((id, kinds));
     }
 
-    fn upstream_failed(&mut self, id: Value, e: &McpError) {
+    /// A failed start: the half-started upstream is stopped (the agent may try again).
+    async fn upstream_failed(&mut self, id: Value, e: &McpError) {
         tracing::error!(event = "gateway_upstream_failed", watch = %self.options.watch, error = %e, "cannot start the upstream");
+        if let Some(upstream) = self.upstream.take() {
+            upstream.close().await;
+        }
+        if let Some(server) = self.server.take() {
+            server.close().await;
+        }
+        self.agent_era = None;
         self.to_agent(error_reply(
             id,
             INTERNAL_ERROR,
@@ -704,7 +712,7 @@ impl Gateway {
                 }
                 self.to_agent(json!({"jsonrpc": "2.0", "id": id, "result": answer}));
             }
-            Err(e) => self.upstream_failed(id, &e),
+            Err(e) => self.upstream_failed(id, &e).await,
         }
     }
 
@@ -998,8 +1006,8 @@ impl Gateway {
             self.request_refresh();
         }
         let owed = if self.report() {
-            // The agent sees every item in report mode: only the items listed matter.
-            Vec::new()
+            // The agent sees every item in report mode: what is listed is what it sees.
+            listing_changes(&self.evaluation, &after)
         } else {
             list_changes(&self.evaluation, &after)
         };

@@ -897,3 +897,42 @@ fn an_agent_hosts_small_environment_is_enough_when_only_other_watches_need_varia
     drop(stdin);
     assert!(gateway.wait().unwrap().success());
 }
+
+#[test]
+fn an_upstream_that_cannot_start_is_an_initialize_error_naming_it() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "");
+    let config = std::fs::read_to_string(&sb.config)
+        .unwrap()
+        .replace(&format!("[\"{python}\""), "[\"/nonexistent/mcp-server\"");
+    sb.write_config(&config);
+    let mut gateway = Command::new(bin())
+        .args([
+            "mcp-gateway",
+            "--config",
+            &sb.config_arg(),
+            "--watch",
+            WATCH,
+        ])
+        .current_dir(sb.dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn the gateway");
+    let mut stdin = gateway.stdin.take().unwrap();
+    writeln!(
+        stdin,
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"t","version":"0"}}}}}}"#
+    )
+    .unwrap();
+    let mut lines = BufReader::new(gateway.stdout.take().unwrap()).lines();
+    let answer: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(WATCH) && message.contains("/nonexistent/mcp-server"),
+        "{answer}"
+    );
+    drop(stdin);
+    assert!(gateway.wait().unwrap().success());
+}
