@@ -308,6 +308,7 @@ where
         Instant::now() + gateway.options.summary_every,
         gateway.options.summary_every,
     );
+    let mut signals_open = true;
     let stop = loop {
         let notify_at = gateway.notify_at;
         tokio::select! {
@@ -320,8 +321,10 @@ where
                 Some(event) => gateway.on_event(event),
                 None => {}
             },
-            signal = signals.recv() => if let Some(name) = signal {
-                break Stop::Signal(name);
+            signal = signals.recv(), if signals_open => match signal {
+                Some(name) => break Stop::Signal(name),
+                // No more signals can come: stop polling a closed channel.
+                None => signals_open = false,
             },
             _ = sleep_until(notify_at) => gateway.notify_agent(),
             _ = summary.tick() => {
