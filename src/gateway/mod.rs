@@ -278,7 +278,7 @@ where
     // The agent's side: a reader task and a writer task, so the loop never blocks on either.
     let (agent_tx, agent_rx) = mpsc::unbounded_channel::<Value>();
     let writer = tokio::spawn(write_agent(output, agent_rx));
-    let (incoming_tx, mut incoming) = mpsc::channel::<Option<Value>>(64);
+    let (incoming_tx, mut incoming) = mpsc::channel::<FromAgent>(64);
     tokio::spawn(read_agent(input, incoming_tx, max_message));
 
     let mut gateway = Gateway {
@@ -313,8 +313,9 @@ where
         let notify_at = gateway.notify_at;
         tokio::select! {
             message = incoming.recv() => match message {
-                Some(Some(message)) => gateway.on_agent(message).await,
-                Some(None) | None => break Stop::AgentClosed,
+                Some(FromAgent::Message(message)) => gateway.on_agent(message).await,
+                Some(FromAgent::Garbage(e)) => gateway.to_agent(error_reply(Value::Null, -32700, &format!("parse error: {e}"))),
+                Some(FromAgent::Closed) | None => break Stop::AgentClosed,
             },
             event = events.recv() => match event {
                 Some(Event::Upstream(FromUpstream::Closed(why))) => break Stop::UpstreamClosed(why),
@@ -369,22 +370,32 @@ async fn write_agent<W: AsyncWrite + Unpin>(
     }
 }
 
-/// Reads the agent's messages; `None` at the end of its input.
-async fn read_agent<R: AsyncRead + Unpin>(input: R, out: mpsc::Sender<Option<Value>>, max: usize) {
+/// What the agent's input holds.
+enum FromAgent {
+    Message(Value),
+    /// A line that is not JSON (answered with a parse error).
+    Garbage(String),
+    /// The end of its input (or an unreadable one).
+    Closed,
+}
+
+/// Reads the agent's messages until the end of its input.
+async fn read_agent<R: AsyncRead + Unpin>(input: R, out: mpsc::Sender<FromAgent>, max: usize) {
     let mut input = tokio::io::BufReader::new(input);
     loop {
         match upstream::next_line(&mut input, max).await {
             Ok(Some(line)) if line.iter().all(u8::is_ascii_whitespace) => continue,
             Ok(Some(line)) => {
-                let message = serde_json::from_slice::<Value>(&line).unwrap_or_else(|e| {
-                    json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": format!("parse error: {e}")}, "_parse_error": true})
-                });
-                if out.send(Some(message)).await.is_err() {
+                let message = match serde_json::from_slice::<Value>(&line) {
+                    Ok(message) => FromAgent::Message(message),
+                    Err(e) => FromAgent::Garbage(e.to_string()),
+                };
+                if out.send(message).await.is_err() {
                     return;
                 }
             }
             Ok(None) | Err(_) => {
-                let _ = out.send(None).await;
+                let _ = out.send(FromAgent::Closed).await;
                 return;
             }
         }
@@ -478,12 +489,6 @@ impl Gateway {
                 return;
             }
         };
-        if message.contains_key("_parse_error") {
-            let mut reply = message;
-            reply.remove("_parse_error");
-            self.to_agent(Value::Object(reply));
-            return;
-        }
         let method = message
             .get("method")
             .and_then(Value::as_str)

@@ -883,6 +883,7 @@ fn an_agent_hosts_small_environment_is_enough_when_only_other_watches_need_varia
         r#"{{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{{}}}}"#
     )
     .unwrap();
+    writeln!(stdin, "this is not JSON").unwrap();
     let mut lines = BufReader::new(gateway.stdout.take().unwrap()).lines();
     let init: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
     assert_eq!(
@@ -894,6 +895,9 @@ fn an_agent_hosts_small_environment_is_enough_when_only_other_watches_need_varia
         list["result"]["tools"].as_array().unwrap().len() >= 4,
         "{list}"
     );
+    let garbage: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(garbage["error"]["code"], -32700, "{garbage}");
+    assert_eq!(garbage["id"], Value::Null, "{garbage}");
     drop(stdin);
     assert!(gateway.wait().unwrap().success());
 }
