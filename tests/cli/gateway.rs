@@ -940,3 +940,43 @@ fn an_upstream_that_cannot_start_is_an_initialize_error_naming_it() {
     drop(stdin);
     assert!(gateway.wait().unwrap().success());
 }
+
+#[test]
+fn resources_are_read_only_through_accepted_resources_and_templates() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = sandbox(&python, "mcp_resources = \"all\"\n");
+    let mut agent = Agent::start(&sb, &[], serde_json::json!({}));
+    let resources = agent.request("resources/list", serde_json::json!({}));
+    let uris: Vec<&str> = resources["result"]["resources"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{resources}"))
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["cfg://main"], "{resources}");
+    let templates = agent.request("resources/templates/list", serde_json::json!({}));
+    assert_eq!(
+        templates["result"]["resourceTemplates"][0]["uriTemplate"],
+        "notes://{id}"
+    );
+    let config = agent.request("resources/read", serde_json::json!({"uri": "cfg://main"}));
+    assert_eq!(
+        config["result"]["contents"][0]["text"], "colour = blue",
+        "{config}"
+    );
+    // An expansion of the accepted template (level 1) is read; nothing else is.
+    let note = agent.request("resources/read", serde_json::json!({"uri": "notes://42"}));
+    assert_eq!(note["result"]["contents"][0]["text"], "note 42", "{note}");
+    for uri in ["notes://4/2", "cfg://other", "file:///etc/passwd"] {
+        let refused = agent.request("resources/read", serde_json::json!({"uri": uri}));
+        assert_eq!(refused["error"]["code"], -32602, "{uri}: {refused}");
+    }
+    // A prompt without arguments is accepted with its messages, and served.
+    let prompt = agent.request("prompts/get", serde_json::json!({"name": "greeting"}));
+    assert_eq!(
+        prompt["result"]["messages"][0]["content"]["text"], "Say hello to the user.",
+        "{prompt}"
+    );
+    let err = agent.finish();
+    assert!(err.contains("refused_calls=3"), "{err}");
+}

@@ -15,7 +15,7 @@ States:
   hidden   summarize's description carries Unicode tag characters
 Tools always present: echo(text) -> text; fetch_page() -> text carrying tag characters;
 ask_model() -> asks the client for a sampling/createMessage and returns its text (or the error).
-Prompt `greeting` (no arguments); resource template `notes://{id}`.
+Prompt `greeting` (no arguments); resource template `notes://{id}`; resource `cfg://main`.
 argv `http`: Streamable HTTP on 127.0.0.1:$PORT/mcp, else stdio.
 """
 import os
@@ -134,6 +134,11 @@ async def ask_model(ctx: Context) -> str:
 @mcp.prompt(description="Greet the user.")
 def greeting() -> str:
     return "Say hello to the user."
+
+
+@mcp.resource("cfg://main", description="The main configuration.")
+def main_config() -> str:
+    return "colour = blue"
 
 
 @mcp.resource("notes://{id}", description="A note.")
