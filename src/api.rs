@@ -80,6 +80,7 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/summary", get(summary))
         .route("/watches", get(watches))
         .route("/watches/{name}", get(watch))
+        .route("/watches/{name}/contract", get(contract))
         .route(
             "/watches/{name}/refresh",
             post(refresh_now).layer(middleware::from_fn_with_state(CHECK_BODY_MAX, read_body)),
@@ -391,6 +392,61 @@ async fn watch(State(shared): State<Arc<Shared>>, Path(name): Path<String>) -> A
         )),
     })
     .await
+}
+
+/// `GET /v1/watches/{name}/contract`: what an MCP gateway enforces (the accepted items'
+/// fingerprints, the accepted instructions, the open review, the fingerprint and schema
+/// versions), for a gateway that cannot open the registry itself. Always needs the read or
+/// the admin token, loopback or not.
+async fn contract(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if shared.admin_token().is_none() && shared.read_token().is_none() {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "the contract route is disabled: no read or admin token is configured (server.read_token_env, server.admin_token_env)",
+        )
+        .into_response();
+    }
+    let allowed = bearer(&headers).is_some_and(|g| {
+        [shared.admin_token(), shared.read_token()]
+            .iter()
+            .flatten()
+            .any(|t| tokens_equal(g, t))
+    });
+    if !allowed {
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token (read or admin) is required",
+        )
+        .into_response();
+    }
+    let result = with_registry(shared, move |r, c| {
+        if c.watch(&name).is_none() {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("no watch named {name:?}"),
+            ));
+        }
+        match crate::gateway::contract_json(r, &name) {
+            Ok(Some(value)) => Ok(Json(value)),
+            Ok(None) => Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                format!("watch {name:?} has no accepted contract yet"),
+            )),
+            Err(e) => Err(ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                e.to_string(),
+            )),
+        }
+    })
+    .await;
+    match result {
+        Ok(json) => json.into_response(),
+        Err(e) => e.into_response(),
+    }
 }
 
 async fn pending(

@@ -10,7 +10,8 @@
 //! - `config` (the TOML file), `registry` (SQLite: snapshots, history, reviews, CAS);
 //! - `refresh` (one watch's cycle: a pure `decide` and its shell), `artifacts` (catalog,
 //!   pins, triage, provenance), `ci` (accept files, the gate, SARIF / JUnit / GitHub /
-//!   GitLab), `views` (the JSON shapes the CLI and the API share), `metrics`;
+//!   GitLab), `views` (the JSON shapes the CLI and the API share), `metrics`, `gateway`
+//!   (`schemawatch mcp-gateway`: the agent-facing MCP server that enforces the accepted contract);
 //! - `daemon` (scheduler, signals, reload, systemd) and `api` (the HTTP API);
 //! - the command line is the binary's `cli/` module, a file per subcommand.
 
@@ -28,6 +29,7 @@ pub mod config;
 pub mod core;
 pub mod daemon;
 pub mod fetch;
+pub mod gateway;
 pub mod mcp;
 pub mod metrics;
 pub mod notify;

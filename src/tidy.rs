@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["process", "fetch", "mcp"],
     &["sources"],
     &["config", "registry"],
-    &["refresh", "artifacts", "ci", "views", "metrics"],
+    &["refresh", "artifacts", "ci", "views", "metrics", "gateway"],
     &["notify"],
     &["state"],
     &["api"],

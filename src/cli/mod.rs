@@ -67,6 +67,7 @@ mod daemon;
 mod diff;
 mod history;
 mod inspect;
+mod mcp_gateway;
 mod notify;
 mod pending;
 mod pin;
@@ -146,6 +147,9 @@ enum Command {
     Completions(completions::CompletionsArgs),
     /// Man pages: schemawatch(1) to stdout, or every page into --dir.
     Man(completions::ManArgs),
+    /// An MCP server on stdio for an agent host, in front of an MCP watch's server: the agent
+    /// sees and calls only what was accepted.
+    McpGateway(mcp_gateway::GatewayArgs),
     /// Notification sinks: send a test event, list deliveries.
     Notify {
         #[command(subcommand)]
@@ -241,6 +245,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Inspect { action } => inspect::run(action),
         Command::Rules(args) => rules::run(args),
         Command::Notify { action } => notify::run(action).await,
+        Command::McpGateway(args) => mcp_gateway::run(args).await,
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),
     }

@@ -3,6 +3,7 @@
 pub mod diff;
 pub mod event;
 pub mod fingerprint;
+pub mod gateway;
 pub mod hidden;
 pub mod inert;
 pub mod json;

@@ -458,6 +458,107 @@ pub async fn fetch_tools(request: &McpRequest) -> Result<Snapshot, McpError> {
     Ok(snapshot)
 }
 
+/// A stdio MCP server spawned for a long-lived session (the gateway's upstream): spawned as a
+/// watch's server is (minimal environment plus the watch's `env`, its own process group,
+/// stderr drained), its pipes handed to the caller. [`StdioServer::close`] kills it and
+/// everything it started and reaps it; dropping it kills them too.
+pub struct StdioServer {
+    conn: stdio::StdioConn,
+}
+
+impl StdioServer {
+    /// Spawns `argv` with `env` (templates, expanded within `within`); returns the server and
+    /// its stdin and stdout.
+    pub async fn spawn(
+        argv: &[String],
+        env: &BTreeMap<String, String>,
+        within: Duration,
+    ) -> Result<
+        (
+            StdioServer,
+            tokio::process::ChildStdin,
+            tokio::process::ChildStdout,
+        ),
+        McpError,
+    > {
+        let env = stdio::expand_env(env, within).await?;
+        // The session bounds each message itself; this budget is never consulted.
+        let budget = Budget {
+            used: 0,
+            limit: u64::MAX,
+        };
+        let mut conn = stdio::StdioConn::spawn(argv, &env, budget)?;
+        let (stdin, stdout) = conn.take_pipes().ok_or_else(|| McpError::Spawn {
+            program: argv.first().cloned().unwrap_or_default(),
+            detail: "no stdio pipes".into(),
+        })?;
+        Ok((StdioServer { conn }, stdin, stdout))
+    }
+
+    pub fn pid(&self) -> Option<u32> {
+        self.conn.pid()
+    }
+
+    /// Waits for the server process to exit; its exit status as text.
+    pub async fn exited(&mut self) -> String {
+        self.conn.exited().await
+    }
+
+    /// Kills the server and every descendant, and reaps it.
+    pub async fn close(self) {
+        self.conn.close().await
+    }
+}
+
+/// A legacy Streamable HTTP session for a long-lived client (the gateway's upstream): one
+/// POST per message, every message of each answer (JSON or SSE) handed to the caller, and the
+/// GET stream of what the server sends unprompted. Headers, CA file, proxy and redaction are
+/// the watch's, as for a fetch.
+pub struct HttpSession {
+    inner: http::HttpSession,
+}
+
+impl HttpSession {
+    pub async fn new(
+        url: &url::Url,
+        headers: &BTreeMap<String, String>,
+        ca_file: Option<&std::path::Path>,
+        proxy: Option<&str>,
+        timeout: Duration,
+        max_message: usize,
+    ) -> Result<HttpSession, McpError> {
+        Ok(HttpSession {
+            inner: http::HttpSession::new(url, headers, ca_file, proxy, timeout, max_message)
+                .await?,
+        })
+    }
+
+    /// POSTs `message`; every message of the answer goes to `deliver`.
+    pub async fn post(&self, message: &Value, deliver: impl FnMut(Value)) -> Result<(), McpError> {
+        self.inner.post(message, deliver).await
+    }
+
+    /// The negotiated version, sent on every request after `initialize`.
+    pub fn set_protocol_version(&self, version: &str) {
+        self.inner.set_protocol_version(version)
+    }
+
+    /// Reads the GET stream until it ends.
+    pub async fn listen(&self, deliver: impl FnMut(Value)) -> Result<(), McpError> {
+        self.inner.listen(deliver).await
+    }
+
+    /// Ends the session (DELETE).
+    pub async fn close(&self) {
+        self.inner.close().await
+    }
+}
+
+/// `params` with the modern per-request `_meta` when `era` is modern.
+pub fn params_in(era: Era, params: Map<String, Value>) -> Value {
+    params_for(era, params)
+}
+
 /// [`fetch_tools`], rendered as the snapshot document's bytes.
 pub async fn fetch_document(request: &McpRequest) -> Result<Vec<u8>, McpError> {
     let snapshot = fetch_tools(request).await?;
@@ -541,94 +642,23 @@ async fn session(
         Err(other) => return Err(other),
     };
 
-    let declares = |name: &str| {
-        capabilities
-            .as_ref()
-            .map(|c| c.get(name).is_some_and(|v| !v.is_null()))
-    };
-    // `pages` counts tools/list pages (as before); the other lists count in `other_pages`.
-    let (mut pages, mut other_pages) = (0, 0);
-    // Tools unless the server states capabilities without them (then it has none).
-    let tools = if declares("tools") != Some(false) {
-        let as_text = |tool: Value| -> Result<Box<str>, McpError> {
-            serde_json::to_string(&tool)
-                .map(String::into_boxed_str)
-                .map_err(|e| McpError::Protocol {
-                    detail: format!("cannot keep a tool: {e}"),
-                })
-        };
-        let list = List {
-            method: "tools/list",
-            key: "tools",
-            limit: request.max_tools,
-        };
-        list_all(conn, request, era, list, phase, &mut pages, as_text).await?
-    } else {
-        Vec::new()
-    };
-    let prompts = if declares("prompts") == Some(true) {
-        let mut prompts = list_all(
-            conn,
-            request,
-            era,
-            List {
-                method: "prompts/list",
-                key: "prompts",
-                limit: None,
-            },
-            phase,
-            &mut other_pages,
-            Ok,
-        )
-        .await?;
-        for prompt in prompts.iter_mut() {
-            attach_messages(conn, era, prompt, phase).await?;
-        }
-        Some(prompts)
-    } else {
-        None
-    };
-    let resources_declared = declares("resources") == Some(true);
-    let resource_templates = if resources_declared && request.resources != McpResources::None {
-        Some(
-            list_all(
-                conn,
-                request,
-                era,
-                List {
-                    method: "resources/templates/list",
-                    key: "resourceTemplates",
-                    limit: None,
-                },
-                phase,
-                &mut other_pages,
-                Ok,
-            )
-            .await?,
-        )
-    } else {
-        None
-    };
-    let resources = if resources_declared && request.resources == McpResources::All {
-        Some(
-            list_all(
-                conn,
-                request,
-                era,
-                List {
-                    method: "resources/list",
-                    key: "resources",
-                    limit: None,
-                },
-                phase,
-                &mut other_pages,
-                Ok,
-            )
-            .await?,
-        )
-    } else {
-        None
-    };
+    let mut lister = ConnLister { conn, era };
+    let lists = read_lists_with(&mut lister, request, capabilities.as_ref(), phase, |tool| {
+        serde_json::to_string(&tool)
+            .map(String::into_boxed_str)
+            .map_err(|e| McpError::Protocol {
+                detail: format!("cannot keep a tool: {e}"),
+            })
+    })
+    .await?;
+    let Lists {
+        tools,
+        prompts,
+        resource_templates,
+        resources,
+        pages,
+        ..
+    } = lists;
     Ok(Snapshot {
         era,
         protocol_version,
@@ -642,6 +672,130 @@ async fn session(
         pages,
         transport: "",
         url: None,
+    })
+}
+
+/// Something that answers one MCP request with its result: the fetcher's own connection, or
+/// a long-lived session (the gateway's upstream). An error answer is [`McpError::Rpc`].
+pub trait Lister {
+    /// Sends `method` with `params` (without the modern `_meta`: the implementation adds
+    /// what its era needs) and waits for the result.
+    fn request(
+        &mut self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> impl std::future::Future<Output = Result<Value, McpError>> + Send;
+}
+
+/// The fetcher's connection in the era it detected.
+struct ConnLister<'a> {
+    conn: &'a mut Conn,
+    era: Era,
+}
+
+impl Lister for ConnLister<'_> {
+    async fn request(
+        &mut self,
+        method: &str,
+        params: Map<String, Value>,
+    ) -> Result<Value, McpError> {
+        self.conn
+            .call(method, params_for(self.era, params), self.era, None)
+            .await?
+            .into_result(method)
+    }
+}
+
+/// Every list a server offers, walked to the end.
+#[derive(Clone, Debug)]
+pub struct Lists<T> {
+    pub tools: Vec<T>,
+    /// With the `messages` of `prompts/get` attached to each prompt without required
+    /// arguments (as the snapshot document holds them).
+    pub prompts: Option<Vec<Value>>,
+    /// The prompts as `prompts/list` returned them (no `messages`).
+    pub prompts_listed: Option<Vec<Value>>,
+    pub resource_templates: Option<Vec<Value>>,
+    pub resources: Option<Vec<Value>>,
+    /// `tools/list` pages read.
+    pub pages: usize,
+}
+
+/// Walks every list the server declares (`capabilities`; tools unless the server states
+/// capabilities without them), within `request`'s page and tool limits; each tool is kept as
+/// `keep` makes it.
+pub async fn read_lists<L: Lister>(
+    conn: &mut L,
+    request: &McpRequest,
+    capabilities: Option<&Value>,
+) -> Result<Lists<Value>, McpError> {
+    let mut phase = String::new();
+    read_lists_with(conn, request, capabilities, &mut phase, Ok).await
+}
+
+async fn read_lists_with<T, L: Lister>(
+    conn: &mut L,
+    request: &McpRequest,
+    capabilities: Option<&Value>,
+    phase: &mut String,
+    keep: impl FnMut(Value) -> Result<T, McpError>,
+) -> Result<Lists<T>, McpError> {
+    let declares = |name: &str| capabilities.map(|c| c.get(name).is_some_and(|v| !v.is_null()));
+    // `pages` counts tools/list pages (as before); the other lists count in `other_pages`.
+    let (mut pages, mut other_pages) = (0, 0);
+    let tools = if declares("tools") != Some(false) {
+        let list = List {
+            method: "tools/list",
+            key: "tools",
+            limit: request.max_tools,
+        };
+        list_all(conn, request, list, phase, &mut pages, keep).await?
+    } else {
+        Vec::new()
+    };
+    let (prompts, prompts_listed) = if declares("prompts") == Some(true) {
+        let list = List {
+            method: "prompts/list",
+            key: "prompts",
+            limit: None,
+        };
+        let listed = list_all(conn, request, list, phase, &mut other_pages, Ok).await?;
+        let mut prompts = listed.clone();
+        for prompt in prompts.iter_mut() {
+            attach_messages(conn, prompt, phase).await?;
+        }
+        (Some(prompts), Some(listed))
+    } else {
+        (None, None)
+    };
+    let resources_declared = declares("resources") == Some(true);
+    let resource_templates = if resources_declared && request.resources != McpResources::None {
+        let list = List {
+            method: "resources/templates/list",
+            key: "resourceTemplates",
+            limit: None,
+        };
+        Some(list_all(conn, request, list, phase, &mut other_pages, Ok).await?)
+    } else {
+        None
+    };
+    let resources = if resources_declared && request.resources == McpResources::All {
+        let list = List {
+            method: "resources/list",
+            key: "resources",
+            limit: None,
+        };
+        Some(list_all(conn, request, list, phase, &mut other_pages, Ok).await?)
+    } else {
+        None
+    };
+    Ok(Lists {
+        tools,
+        prompts,
+        prompts_listed,
+        resource_templates,
+        resources,
+        pages,
     })
 }
 
@@ -662,10 +816,9 @@ struct List<'a> {
 
 /// Walks a paginated `*/list` method from no cursor to the end, keeping each item as `keep`
 /// makes it. Past `list.limit` items it stops at that page: nothing more is requested.
-async fn list_all<T>(
-    conn: &mut Conn,
+async fn list_all<T, L: Lister>(
+    conn: &mut L,
     request: &McpRequest,
-    era: Era,
     list: List<'_>,
     phase: &mut String,
     total_pages: &mut usize,
@@ -690,10 +843,7 @@ async fn list_all<T>(
         if let Some(c) = &cursor {
             params.insert("cursor".into(), json!(c));
         }
-        let result = conn
-            .call(method, params_for(era, params), era, None)
-            .await?
-            .into_result(method)?;
+        let result = conn.request(method, params).await?;
         match result.get("resultType").and_then(Value::as_str) {
             None | Some("complete") => {}
             Some(other) => {
@@ -742,9 +892,8 @@ async fn list_all<T>(
 
 /// For a prompt without required arguments, the `messages` `prompts/get` returns (verbatim:
 /// they reach a model), kept on the prompt as `messages`.
-async fn attach_messages(
-    conn: &mut Conn,
-    era: Era,
+async fn attach_messages<L: Lister>(
+    conn: &mut L,
     prompt: &mut Value,
     phase: &mut String,
 ) -> Result<(), McpError> {
@@ -767,10 +916,7 @@ async fn attach_messages(
     *phase = format!("prompts/get {name}");
     let mut params = Map::new();
     params.insert("name".into(), json!(name));
-    let result = conn
-        .call("prompts/get", params_for(era, params), era, None)
-        .await?
-        .into_result("prompts/get")?;
+    let result = conn.request("prompts/get", params).await?;
     match result.get("messages") {
         Some(messages @ Value::Array(_)) => {
             object.insert("messages".into(), messages.clone());

@@ -30,7 +30,8 @@ pub(super) struct StdioConn {
     /// Set once [`StdioConn::close`] has killed what the child left; otherwise drop does.
     closed: bool,
     stdin: Option<ChildStdin>,
-    stdout: ChildStdout,
+    /// `None` once a long-lived session took it ([`StdioConn::take_pipes`]).
+    stdout: Option<ChildStdout>,
     buf: Vec<u8>,
     /// Bytes of `buf` already searched for a newline.
     scanned: usize,
@@ -108,7 +109,7 @@ impl StdioConn {
             _tracked: tracked,
             closed: false,
             stdin: Some(stdin),
-            stdout,
+            stdout: Some(stdout),
             buf: Vec::new(),
             scanned: 0,
             budget,
@@ -153,8 +154,10 @@ impl StdioConn {
             }
             self.scanned = self.buf.len();
             let mut chunk = [0u8; 16 * 1024];
-            let n = self
-                .stdout
+            let stdout = self.stdout.as_mut().ok_or_else(|| McpError::Transport {
+                detail: "stdout already taken".into(),
+            })?;
+            let n = stdout
                 .read(&mut chunk)
                 .await
                 .map_err(|e| McpError::Transport {
@@ -213,6 +216,24 @@ impl StdioConn {
                     Incoming::Ignore => {}
                 }
             }
+        }
+    }
+
+    /// The child's stdin and stdout, for a session that reads and writes them itself; the
+    /// child stays owned (closed, killed and reaped) by this connection.
+    pub(super) fn take_pipes(&mut self) -> Option<(ChildStdin, ChildStdout)> {
+        Some((self.stdin.take()?, self.stdout.take()?))
+    }
+
+    pub(super) fn pid(&self) -> Option<u32> {
+        self.child.id()
+    }
+
+    /// Waits until the child exits (without reaping what it spawned: [`StdioConn::close`]).
+    pub(super) async fn exited(&mut self) -> String {
+        match self.child.wait().await {
+            Ok(status) => status.to_string(),
+            Err(e) => format!("unknown ({e})"),
         }
     }
 

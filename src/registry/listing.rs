@@ -43,6 +43,20 @@ impl Registry {
         Ok(Registry { conn, routes: None })
     }
 
+    /// The `FINGERPRINT_VERSION` the accepted contract of `tool` was fingerprinted with
+    /// (`None`: no accepted contract). A read-only reader compares it with its own: it cannot
+    /// run the upgrade a read-write open does.
+    pub fn tool_fingerprint_version(&self, tool: &str) -> Result<Option<i64>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT fingerprint_version FROM tools WHERE name = ?1",
+                [tool],
+                |r| r.get(0),
+            )
+            .optional()?)
+    }
+
     /// `PRAGMA data_version`: changes when another connection (of this process or another)
     /// committed since this connection last looked.
     pub fn data_version(&self) -> Result<i64> {

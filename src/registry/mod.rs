@@ -282,6 +282,11 @@ fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
 }
 
 /// The current UTC time as RFC 3339 with seconds precision.
+/// The registry schema version this build reads and writes (`PRAGMA user_version`).
+pub fn supported_schema() -> i64 {
+    migrate::latest()
+}
+
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }

@@ -16,6 +16,7 @@ mod e2e;
 mod example_config;
 mod external_refs;
 mod fetch;
+mod gateway;
 mod hardening;
 mod hardening29;
 mod hidden_text;

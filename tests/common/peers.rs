@@ -99,3 +99,14 @@ pub fn start_http(mut command: Command, port: u16, env: &[(&str, &str)]) -> Serv
     }
     server
 }
+
+/// A python that can import the PyPI `mcp` 2.x server and client APIs: the test venv, else
+/// `python3`.
+pub fn python_mcp() -> Option<String> {
+    let venv = peers_dir().join(".venv/bin/python");
+    let probe = ["-c", "import mcp.server.mcpserver, mcp.client.stdio"];
+    if venv.is_file() && runs(&venv.to_string_lossy(), &probe) {
+        return Some(venv.to_string_lossy().into_owned());
+    }
+    runs("python3", &probe).then(|| "python3".to_string())
+}
