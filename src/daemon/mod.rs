@@ -3,8 +3,8 @@
 //!
 //! Scheduling, in short (docs/reliability.md P19 and §3; `schedule.rs`):
 //! - one scheduler over a timer heap; a watch's first refresh comes after a deterministic
-//!   per-watch offset within `min(interval, 30 s)`, so watches are spread instead of firing
-//!   together, and a refresh task exists only while that refresh runs;
+//!   per-watch offset within `min(interval, max(30 s, 2 ms a watch))`, so watches are spread
+//!   instead of firing together, and a refresh task exists only while that refresh runs;
 //! - the next refresh is scheduled from the end of the previous one (`interval` ± 10%), so a
 //!   paused process (SIGSTOP, suspend) runs each watch at most once on resume: no burst;
 //! - a global semaphore of `max_concurrency` permits bounds refreshes in flight, and a
@@ -580,7 +580,7 @@ mod tests {
                 .collect::<String>(),
         )
         .unwrap();
-        let delays: Vec<Duration> = config.watches.iter().map(first_delay).collect();
+        let delays: Vec<Duration> = config.watches.iter().map(|w| first_delay(w, 200)).collect();
         assert!(delays.iter().all(|d| *d < FIRST_SPREAD));
         // Spread: every 3 s bucket of the 30 s window gets some watches.
         for bucket in 0..10u64 {
@@ -592,10 +592,10 @@ mod tests {
             );
         }
         // Stable across calls (and restarts).
-        assert_eq!(first_delay(&config.watches[5]), delays[5]);
+        assert_eq!(first_delay(&config.watches[5], 200), delays[5]);
         // Short intervals spread within the interval.
         let mut short = config.watches[0].clone();
         short.interval = Duration::from_secs(1);
-        assert!(first_delay(&short) < Duration::from_secs(1));
+        assert!(first_delay(&short, 200) < Duration::from_secs(1));
     }
 }

@@ -24,8 +24,20 @@ pub use crate::fetch::later;
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// The first retry after an error comes after about this long (jittered down to half).
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(5);
-/// The first refresh of a watch comes within `min(interval, FIRST_SPREAD)`.
+/// The first refresh of a watch comes within `min(interval, first_spread(watches))`: at least
+/// this long...
 pub const FIRST_SPREAD: Duration = Duration::from_secs(30);
+/// ...and this long per watch of the config, so a start asks for at most 500 first refreshes
+/// a second on average (100,000 watches spread over 200 s, not a 30 s burst whose backlog
+/// makes every watch late).
+pub const FIRST_SPREAD_PER_WATCH: Duration = Duration::from_millis(2);
+
+/// The window a start spreads first refreshes over, for a config of `watches` watches.
+pub fn first_spread(watches: usize) -> Duration {
+    let per_watch =
+        FIRST_SPREAD_PER_WATCH.saturating_mul(u32::try_from(watches).unwrap_or(u32::MAX));
+    FIRST_SPREAD.max(per_watch)
+}
 
 /// A small PRNG for jitter (xorshift64*).
 #[derive(Debug, Clone, Copy)]
@@ -62,10 +74,10 @@ pub(crate) fn name_hash(name: &str) -> u64 {
 }
 
 /// Delay before a watch's first refresh: a fixed fraction (from its name) of
-/// `min(interval, FIRST_SPREAD)`.
-pub fn first_delay(watch: &crate::config::WatchConfig) -> Duration {
+/// `min(interval, first_spread(watches))`, `watches` being the size of its config.
+pub fn first_delay(watch: &crate::config::WatchConfig, watches: usize) -> Duration {
     let fraction = (name_hash(&watch.name) >> 11) as f64 / (1u64 << 53) as f64;
-    watch.interval.min(FIRST_SPREAD).mul_f64(fraction)
+    watch.interval.min(first_spread(watches)).mul_f64(fraction)
 }
 
 /// Wait after a failed refresh: `min(interval, FIRST_BACKOFF) * 2^(failures-1)`, capped by
@@ -135,7 +147,7 @@ impl Scheduler {
             next_generation: 0,
         };
         for w in &config.watches {
-            let slot = s.fresh_slot(later(now, first_delay(w)), &w.name);
+            let slot = s.fresh_slot(later(now, first_delay(w, config.watches.len())), &w.name);
             s.slots.push(slot);
         }
         s.rebuild_heap();
@@ -243,7 +255,8 @@ impl Scheduler {
     /// interval), new ones get their first-refresh delay, removed ones are dropped.
     pub fn reload(&mut self, new: Arc<Config>, now: Instant) -> Reloaded {
         let mut r = Reloaded::default();
-        let mut slots = Vec::with_capacity(new.watches.len());
+        let watches = new.watches.len();
+        let mut slots = Vec::with_capacity(watches);
         for w in &new.watches {
             let old = self
                 .index_of(&w.name)
@@ -263,7 +276,7 @@ impl Scheduler {
                 }
                 None => {
                     r.added += 1;
-                    self.fresh_slot(later(now, first_delay(w)), &w.name)
+                    self.fresh_slot(later(now, first_delay(w, watches)), &w.name)
                 }
             };
             slots.push(slot);
@@ -647,6 +660,19 @@ mod tests {
         let early = origin - Duration::from_millis(50);
         assert_eq!(on_tick(early, origin, tick), origin);
         assert_eq!(on_tick(due, origin, Duration::ZERO), due);
+    }
+
+    #[test]
+    fn first_refreshes_spread_over_more_time_the_more_watches_there_are() {
+        assert_eq!(first_spread(1), FIRST_SPREAD);
+        assert_eq!(first_spread(10_000), FIRST_SPREAD);
+        assert_eq!(first_spread(100_000), Duration::from_secs(200));
+        assert_eq!(first_spread(usize::MAX), FIRST_SPREAD_PER_WATCH * u32::MAX);
+        // Never beyond the interval: a 300 s watch of a 1,000,000-watch config starts within it.
+        let config = config(1, "300s");
+        let w = &config.watches[0];
+        assert!(first_delay(w, 1_000_000) < Duration::from_secs(300));
+        assert!(first_delay(w, 1) < FIRST_SPREAD);
     }
 
     #[tokio::test(start_paused = true)]

@@ -24,7 +24,7 @@ fn prompt_name(prefix: &str) -> String {
             let config =
                 schemawatch::config::Config::parse(std::path::Path::new("/x/c.toml"), &text)
                     .unwrap();
-            schemawatch::daemon::first_delay(&config.watches[0]) < Duration::from_millis(300)
+            schemawatch::daemon::first_delay(&config.watches[0], 1) < Duration::from_millis(300)
         })
         .expect("some name has a short first delay")
 }
