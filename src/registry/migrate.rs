@@ -17,6 +17,7 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (4, include_str!("../../migrations/0004_storage_sources.sql")),
     (5, include_str!("../../migrations/0005_events.sql")),
     (6, include_str!("../../migrations/0006_identity_key.sql")),
+    (7, include_str!("../../migrations/0007_tools_position.sql")),
 ];
 
 pub fn latest() -> i64 {
