@@ -529,8 +529,9 @@ impl Config {
             names.insert(watch_name.clone(), (path.to_path_buf(), name_line));
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres)",
-                    w.kind
+                    "{at}: unknown kind {:?} (expected one of {})",
+                    w.kind,
+                    Kind::names()
                 ))
             })?;
             if w.command.is_some() && kind != Kind::Mcp {
