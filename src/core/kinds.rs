@@ -53,6 +53,9 @@ pub struct KindDecl {
     /// The document may name other documents by external `$ref` (OpenAPI's bundling,
     /// `core::normalize::openapi_refs`), read from the same place before normalizing.
     pub external_refs: bool,
+    /// Every string of its contracts is text a model reads (MCP), not only descriptions,
+    /// titles and summaries: `hidden-text-added` scans them all.
+    pub every_string_model_facing: bool,
     /// A database kind: its endpoints are tables, views and functions (docs/databases.md).
     pub is_database: bool,
 }
@@ -86,6 +89,7 @@ kinds! {
         pointers: Some(Pointers::Openapi),
         hooks: KindHooks::NONE,
         external_refs: true,
+        every_string_model_facing: false,
         is_database: false,
     }
     Openrpc "openrpc" {
@@ -98,6 +102,7 @@ kinds! {
             ..KindHooks::NONE
         },
         external_refs: false,
+        every_string_model_facing: false,
         is_database: false,
     }
     Odata "odata" {
@@ -109,6 +114,7 @@ kinds! {
             ..KindHooks::NONE
         },
         external_refs: false,
+        every_string_model_facing: false,
         is_database: false,
     }
     Graphql "graphql" {
@@ -117,6 +123,7 @@ kinds! {
         pointers: None,
         hooks: KindHooks::NONE,
         external_refs: false,
+        every_string_model_facing: false,
         is_database: false,
     }
     Mcp "mcp" {
@@ -128,6 +135,7 @@ kinds! {
             ..KindHooks::NONE
         },
         external_refs: false,
+        every_string_model_facing: true,
         is_database: false,
     }
     // Not yet deny-by-default: it keeps what it models (docs/kinds-rpc.md, "OPTIMADE").
@@ -137,6 +145,7 @@ kinds! {
         pointers: None,
         hooks: KindHooks::NONE,
         external_refs: false,
+        every_string_model_facing: false,
         is_database: false,
     }
     /// A SQLite database file, by catalog introspection.
@@ -150,6 +159,7 @@ kinds! {
             ..KindHooks::NONE
         },
         external_refs: false,
+        every_string_model_facing: false,
         is_database: true,
     }
     /// A PostgreSQL database, by `pg_catalog` introspection.
@@ -163,6 +173,7 @@ kinds! {
             ..KindHooks::NONE
         },
         external_refs: false,
+        every_string_model_facing: false,
         is_database: true,
     }
 }
