@@ -5,10 +5,11 @@
 //! direction-aware), [`tool`] (MCP's stricter text rules), [`text`], [`database`], and the
 //! kinds' own [`graphql`], [`odata`], [`openrpc`]), built on the base modules [`rule`] (the rule
 //! type), [`emit`] (the emitter) and [`shared`] (the rules several families emit). What a kind
-//! adds (rule swaps, hooks, schema keywords) reaches the families as data from here:
-//! [`KindHooks`], `SchemaWiring`. [`rules`] is the registry of the families. The report's
-//! compatibility is its most severe change; a fingerprint difference no rule explains is an
-//! `unclassified-change` (breaking), never silently identical.
+//! adds (rule swaps, hooks, schema keywords) reaches the families as data: [`KindHooks`] (each
+//! kind's, in its declaration in `core::kinds`) and `SchemaWiring` from here. [`rules`] is the
+//! registry of the families. The report's compatibility is its most severe change; a
+//! fingerprint difference no rule explains is an `unclassified-change` (breaking), never
+//! silently identical.
 
 pub mod body;
 pub mod change_kind;
