@@ -2,11 +2,11 @@
 //! its normalizer, its descriptive allow-list, whether it has source pointers, what it adds to
 //! the general rules ([`KindHooks`]) and its other properties. `Kind`, `Kind::ALL`,
 //! `Kind::parse`, `Kind::as_str`, the `--kind` values and the config's list of kinds all derive
-//! from [`kinds!`]'s rows; the one other place a kind is named is its arm in `sources::load`
-//! (how it is fetched: I/O, outside the core).
+//! from the rows of `kinds!` below; the one `match` on `Kind` is `sources::load` (how a kind is
+//! fetched: I/O, outside the core).
 //!
-//! A new kind is one row here (plus its normalizer file, its rules if any, and its `load`
-//! arm): ARCHITECTURE.md, "Add a kind".
+//! A new kind is one row here, plus its normalizer file (`pub mod` in `core::normalize`), its
+//! `load` arm and its rules if any: ARCHITECTURE.md, "Add a kind".
 
 use crate::core::diff::{database, odata, openrpc, tool, KindHooks};
 use crate::core::model::ToolSpec;
