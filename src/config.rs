@@ -529,8 +529,9 @@ impl Config {
             names.insert(watch_name.clone(), (path.to_path_buf(), name_line));
             let kind = Kind::parse(&w.kind).ok_or_else(|| {
                 invalid(format!(
-                    "{at}: unknown kind {:?} (expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres)",
-                    w.kind
+                    "{at}: unknown kind {:?} (expected one of {})",
+                    w.kind,
+                    Kind::names()
                 ))
             })?;
             if w.command.is_some() && kind != Kind::Mcp {
@@ -656,10 +657,16 @@ impl Config {
             }
             let external_refs = match &w.external_refs {
                 None => ExternalRefs::default(),
-                Some(_) if kind != Kind::Openapi => {
+                Some(_) if !kind.decl().external_refs => {
+                    let kinds: Vec<String> = Kind::ALL
+                        .iter()
+                        .filter(|k| k.decl().external_refs)
+                        .map(|k| format!("{:?}", k.as_str()))
+                        .collect();
                     return Err(invalid(format!(
-                        "{at}: external_refs is only for kind \"openapi\""
-                    )))
+                        "{at}: external_refs is only for kind {}",
+                        kinds.join(" or ")
+                    )));
                 }
                 Some(v) => ExternalRefs::parse(v).ok_or_else(|| {
                     invalid(format!(
@@ -1358,6 +1365,19 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("soap"), "{err}");
+        assert!(
+            err.contains(
+                "(expected one of openapi, openrpc, odata, graphql, mcp, optimade, sqlite, postgres"
+            ),
+            "{err}"
+        );
+        let err = parse("[[watch]]\nname = \"a.b\"\nkind = \"openrpc\"\npath = \"x\"\nexternal_refs = \"none\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.ends_with("external_refs is only for kind \"openapi\""),
+            "{err}"
+        );
     }
 
     fn watch_table(name: &str, path: &str) -> String {

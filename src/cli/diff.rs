@@ -124,7 +124,7 @@ async fn against(args: &DiffArgs, policy: &ClassifyPolicy, rev: &str) -> Outcome
             "--format F=PATH and --provenance are for `diff OLD NEW`; --against writes one section per FILE to stdout"
         )));
     }
-    if matches!(args.kind.0, Kind::Sqlite | Kind::Postgres) {
+    if args.kind.0.is_database() {
         return Err(Failure::Usage(anyhow!(
             "--against with --kind {}: a git revision cannot hold a database",
             args.kind.0.as_str()

@@ -7,6 +7,7 @@ pub mod gateway;
 pub mod hidden;
 pub mod inert;
 pub mod json;
+pub mod kinds;
 pub mod locate;
 pub mod model;
 pub mod normalize;

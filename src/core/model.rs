@@ -11,62 +11,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::Arc;
 
-/// The kinds of contract schemawatch watches.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Openapi,
-    Openrpc,
-    Odata,
-    Graphql,
-    Mcp,
-    Optimade,
-    /// A SQLite database file, by catalog introspection.
-    Sqlite,
-    /// A PostgreSQL database, by `pg_catalog` introspection.
-    Postgres,
-}
-
-impl Kind {
-    pub const ALL: [Kind; 8] = [
-        Kind::Openapi,
-        Kind::Openrpc,
-        Kind::Odata,
-        Kind::Graphql,
-        Kind::Mcp,
-        Kind::Optimade,
-        Kind::Sqlite,
-        Kind::Postgres,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Openapi => "openapi",
-            Kind::Openrpc => "openrpc",
-            Kind::Odata => "odata",
-            Kind::Graphql => "graphql",
-            Kind::Mcp => "mcp",
-            Kind::Optimade => "optimade",
-            Kind::Sqlite => "sqlite",
-            Kind::Postgres => "postgres",
-        }
-    }
-
-    /// A database kind: its endpoints are tables, views and functions (docs/databases.md).
-    pub fn is_database(self) -> bool {
-        matches!(self, Kind::Sqlite | Kind::Postgres)
-    }
-
-    pub fn parse(text: &str) -> Option<Kind> {
-        Kind::ALL.into_iter().find(|k| k.as_str() == text)
-    }
-}
-
-impl fmt::Display for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+/// The kinds of contract, each declared once in `core::kinds`.
+pub use crate::core::kinds::Kind;
 
 /// The canonical contract of one watched source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

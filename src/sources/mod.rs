@@ -401,35 +401,28 @@ pub async fn contract(
             external_bytes: 0,
         })
     };
-    match kind {
-        Kind::Openapi => {
-            let Some(document) = source.document() else {
-                return plain();
-            };
-            let resolved = openapi_refs::normalize_document(
-                name,
-                &request.fetch(document, true),
-                final_url,
-                bytes,
-                request.external_refs,
-                started,
-                shared,
-            )
-            .await?;
-            Ok(Contract {
-                spec: resolved.spec,
-                has_external_refs: resolved.has_external_refs,
-                external_bytes: resolved.external_bytes,
-            })
-        }
-        Kind::Openrpc
-        | Kind::Odata
-        | Kind::Graphql
-        | Kind::Mcp
-        | Kind::Optimade
-        | Kind::Sqlite
-        | Kind::Postgres => plain(),
+    // External `$ref`s (OpenAPI's bundling) are a property of the kind's declaration.
+    if kind.decl().external_refs {
+        let Some(document) = source.document() else {
+            return plain();
+        };
+        let resolved = openapi_refs::normalize_document(
+            name,
+            &request.fetch(document, true),
+            final_url,
+            bytes,
+            request.external_refs,
+            started,
+            shared,
+        )
+        .await?;
+        return Ok(Contract {
+            spec: resolved.spec,
+            has_external_refs: resolved.has_external_refs,
+            external_bytes: resolved.external_bytes,
+        });
     }
+    plain()
 }
 
 /// Why [`load_spec`] failed.

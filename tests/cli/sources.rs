@@ -328,3 +328,56 @@ fn an_option_like_revision_is_refused_before_git_runs() {
     let (code, _, err) = diff_in(elsewhere.path(), &["git:HEAD:a.json", "a.json"]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// Every kind's declared name is a `--kind` value that reaches its `sources::load` arm, and a
+/// config `kind` that `config check` accepts; an unknown name is refused with every kind
+/// listed, by `--kind` and by the config alike (`core::kinds` is the one list).
+#[test]
+fn every_declared_kind_is_accepted_by_kind_and_the_config_and_listed_when_refused() {
+    use schemawatch::core::model::Kind;
+    let sb = Sandbox::new();
+    let missing = sb.path("missing.doc");
+    let missing = missing.to_string_lossy().into_owned();
+    for kind in Kind::ALL {
+        let name = kind.as_str();
+        // A missing file: the kind is accepted and its fetch arm reports the source.
+        let run = sb.run(&["diff", "--kind", name, &missing, &missing]);
+        run.assert_code(2);
+        let err = run.stderr_text();
+        assert!(
+            !err.contains("invalid value") && err.contains("missing.doc"),
+            "--kind {name}: {}",
+            run.describe()
+        );
+        let source = if kind == Kind::Postgres {
+            "url = \"postgresql://u@127.0.0.1:9/db\"".to_string()
+        } else {
+            format!("path = {:?}", missing)
+        };
+        let config = sb.write_file(
+            &format!("{name}.toml"),
+            format!("[[watch]]\nname = \"a.b\"\nkind = \"{name}\"\n{source}\n").as_bytes(),
+        );
+        let config = config.to_string_lossy().into_owned();
+        sb.run(&["config", "check", "--config", &config])
+            .assert_code(0);
+    }
+    let run = sb.run(&["diff", "--kind", "soap", &missing, &missing]);
+    run.assert_code(2);
+    let err = run.stderr_text();
+    let config = sb.write_file(
+        "soap.toml",
+        b"[[watch]]\nname = \"a.b\"\nkind = \"soap\"\npath = \"x\"\n",
+    );
+    let config = config.to_string_lossy().into_owned();
+    let refused = sb.run(&["config", "check", "--config", &config]);
+    refused.assert_code(2);
+    let config_err = refused.stderr_text();
+    for kind in Kind::ALL {
+        assert!(err.contains(kind.as_str()), "--kind soap: {err}");
+        assert!(
+            config_err.contains(kind.as_str()),
+            "kind = \"soap\": {config_err}"
+        );
+    }
+}

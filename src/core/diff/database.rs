@@ -205,7 +205,7 @@ fn has_grants(e: &EndpointSpec) -> bool {
 }
 
 /// A table, view, function or procedure of the new contract that the old one lacks.
-pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
+pub(crate) fn added(n: &EndpointSpec, out: &mut Emitter) {
     if matches!(
         n.sub_kind(),
         EndpointSubKind::Function | EndpointSubKind::Procedure
@@ -262,7 +262,7 @@ pub(super) fn added(n: &EndpointSpec, out: &mut Emitter) {
 }
 
 /// Compares the table facts of a matched pair (both `meta`).
-pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
+pub(crate) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
     let empty = Map::new();
     let old = o
         .meta

@@ -5,10 +5,11 @@
 //! direction-aware), [`tool`] (MCP's stricter text rules), [`text`], [`database`], and the
 //! kinds' own [`graphql`], [`odata`], [`openrpc`]), built on the base modules [`rule`] (the rule
 //! type), [`emit`] (the emitter) and [`shared`] (the rules several families emit). What a kind
-//! adds (rule swaps, hooks, schema keywords) reaches the families as data from here:
-//! [`KindHooks`], `SchemaWiring`. [`rules`] is the registry of the families. The report's
-//! compatibility is its most severe change; a fingerprint difference no rule explains is an
-//! `unclassified-change` (breaking), never silently identical.
+//! adds (rule swaps, hooks, schema keywords) reaches the families as data: [`KindHooks`] (each
+//! kind's, in its declaration in `core::kinds`) and `SchemaWiring` from here. [`rules`] is the
+//! registry of the families. The report's compatibility is its most severe change; a
+//! fingerprint difference no rule explains is an `unclassified-change` (breaking), never
+//! silently identical.
 
 pub mod body;
 pub mod change_kind;
@@ -62,8 +63,8 @@ pub struct ClassifyPolicy {
 pub type PairHook = fn(&EndpointSpec, &EndpointSpec, &str, &mut Emitter);
 
 /// What a kind adds to the general rules, as data the walk hands the families (so no family
-/// imports another).
-#[derive(Default)]
+/// imports another). Each kind's are a field of its declaration (`core::kinds`).
+#[derive(Clone, Copy, Default)]
 pub struct KindHooks {
     /// Swaps general rules for the kind's own (MCP: model-facing text, prompts, resources).
     pub swap: Option<RuleSwap>,
@@ -76,29 +77,19 @@ pub struct KindHooks {
     pub pair: Option<PairHook>,
 }
 
-/// The hooks of each kind: a new kind says here what it adds (the match has no `_` arm).
+impl KindHooks {
+    /// Nothing added to the general rules.
+    pub const NONE: KindHooks = KindHooks {
+        swap: None,
+        added: None,
+        meta: None,
+        pair: None,
+    };
+}
+
+/// The hooks of each kind: its declaration's `hooks` (`core::kinds`).
 pub fn kind_hooks(kind: Kind) -> KindHooks {
-    match kind {
-        Kind::Mcp => KindHooks {
-            swap: Some(tool::kind_rule),
-            ..KindHooks::default()
-        },
-        Kind::Sqlite | Kind::Postgres => KindHooks {
-            added: Some(database::added),
-            meta: Some(database::compare_facts),
-            ..KindHooks::default()
-        },
-        Kind::Odata => KindHooks {
-            meta: Some(odata::compare_facts),
-            ..KindHooks::default()
-        },
-        Kind::Openrpc => KindHooks {
-            meta: Some(openrpc::compare_facts),
-            pair: Some(openrpc::compare_param_structure),
-            ..KindHooks::default()
-        },
-        Kind::Openapi | Kind::Graphql | Kind::Optimade => KindHooks::default(),
-    }
+    kind.decl().hooks
 }
 
 /// What the schema walker needs from the rest of `core/diff`: the keywords a rule judges

@@ -311,7 +311,7 @@ pub(super) fn compare_schema_keywords(
 
 /// An OData endpoint's `meta`: annotations, navigation property bindings, an import's
 /// `EntitySet`, `IsComposable`.
-pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
+pub(crate) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
     for (key, before, after) in changed_members(o.meta.as_deref(), n.meta.as_deref()) {
         match key.as_str() {
             "annotations" => compare_annotations(

@@ -52,7 +52,7 @@ fn structure(e: &EndpointSpec) -> Option<String> {
     )
 }
 
-pub(super) fn compare_param_structure(
+pub(crate) fn compare_param_structure(
     o: &EndpointSpec,
     n: &EndpointSpec,
     at: &str,
@@ -80,7 +80,7 @@ pub(super) fn compare_param_structure(
 }
 
 /// An OpenRPC method's `meta`: `resultRequired`.
-pub(super) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
+pub(crate) fn compare_facts(o: &EndpointSpec, n: &EndpointSpec, at: &str, out: &mut Emitter) {
     for (key, before, after) in changed_members(o.meta.as_deref(), n.meta.as_deref()) {
         if key == "resultRequired" {
             let now = after == Some(&Value::Bool(true));

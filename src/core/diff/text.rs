@@ -11,7 +11,7 @@ use super::pair::EndpointPair;
 use super::rule::{Rule, Side};
 use super::shared::endpoint_path;
 use crate::core::hidden::{gained, has_hidden, is_hidden, Hidden};
-use crate::core::model::{Kind, Severity::*, ToolSpec};
+use crate::core::model::{Severity::*, ToolSpec};
 use serde_json::{json, Value};
 
 pub static HIDDEN_TEXT_ADDED: Rule = Rule::new(
@@ -27,7 +27,7 @@ const TEXT_KEYS: &[&str] = &["description", "title", "summary"];
 /// Emits `hidden-text-added` for every text of `new` that holds hidden items its counterpart
 /// in `old` does not. Only endpoints and definitions that differ are walked.
 pub(super) fn scan(old: &ToolSpec, new: &ToolSpec, pairs: &[EndpointPair], out: &mut Emitter) {
-    let every_string = new.kind == Kind::Mcp;
+    let every_string = new.kind.decl().every_string_model_facing;
     let mut buffer = Vec::new();
     if let Some(text) = &new.instructions {
         report("instructions", old.instructions.as_deref(), text, out);

@@ -109,7 +109,7 @@ pub static RESOURCE_TEXT_CHANGED: Rule = Rule::new(
 /// MCP's rule swap (`emit::RuleSwap`): the rule MCP uses in place of a general one, given the
 /// sub-kind of the endpoint being judged, if any (prompts and resources have rules of their
 /// own).
-pub(super) fn kind_rule(endpoint: Option<EndpointSubKind>, rule: &'static Rule) -> &'static Rule {
+pub(crate) fn kind_rule(endpoint: Option<EndpointSubKind>, rule: &'static Rule) -> &'static Rule {
     let family = match endpoint {
         Some(EndpointSubKind::Prompt) => {
             Some((&PROMPT_ADDED, &PROMPT_REMOVED, &PROMPT_TEXT_CHANGED))

@@ -3,21 +3,15 @@
 //! it with `SCHEMAWATCH_BLESS=1 cargo test --lib allow_list`). No model-facing text is ever on
 //! it: for MCP every text field stays in the contract and keeps its `security` rules.
 
-use super::{graphql, mcp, odata, openapi, openrpc};
+use crate::core::kinds::Descriptive;
 use crate::core::model::Kind;
 
-/// The entries of `kind`'s allow-list, `(where, why)`, when the kind is deny-by-default.
+/// The entries of `kind`'s allow-list, `(where, why)`, when the kind is deny-by-default (its
+/// declaration's `descriptive`, `core::kinds`; each normalizer's `DESCRIPTIVE`).
 pub fn descriptive(kind: Kind) -> Option<&'static [(&'static str, &'static str)]> {
-    match kind {
-        Kind::Mcp => Some(mcp::DESCRIPTIVE),
-        Kind::Openapi => Some(openapi::DESCRIPTIVE),
-        Kind::Openrpc => Some(openrpc::DESCRIPTIVE),
-        Kind::Odata => Some(odata::DESCRIPTIVE),
-        Kind::Graphql => Some(graphql::DESCRIPTIVE),
-        // Not yet deny-by-default: it keeps what it models (docs/kinds-rpc.md, "OPTIMADE").
-        Kind::Optimade => None,
-        // The catalog document is schemawatch's own introspection (docs/databases.md).
-        Kind::Sqlite | Kind::Postgres => None,
+    match kind.decl().descriptive {
+        Descriptive::DenyByDefault(entries) => Some(entries),
+        Descriptive::KeepsWhatItModels | Descriptive::OwnIntrospection => None,
     }
 }
 
@@ -33,19 +27,19 @@ pub fn markdown() -> String {
     );
     for kind in Kind::ALL {
         out.push_str(&format!("\n## `{}`\n\n", kind.as_str()));
-        match descriptive(kind) {
-            Some(entries) => {
+        match kind.decl().descriptive {
+            Descriptive::DenyByDefault(entries) => {
                 out.push_str("| field | why it is outside the fingerprint |\n|---|---|\n");
                 for (field, why) in entries {
                     out.push_str(&format!("| `{field}` | {why} |\n"));
                 }
             }
-            None if matches!(kind, Kind::Sqlite | Kind::Postgres) => out.push_str(
+            Descriptive::OwnIntrospection => out.push_str(
                 "The document is schemawatch's own catalog introspection, which reads only the \
                  facts it models (docs/databases.md lists them); there is no provider document \
                  with fields of its own.\n",
             ),
-            None => out.push_str(
+            Descriptive::KeepsWhatItModels => out.push_str(
                 "Not yet deny-by-default: the normalizer keeps what it models and drops the \
                  rest.\n",
             ),

@@ -15,6 +15,7 @@ pub mod source;
 pub mod sqlite;
 
 use crate::core::json::{ParseError, DEFER_FROM_BYTES};
+use crate::core::kinds::Reader;
 use crate::core::model::{EndpointSpec, Kind, ToolSpec};
 use std::borrow::Borrow;
 use std::sync::Arc;
@@ -161,15 +162,10 @@ pub fn normalize_sharing(
     bytes: &[u8],
     shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec, NormalizeError> {
-    let mut spec = match kind {
-        Kind::Openapi => return openapi::normalize_sharing(watch, bytes, shared),
-        Kind::Mcp => return mcp::normalize_sharing(watch, bytes, shared),
-        Kind::Graphql => graphql::normalize(watch, bytes),
-        Kind::Openrpc => openrpc::normalize(watch, bytes),
-        Kind::Odata => odata::normalize(watch, bytes),
-        Kind::Optimade => optimade::normalize(watch, bytes),
-        Kind::Sqlite => sqlite::normalize(watch, bytes),
-        Kind::Postgres => postgres::normalize(watch, bytes),
+    // Each kind's normalizer is its declaration's `reader` (`core::kinds`).
+    let mut spec = match kind.decl().reader {
+        Reader::Sharing(read) => return read(watch, bytes, shared),
+        Reader::Whole(read) => read(watch, bytes),
     }?;
     shared.share_all(&mut spec);
     Ok(spec)

@@ -173,9 +173,19 @@ pub fn source_pointer(kind: Kind, tree: &SourceTree, path: &str) -> Option<Strin
     Locator::new(kind, tree).pointer(path)
 }
 
+/// How a kind's change paths map back onto its documents (a kind's declaration names its
+/// own, `core::kinds`; a kind without one has file-level locations only).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pointers {
+    /// OpenAPI / Swagger: operations, parameters, bodies, responses, `$ref`s followed.
+    Openapi,
+    /// OpenRPC: methods, their params and result.
+    Openrpc,
+}
+
 /// Source pointers of many changes of one document (its operations indexed once).
 pub struct Locator<'a> {
-    kind: Kind,
+    pointers: Option<Pointers>,
     tree: &'a SourceTree<'a>,
     operations: std::cell::OnceCell<Operations<'a>>,
     /// OpenAPI `paths` keys by their normalized path (the first in document order), made on
@@ -187,7 +197,7 @@ pub struct Locator<'a> {
 impl<'a> Locator<'a> {
     pub fn new(kind: Kind, tree: &'a SourceTree<'a>) -> Locator<'a> {
         Locator {
-            kind,
+            pointers: kind.decl().pointers,
             tree,
             operations: std::cell::OnceCell::new(),
             path_items: std::cell::OnceCell::new(),
@@ -212,7 +222,7 @@ impl<'a> Locator<'a> {
 
     /// See [`source_pointer`].
     pub fn pointer(&self, path: &str) -> Option<String> {
-        pointer_in(self.kind, self.tree, path, || {
+        pointer_in(self.pointers?, self.tree, path, || {
             self.operations.get_or_init(|| operations(self.tree))
         })
     }
@@ -222,7 +232,7 @@ impl<'a> Locator<'a> {
     /// identity, `METHOD /path/{}`, the change's `before`).
     pub fn change_pointer(&self, change: &Change) -> Option<String> {
         let pointer = self.pointer(&change.path)?;
-        if self.kind != Kind::Openapi || change.kind != "endpoint_removed" {
+        if self.pointers != Some(Pointers::Openapi) || change.kind != "endpoint_removed" {
             return Some(pointer);
         }
         let identity = change.before.as_ref().and_then(|b| b.0.as_str());
@@ -237,7 +247,7 @@ impl<'a> Locator<'a> {
 }
 
 fn pointer_in<'a, 'l>(
-    kind: Kind,
+    pointers: Pointers,
     tree: &'a SourceTree<'a>,
     path: &str,
     ops: impl FnOnce() -> &'l Operations<'a>,
@@ -246,8 +256,8 @@ where
     'a: 'l,
 {
     let cursor = Cursor::root(tree);
-    let found = match kind {
-        Kind::Openapi => match path.strip_prefix("endpoints.") {
+    let found = match pointers {
+        Pointers::Openapi => match path.strip_prefix("endpoints.") {
             Some(rest) => openapi_endpoint(tree, ops(), rest),
             None if path == "remote" => ["servers", "host", "basePath", "schemes"]
                 .iter()
@@ -255,17 +265,11 @@ where
                 .unwrap_or(cursor),
             None => walk(cursor, path),
         },
-        Kind::Openrpc => match path.strip_prefix("endpoints.") {
+        Pointers::Openrpc => match path.strip_prefix("endpoints.") {
             Some(rest) => openrpc_method(tree, rest),
             None if path == "remote" => cursor.child("servers").unwrap_or(cursor),
             None => walk(cursor, path),
         },
-        Kind::Odata
-        | Kind::Graphql
-        | Kind::Mcp
-        | Kind::Optimade
-        | Kind::Sqlite
-        | Kind::Postgres => return None,
     };
     Some(found.pointer.into())
 }
@@ -610,7 +614,7 @@ fn openrpc_method<'a>(tree: &'a SourceTree<'a>, rest: &str) -> Cursor<'a> {
 /// parse.
 pub fn locate_changes(kind: Kind, bytes: &[u8], changes: &[Change]) -> Vec<Option<Location>> {
     let none = || vec![None; changes.len()];
-    if !matches!(kind, Kind::Openapi | Kind::Openrpc) {
+    if kind.decl().pointers.is_none() {
         return none();
     }
     let Ok(text) = std::str::from_utf8(bytes) else {
