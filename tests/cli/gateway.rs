@@ -1050,7 +1050,7 @@ fn a_2026_only_upstream_is_fronted_and_its_input_required_rounds_reach_a_legacy_
     agent.wait_for("notifications/tools/list_changed");
     assert!(!agent.tool_names().contains(&"read_note".to_string()));
     let err = agent.finish();
-    assert!(err.contains("Modern"), "{err}");
+    assert!(err.contains("era=Modern"), "{err}");
     let mut agent = Agent::start(&sb, &["--allow-sampling"], caps);
     let sampled = agent.call("ask_sample", serde_json::json!({}));
     assert_eq!(text(&sampled), "model said: hi", "{sampled}");
@@ -1064,11 +1064,17 @@ fn modern_meta() -> Value {
         "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}})
 }
 
-#[test]
-fn a_2026_agent_gets_input_required_rounds_under_the_policy() {
-    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
-    for modern_only in [true, false] {
-        let sb = input_sandbox(&python, modern_only);
+/// The gateway with a 2026-07-28 agent speaking raw JSON-RPC lines (no SDK helper needed
+/// for the rounds the tests drive by hand).
+struct RawModern {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    stderr: std::path::PathBuf,
+}
+
+impl RawModern {
+    fn start(sb: &Sandbox) -> RawModern {
         let stderr = sb.path("modern.err");
         let mut child = Command::new(bin())
             .args([
@@ -1085,22 +1091,84 @@ fn a_2026_agent_gets_input_required_rounds_under_the_policy() {
             .stderr(std::fs::File::create(&stderr).unwrap())
             .spawn()
             .expect("spawn the gateway");
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
-        let mut ask = |id: i64, method: &str, mut params: Value| -> Value {
-            params["_meta"] = modern_meta();
-            let request =
-                serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-            writeln!(stdin, "{request}").unwrap();
-            loop {
-                let mut line = String::new();
-                assert!(stdout.read_line(&mut line).unwrap() > 0, "gateway closed");
-                let message: Value = serde_json::from_str(&line).unwrap();
-                if message["id"] == id && message.get("method").is_none() {
-                    return message;
-                }
+        RawModern {
+            stdin: child.stdin.take(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            stderr,
+        }
+    }
+
+    /// Sends a request with the 2026-07-28 `_meta` and reads until its answer.
+    fn ask(&mut self, id: i64, method: &str, mut params: Value) -> Value {
+        params["_meta"] = modern_meta();
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin.as_mut().unwrap(), "{request}").unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "gateway closed"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
             }
-        };
+        }
+    }
+
+    /// Closes the agent's side; the gateway's stderr.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+}
+
+#[test]
+fn a_2026_agent_in_front_of_a_legacy_only_upstream_is_served_over_initialize() {
+    let (node, js) = need!(
+        peers::everything(),
+        "node + @modelcontextprotocol/server-everything"
+    );
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
+    ));
+    sb.run(&["check", "--config", &sb.config_arg()])
+        .assert_code(0);
+    let mut modern = RawModern::start(&sb);
+    let discovered = modern.ask(1, "server/discover", serde_json::json!({}));
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        serde_json::json!(["2026-07-28"])
+    );
+    let echo = modern.ask(
+        2,
+        "tools/call",
+        serde_json::json!({"name": "echo", "arguments": {"message": "hi"}}),
+    );
+    assert_eq!(text(&echo), "Echo: hi", "{echo}");
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    // Capability-dependent tools of this server are withheld as for a legacy agent.
+    let refused = modern.ask(
+        3,
+        "tools/call",
+        serde_json::json!({"name": "get-roots-list", "arguments": {}}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let err = modern.finish();
+    assert!(err.contains("era=Legacy"), "{err}");
+}
+
+#[test]
+fn a_2026_agent_gets_input_required_rounds_under_the_policy() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    for modern_only in [true, false] {
+        let sb = input_sandbox(&python, modern_only);
+        let mut modern = RawModern::start(&sb);
+        let mut ask = |id: i64, method: &str, params: Value| modern.ask(id, method, params);
         let discovered = ask(1, "server/discover", serde_json::json!({}));
         assert!(
             discovered["result"]["capabilities"]["tools"].is_object(),
@@ -1138,10 +1206,8 @@ fn a_2026_agent_gets_input_required_rounds_under_the_policy() {
             message.contains("sampling/createMessage") && message.contains("--allow-sampling"),
             "{sampled}"
         );
-        drop(stdin);
-        assert!(child.wait().unwrap().success());
-        let err = std::fs::read_to_string(&stderr).unwrap();
-        assert!(err.contains("Modern"), "{err}");
+        let err = modern.finish();
+        assert!(err.contains("era=Modern"), "{err}");
     }
 }
 
