@@ -7,8 +7,9 @@
 //! exactly as the watch's server, killed and reaped on every exit path), and the accepted
 //! contract (`contract.rs`, the registry opened read-only).
 //!
-//! Flow: the agent's `initialize` starts the upstream (the agent's client capabilities, less
-//! what the policy refuses), lists everything it offers, fingerprints each item with the MCP
+//! Flow: the agent's `initialize` (or first 2026-07-28 request) starts the upstream in an era
+//! it speaks (the agent's client capabilities, less what the policy refuses), lists
+//! everything it offers, fingerprints each item with the MCP
 //! normalizer and compares with the accepted contract. Lists are answered from that
 //! evaluation (only accepted items); calls to anything else are refused (JSON-RPC invalid
 //! params naming the watch, the item and the open review); everything else is forwarded with

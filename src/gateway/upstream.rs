@@ -1,4 +1,6 @@
-//! The gateway's session with the upstream MCP server (stdio): one writer task feeding the
+//! The gateway's session with the upstream MCP server (stdio, or a legacy Streamable HTTP
+//! session), in the `initialize` era or the 2026-07-28 one (every request stamped with the
+//! gateway's `_meta`): one writer task feeding the
 //! child's stdin, one reader task splitting its stdout into replies (to the gateway's own
 //! requests, or to the agent's forwarded ones), server requests and notifications.
 //!
