@@ -1051,6 +1051,10 @@ fn a_2026_only_upstream_is_fronted_and_its_input_required_rounds_reach_a_legacy_
     assert!(!agent.tool_names().contains(&"read_note".to_string()));
     let err = agent.finish();
     assert!(err.contains("era=Modern"), "{err}");
+    // The process that refused initialize and the one that served: both gone.
+    let started = pids(&sb);
+    assert!(started.len() >= 3, "check, refused, served: {started:?}");
+    assert!(started.iter().all(|p| !alive(*p)), "{started:?}");
     let mut agent = Agent::start(&sb, &["--allow-sampling"], caps);
     let sampled = agent.call("ask_sample", serde_json::json!({}));
     assert_eq!(text(&sampled), "model said: hi", "{sampled}");
