@@ -701,6 +701,71 @@ impl ServerRequestPolicy {
     }
 }
 
+/// One request of a 2026-07-28 `input_required` result (`inputRequests`): its key, method
+/// and params.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InputRequest {
+    pub key: String,
+    pub method: String,
+    pub params: Value,
+}
+
+/// Whether `result` is a 2026-07-28 `input_required` result.
+pub fn is_input_required(result: &Value) -> bool {
+    result.get("resultType").and_then(Value::as_str) == Some("input_required")
+}
+
+/// The input requests of an `input_required` result under the server-request policy: all of
+/// them (in key order) when every one may reach the agent, else the methods refused (each
+/// once, in key order).
+pub fn decide_input_requests(
+    policy: &ServerRequestPolicy,
+    result: &Value,
+) -> Result<Vec<InputRequest>, Vec<String>> {
+    let mut wanted = Vec::new();
+    let mut refused: Vec<String> = Vec::new();
+    if let Some(Value::Object(requests)) = result.get("inputRequests") {
+        let mut keys: Vec<&String> = requests.keys().collect();
+        keys.sort();
+        for key in keys {
+            let request = &requests[key.as_str()];
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            if policy.decide(&method) == ServerRequest::Refuse || method.is_empty() {
+                if !refused.contains(&method) {
+                    refused.push(method);
+                }
+                continue;
+            }
+            wanted.push(InputRequest {
+                key: key.clone(),
+                method,
+                params: request.get("params").cloned().unwrap_or(Value::Null),
+            });
+        }
+    }
+    if refused.is_empty() {
+        Ok(wanted)
+    } else {
+        Err(refused)
+    }
+}
+
+/// Why the gateway does not pass a server request to the agent host (the policy's flag).
+pub fn refusal_reason(method: &str) -> &'static str {
+    match method {
+        "sampling/createMessage" => {
+            "sampling spends the agent host's model; the gateway refuses it unless run with --allow-sampling"
+        }
+        "elicitation/create" => "the gateway runs with --refuse-elicitation",
+        "roots/list" => "the gateway runs with --refuse-roots",
+        _ => "the gateway does not know this request",
+    }
+}
+
 /// The capabilities the agent is told: the upstream's, restricted to what the gateway
 /// supports (tools, prompts, resources, logging, completions), with `listChanged` always
 /// declared for each list (the gateway tells the agent whenever its visible set moves) and
@@ -757,6 +822,32 @@ impl fmt::Display for Counters {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn input_requests_follow_the_server_request_policy() {
+        let result = json!({"resultType": "input_required", "requestState": "s",
+            "inputRequests": {
+                "b": {"method": "elicitation/create", "params": {"message": "name?"}},
+                "a": {"method": "roots/list", "params": {}}}});
+        assert!(is_input_required(&result));
+        assert!(!is_input_required(&json!({"resultType": "complete"})));
+        let policy = ServerRequestPolicy::default();
+        let wanted = decide_input_requests(&policy, &result).unwrap();
+        assert_eq!(
+            wanted.iter().map(|r| r.key.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(wanted[1].params, json!({"message": "name?"}));
+        let sampling = json!({"resultType": "input_required", "inputRequests": {
+            "s1": {"method": "sampling/createMessage", "params": {}},
+            "s2": {"method": "sampling/createMessage", "params": {}},
+            "r": {"method": "roots/list"}}});
+        assert_eq!(
+            decide_input_requests(&policy, &sampling),
+            Err(vec!["sampling/createMessage".to_string()])
+        );
+        assert!(refusal_reason("sampling/createMessage").contains("--allow-sampling"));
+    }
+
     use super::*;
 
     fn map(items: &[(&str, &str)]) -> BTreeMap<String, String> {

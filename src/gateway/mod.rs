@@ -7,8 +7,9 @@
 //! exactly as the watch's server, killed and reaped on every exit path), and the accepted
 //! contract (`contract.rs`, the registry opened read-only).
 //!
-//! Flow: the agent's `initialize` starts the upstream (the agent's client capabilities, less
-//! what the policy refuses), lists everything it offers, fingerprints each item with the MCP
+//! Flow: the agent's `initialize` (or first 2026-07-28 request) starts the upstream in an era
+//! it speaks (the agent's client capabilities, less what the policy refuses), lists
+//! everything it offers, fingerprints each item with the MCP
 //! normalizer and compares with the accepted contract. Lists are answered from that
 //! evaluation (only accepted items); calls to anything else are refused (JSON-RPC invalid
 //! params naming the watch, the item and the open review); everything else is forwarded with
@@ -23,9 +24,10 @@ pub use contract::{contract_json, Accepted, ApiSource};
 use crate::config::{Config, SourceConfig};
 use crate::core::fingerprint::SpecIndex;
 use crate::core::gateway::{
-    agent_capabilities, decide_call, decide_read, evaluate, list_changes, listing_changes,
-    scan_result, withheld_tool_result, Action, Counters, Evaluation, ItemKind, Refusal,
-    ResultPolicy, ServerRequest, ServerRequestPolicy, Standing,
+    agent_capabilities, decide_call, decide_input_requests, decide_read, evaluate,
+    is_input_required, list_changes, listing_changes, refusal_reason, scan_result,
+    withheld_tool_result, Action, Counters, Evaluation, ItemKind, Refusal, ResultPolicy,
+    ServerRequest, ServerRequestPolicy, Standing,
 };
 use crate::core::hidden::escape_hidden;
 use crate::core::model::Kind;
@@ -303,6 +305,9 @@ where
         relist_again: false,
         owed: BTreeSet::new(),
         notify_at: None,
+        rounds: BTreeMap::new(),
+        round_ids: BTreeMap::new(),
+        next_round: 0,
     };
     let mut summary = tokio::time::interval_at(
         Instant::now() + gateway.options.summary_every,
@@ -433,6 +438,23 @@ struct Gateway {
     /// list_changed notifications owed to the agent, sent at `notify_at` (debounced).
     owed: BTreeSet<&'static str>,
     notify_at: Option<Instant>,
+    /// Input-required rounds translated into server requests for a legacy agent, by number.
+    rounds: BTreeMap<u64, Round>,
+    /// The ids of those server requests: the round and the input request's key.
+    round_ids: BTreeMap<String, (u64, String)>,
+    next_round: u64,
+}
+
+/// A 2026-07-28 upstream's `input_required` result, asked of a legacy agent as server
+/// requests; when every answer is in, the original request is retried with them.
+struct Round {
+    agent_id: Value,
+    method: String,
+    item: Option<String>,
+    request: Map<String, Value>,
+    request_state: Option<Value>,
+    waiting: usize,
+    responses: Map<String, Value>,
 }
 
 /// Whether a request is of the 2026-07-28 era (its `_meta` names the protocol version).
@@ -497,9 +519,12 @@ impl Gateway {
         match (method, id) {
             (Some(method), Some(id)) => self.agent_request(method, id, message).await,
             (Some(method), None) => self.agent_notification(&method, message),
-            // An answer to a server request: the upstream's id space, forwarded as it is.
-            (None, Some(_)) => {
-                if let Some(upstream) = &self.upstream {
+            // An answer to a server request: the upstream's id space, forwarded as it is;
+            // or one of the gateway's own (an input-required round).
+            (None, Some(id)) => {
+                if let Some(round) = id.as_str().and_then(|k| self.round_ids.remove(k)) {
+                    self.round_answer(round, &message);
+                } else if let Some(upstream) = &self.upstream {
                     let _ = upstream.send(Value::Object(message));
                 }
             }
@@ -651,12 +676,7 @@ impl Gateway {
     /// A failed start: the half-started upstream is stopped (the agent may try again).
     async fn upstream_failed(&mut self, id: Value, e: &McpError) {
         tracing::error!(event = "gateway_upstream_failed", watch = %self.options.watch, error = %e, "cannot start the upstream");
-        if let Some(upstream) = self.upstream.take() {
-            upstream.close().await;
-        }
-        if let Some(server) = self.server.take() {
-            server.close().await;
-        }
+        self.drop_upstream().await;
         self.agent_era = None;
         self.to_agent(error_reply(
             id,
@@ -724,14 +744,8 @@ impl Gateway {
         }
     }
 
-    /// Starts the upstream (legacy handshake on the agent's behalf), lists and evaluates it.
-    /// The protocol version the upstream agreed.
-    async fn start_upstream(
-        &mut self,
-        version: &str,
-        capabilities: &Value,
-        client_info: Option<Value>,
-    ) -> Result<String, McpError> {
+    /// Spawns (stdio) or opens (HTTP) the upstream session, exactly as the watch's server.
+    async fn open_upstream(&mut self) -> Result<Arc<Upstream>, McpError> {
         let max_message = usize::try_from(self.request.max_bytes).unwrap_or(usize::MAX);
         let upstream = match &self.request.target {
             crate::mcp::Target::Stdio { argv, env } => {
@@ -765,6 +779,32 @@ impl Gateway {
             }
         };
         self.upstream = Some(upstream.clone());
+        Ok(upstream)
+    }
+
+    /// Stops a half-started upstream session (before another attempt).
+    async fn drop_upstream(&mut self) {
+        if let Some(upstream) = self.upstream.take() {
+            upstream.close().await;
+        }
+        if let Some(server) = self.server.take() {
+            server.close().await;
+        }
+    }
+
+    /// Starts the upstream in an era it speaks, lists and evaluates it. The era follows the
+    /// agent's where the upstream speaks both (so server requests need no translation): a
+    /// 2026-07-28 agent probes with `server/discover` first (the fetcher's negotiation: a
+    /// legacy upstream's error or silence falls back to `initialize`); a legacy agent does
+    /// the `initialize` handshake, and a stdio upstream that refuses it (a 2026-07-28-only
+    /// server) is started again and probed with `server/discover`. A Streamable HTTP
+    /// upstream is always a legacy session. The protocol version to tell a legacy agent.
+    async fn start_upstream(
+        &mut self,
+        version: &str,
+        capabilities: &Value,
+        client_info: Option<Value>,
+    ) -> Result<String, McpError> {
         let capabilities = self
             .options
             .server_requests
@@ -772,16 +812,57 @@ impl Gateway {
         let client_info = client_info.unwrap_or_else(
             || json!({"name": "schemawatch-mcp-gateway", "version": env!("CARGO_PKG_VERSION")}),
         );
-        let result = upstream
-            .initialize(version, capabilities, client_info)
-            .await?;
-        self.capabilities = result
-            .get("capabilities")
-            .filter(|c| c.is_object())
-            .cloned();
-        if let Some(info) = result.get("serverInfo").filter(|i| i.is_object()) {
-            self.server_info = info.clone();
+        let stdio = matches!(self.request.target, crate::mcp::Target::Stdio { .. });
+        let agent_version = if crate::mcp::LEGACY_VERSIONS.contains(&version) {
+            version.to_string()
+        } else {
+            crate::mcp::LEGACY_VERSION.to_string()
+        };
+        let mut upstream = self.open_upstream().await?;
+        let mut modern = None;
+        if stdio && self.modern_agent() {
+            modern = upstream
+                .discover(
+                    capabilities.clone(),
+                    client_info.clone(),
+                    self.request.probe_timeout,
+                )
+                .await?;
         }
+        let answered = match modern {
+            Some(discovered) => {
+                self.adopt_discovered(&discovered);
+                agent_version
+            }
+            None => {
+                match upstream
+                    .initialize(version, capabilities.clone(), client_info.clone())
+                    .await
+                {
+                    Ok(result) => self.adopt_initialized(&result),
+                    Err(e @ (McpError::Rpc { .. } | McpError::UnsupportedVersion { .. }))
+                        if stdio && !self.modern_agent() =>
+                    {
+                        // Perhaps a 2026-07-28-only server: a fresh process, probed.
+                        tracing::info!(event = "gateway_upstream_era", watch = %self.options.watch, error = %e, "the upstream refused initialize; probing the 2026-07-28 era");
+                        self.drop_upstream().await;
+                        upstream = self.open_upstream().await?;
+                        match upstream
+                            .discover(capabilities, client_info, self.request.probe_timeout)
+                            .await?
+                        {
+                            Some(discovered) => {
+                                self.adopt_discovered(&discovered);
+                                agent_version
+                            }
+                            None => return Err(e),
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        tracing::info!(event = "gateway_upstream_started", watch = %self.options.watch, era = ?upstream.era(), "the upstream session is open");
         // The first listing, before the agent sees anything.
         self.seq += 1;
         let listing = list(
@@ -792,11 +873,39 @@ impl Gateway {
         )
         .await;
         self.apply_listing(self.seq, listing);
-        Ok(result
+        Ok(answered)
+    }
+
+    /// The upstream's capabilities and server info from its `initialize` result; the
+    /// protocol version it agreed.
+    fn adopt_initialized(&mut self, result: &Value) -> String {
+        self.capabilities = result
+            .get("capabilities")
+            .filter(|c| c.is_object())
+            .cloned();
+        if let Some(info) = result.get("serverInfo").filter(|i| i.is_object()) {
+            self.server_info = info.clone();
+        }
+        result
             .get("protocolVersion")
             .and_then(Value::as_str)
             .unwrap_or(crate::mcp::LEGACY_VERSION)
-            .to_string())
+            .to_string()
+    }
+
+    /// The upstream's capabilities and server info from its `server/discover` result.
+    fn adopt_discovered(&mut self, result: &Value) {
+        self.capabilities = result
+            .get("capabilities")
+            .filter(|c| c.is_object())
+            .cloned();
+        if let Some(info) = result
+            .pointer("/_meta/io.modelcontextprotocol~1serverInfo")
+            .or_else(|| result.get("serverInfo"))
+            .filter(|i| i.is_object())
+        {
+            self.server_info = info.clone();
+        }
     }
 
     /// Answers a `*/list` from the last evaluation: only accepted items (every item in
@@ -904,8 +1013,15 @@ impl Gateway {
                 id,
                 method,
                 item,
+                request,
                 message,
-            }) => self.upstream_reply(id, &method, item, message),
+            }) => {
+                if message.get("result").is_some_and(is_input_required) {
+                    self.input_required(id, &method, item, request, message);
+                } else {
+                    self.upstream_reply(id, &method, item, message);
+                }
+            }
             Event::Upstream(FromUpstream::Request(message)) => self.server_request(message),
             Event::Upstream(FromUpstream::Notification(message)) => {
                 self.upstream_notification(message)
@@ -1085,6 +1201,8 @@ impl Gateway {
                     self.start_listing(None);
                 }
             }
+            // The upstream's own subscription (2026-07-28), not the agent's.
+            "notifications/subscriptions/acknowledged" => {}
             // Progress, log messages, resource updates, cancellations of server requests.
             _ => self.to_agent(Value::Object(message)),
         }
@@ -1097,30 +1215,215 @@ impl Gateway {
             .unwrap_or_default()
             .to_string();
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        // A 2026-07-28 agent takes no server requests (it answers input-required results,
-        // which a legacy upstream does not send): refused.
-        let decision = if self.modern_agent() && method != "ping" {
-            ServerRequest::Refuse
+        // A 2026-07-28 agent takes no server requests: it answers input-required results,
+        // and a legacy upstream's request in the middle of a call has no such form.
+        let why = if self.modern_agent() && method != "ping" {
+            Some("the agent speaks 2026-07-28, which has no server requests, and a legacy upstream's request in the middle of a call cannot be turned into an input-required result")
+        } else if self.options.server_requests.decide(&method) == ServerRequest::Refuse {
+            Some(refusal_reason(&method))
         } else {
-            self.options.server_requests.decide(&method)
+            None
         };
-        match decision {
-            ServerRequest::Forward => self.to_agent(Value::Object(message)),
-            ServerRequest::Refuse => {
+        match why {
+            None => self.to_agent(Value::Object(message)),
+            Some(why) => {
                 self.counters.refused_server_requests += 1;
-                tracing::warn!(event = "gateway_server_request_refused", watch = %self.options.watch, method = %method, "refused a server request to the agent host");
+                tracing::warn!(event = "gateway_server_request_refused", watch = %self.options.watch, method = %method, why, "refused a server request to the agent host");
                 if let Some(upstream) = &self.upstream {
                     let _ = upstream.send(error_reply(
                         id,
                         METHOD_NOT_FOUND,
                         &format!(
-                            "schemawatch mcp-gateway refuses {method} for watch {}",
+                            "schemawatch mcp-gateway refuses {method} for watch {}: {why}",
                             self.options.watch
                         ),
                     ));
                 }
             }
         }
+    }
+
+    /// A 2026-07-28 upstream's `input_required` result (it needs sampling, elicitation or
+    /// roots before it can answer). Under the server-request policy: a modern agent gets it as
+    /// it is; a legacy agent is asked each input request as a server request, and the
+    /// original request is retried with the answers. A request the policy refuses makes the
+    /// whole call an error naming it and why.
+    fn input_required(
+        &mut self,
+        agent_id: Value,
+        method: &str,
+        item: Option<String>,
+        request: Map<String, Value>,
+        mut message: Map<String, Value>,
+    ) {
+        let result = message.get("result").cloned().unwrap_or(Value::Null);
+        let wanted = match decide_input_requests(&self.options.server_requests, &result) {
+            Ok(wanted) => wanted,
+            Err(refused) => {
+                self.counters.refused_server_requests += refused.len() as u64;
+                let why: Vec<String> = refused
+                    .iter()
+                    .map(|m| format!("{m} ({})", refusal_reason(m)))
+                    .collect();
+                tracing::warn!(event = "gateway_server_request_refused", watch = %self.options.watch, method, refused = %why.join("; "), "refused an input-required round");
+                self.to_agent(error_reply(
+                    agent_id,
+                    INTERNAL_ERROR,
+                    &format!(
+                        "schemawatch mcp-gateway refuses what the upstream of watch {} asks before it answers {method}: {}",
+                        self.options.watch,
+                        why.join("; ")
+                    ),
+                ));
+                return;
+            }
+        };
+        if self.modern_agent() {
+            message.insert("id".into(), agent_id);
+            self.to_agent(Value::Object(message));
+            return;
+        }
+        if wanted.is_empty() {
+            // Only state to echo: retried at once.
+            self.retry_round(Round {
+                agent_id,
+                method: method.to_string(),
+                item,
+                request,
+                request_state: result.get("requestState").cloned(),
+                waiting: 0,
+                responses: Map::new(),
+            });
+            return;
+        }
+        self.next_round += 1;
+        let number = self.next_round;
+        for input in &wanted {
+            let id = format!("schemawatch-input-{number}-{}", self.round_ids.len());
+            self.round_ids
+                .insert(id.clone(), (number, input.key.clone()));
+            self.to_agent(
+                json!({"jsonrpc": "2.0", "id": id, "method": input.method, "params": input.params}),
+            );
+        }
+        self.rounds.insert(
+            number,
+            Round {
+                agent_id,
+                method: method.to_string(),
+                item,
+                request,
+                request_state: result.get("requestState").cloned(),
+                waiting: wanted.len(),
+                responses: Map::new(),
+            },
+        );
+    }
+
+    /// The legacy agent's answer to one server request of an input-required round.
+    fn round_answer(&mut self, (number, key): (u64, String), answer: &Map<String, Value>) {
+        let Some(round) = self.rounds.get_mut(&number) else {
+            return;
+        };
+        if let Some(error) = answer.get("error") {
+            let Some(round) = self.rounds.remove(&number) else {
+                return;
+            };
+            self.round_ids.retain(|_, (n, _)| *n != number);
+            let text = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            self.to_agent(error_reply(
+                round.agent_id,
+                INTERNAL_ERROR,
+                &format!(
+                    "{}: the agent host declined what the upstream of watch {} asked: {text}",
+                    round.method, self.options.watch
+                ),
+            ));
+            return;
+        }
+        round
+            .responses
+            .insert(key, answer.get("result").cloned().unwrap_or(Value::Null));
+        round.waiting = round.waiting.saturating_sub(1);
+        if round.waiting == 0 {
+            if let Some(round) = self.rounds.remove(&number) {
+                self.retry_round(round);
+            }
+        }
+    }
+
+    /// Sends the original request again with the round's answers and state.
+    fn retry_round(&mut self, round: Round) {
+        let Round {
+            agent_id,
+            method,
+            item,
+            mut request,
+            request_state,
+            responses,
+            ..
+        } = round;
+        let params = request
+            .entry("params")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(params) = params {
+            params.insert("inputResponses".into(), Value::Object(responses));
+            match request_state {
+                Some(state) => params.insert("requestState".into(), state),
+                None => params.remove("requestState"),
+            };
+        }
+        request.remove("id");
+        self.forward(request, agent_id, &method, item);
+    }
+
+    /// A 2026-07-28 upstream answers a request that needs a client capability the gateway
+    /// withheld by policy with MissingRequiredClientCapability (-32021): the message says why.
+    fn explain_missing_capability(&self, message: &mut Map<String, Value>) {
+        let Some(Value::Object(error)) = message.get_mut("error") else {
+            return;
+        };
+        if error.get("code").and_then(Value::as_i64) != Some(-32021) {
+            return;
+        }
+        let required = error
+            .get("data")
+            .and_then(|d| d.get("requiredCapabilities"))
+            .and_then(Value::as_object)
+            .map(|r| r.keys().cloned().collect::<Vec<_>>())
+            .unwrap_or_default();
+        let why: Vec<String> = required
+            .iter()
+            .filter_map(|capability| {
+                let method = match capability.as_str() {
+                    "sampling" => "sampling/createMessage",
+                    "elicitation" => "elicitation/create",
+                    "roots" => "roots/list",
+                    _ => return None,
+                };
+                (self.options.server_requests.decide(method) == ServerRequest::Refuse)
+                    .then(|| format!("{method} ({})", refusal_reason(method)))
+            })
+            .collect();
+        if why.is_empty() {
+            return;
+        }
+        let text = error
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        error.insert(
+            "message".into(),
+            json!(format!(
+                "{text} (schemawatch mcp-gateway withholds the capability for watch {}: it refuses {})",
+                self.options.watch,
+                why.join("; ")
+            )),
+        );
     }
 
     fn upstream_reply(
@@ -1131,6 +1434,7 @@ impl Gateway {
         mut message: Map<String, Value>,
     ) {
         message.insert("id".into(), id.clone());
+        self.explain_missing_capability(&mut message);
         if matches!(method, "tools/call" | "prompts/get") {
             if let Some(result) = message.get("result") {
                 let findings = scan_result(result);

@@ -1,4 +1,6 @@
-//! The gateway's session with the upstream MCP server (stdio): one writer task feeding the
+//! The gateway's session with the upstream MCP server (stdio, or a legacy Streamable HTTP
+//! session), in the `initialize` era or the 2026-07-28 one (every request stamped with the
+//! gateway's `_meta`): one writer task feeding the
 //! child's stdin, one reader task splitting its stdout into replies (to the gateway's own
 //! requests, or to the agent's forwarded ones), server requests and notifications.
 //!
@@ -24,6 +26,9 @@ pub(super) enum Pending {
         id: Value,
         method: String,
         item: Option<String>,
+        /// The request as it went upstream (retried with the answers of an input-required
+        /// result).
+        request: Map<String, Value>,
     },
 }
 
@@ -34,6 +39,7 @@ pub(super) enum FromUpstream {
         id: Value,
         method: String,
         item: Option<String>,
+        request: Map<String, Value>,
         message: Map<String, Value>,
     },
     /// A server → client request (sampling, elicitation, roots, ping).
@@ -47,7 +53,8 @@ pub(super) struct Upstream {
     out: mpsc::UnboundedSender<Value>,
     pending: Mutex<HashMap<i64, Pending>>,
     next_id: AtomicI64,
-    pub(super) era: Era,
+    /// The era the upstream speaks, and (2026-07-28) the `_meta` every request carries.
+    era: Mutex<(Era, Option<Value>)>,
     /// How long the gateway waits for an answer to its own request.
     timeout: Duration,
     stop: Mutex<Option<oneshot::Sender<()>>>,
@@ -114,7 +121,7 @@ impl Upstream {
             out,
             pending: Mutex::new(HashMap::new()),
             next_id: AtomicI64::new(1),
-            era: Era::Legacy,
+            era: Mutex::new((Era::Legacy, None)),
             timeout,
             stop: Mutex::new(Some(stop_tx)),
             http,
@@ -127,6 +134,10 @@ impl Upstream {
                 if let Some(why) = message.get(CLOSED_MARK).and_then(Value::as_str) {
                     // After everything the upstream wrote before it went away.
                     lock(&dispatcher.pending).clear();
+                    if lock(&dispatcher.stop).is_none() {
+                        // The gateway closed this session itself (a retry in another era).
+                        return;
+                    }
                     let _ = events
                         .send(Event::Upstream(FromUpstream::Closed(why.to_string())))
                         .await;
@@ -308,10 +319,16 @@ impl Upstream {
                         let _ = tx.send(Value::Object(map));
                         return;
                     }
-                    Some(Pending::Agent { id, method, item }) => FromUpstream::Reply {
+                    Some(Pending::Agent {
                         id,
                         method,
                         item,
+                        request,
+                    }) => FromUpstream::Reply {
+                        id,
+                        method,
+                        item,
+                        request,
                         message: map,
                     },
                     None => return,
@@ -324,6 +341,38 @@ impl Upstream {
 
     fn next_id(&self) -> i64 {
         self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(super) fn era(&self) -> Era {
+        lock(&self.era).0
+    }
+
+    /// A request's `params` with the upstream's per-request `_meta` (2026-07-28): the agent's
+    /// own `_meta` entries (`progressToken`, vendor keys) stay; the protocol entries are the
+    /// gateway's.
+    fn stamp(&self, message: &mut Map<String, Value>) {
+        let Some(meta) = lock(&self.era).1.clone() else {
+            return;
+        };
+        let params = message
+            .entry("params")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !params.is_object() {
+            *params = Value::Object(Map::new());
+        }
+        if let Value::Object(params) = params {
+            let entry = params
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Value::Object(Map::new());
+            }
+            if let (Value::Object(entry), Value::Object(meta)) = (entry, meta) {
+                for (k, v) in meta {
+                    entry.insert(k, v);
+                }
+            }
+        }
     }
 
     /// Sends a message as it is (notifications, answers to server requests).
@@ -343,12 +392,15 @@ impl Upstream {
     ) -> Result<i64, McpError> {
         let id = self.next_id();
         message.insert("id".into(), json!(id));
+        let request = message.clone();
+        self.stamp(&mut message);
         lock(&self.pending).insert(
             id,
             Pending::Agent {
                 id: agent_id,
                 method: method.to_string(),
                 item,
+                request,
             },
         );
         self.send(Value::Object(message))?;
@@ -357,11 +409,26 @@ impl Upstream {
 
     /// Sends the gateway's own request and waits (within the timeout) for its result.
     pub(super) async fn call(&self, method: &str, params: Value) -> Result<Value, McpError> {
+        self.call_within(method, params, self.timeout).await
+    }
+
+    async fn call_within(
+        &self,
+        method: &str,
+        params: Value,
+        within: Duration,
+    ) -> Result<Value, McpError> {
         let id = self.next_id();
         let (tx, rx) = oneshot::channel();
         lock(&self.pending).insert(id, Pending::Internal(tx));
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        let answer = match tokio::time::timeout(self.timeout, rx).await {
+        let mut message = Map::new();
+        message.insert("jsonrpc".into(), json!("2.0"));
+        message.insert("id".into(), json!(id));
+        message.insert("method".into(), json!(method));
+        message.insert("params".into(), params);
+        self.stamp(&mut message);
+        self.send(Value::Object(message))?;
+        let answer = match tokio::time::timeout(within, rx).await {
             Ok(Ok(answer)) => answer,
             Ok(Err(_)) => {
                 return Err(McpError::Closed {
@@ -431,6 +498,56 @@ impl Upstream {
         Ok(result)
     }
 
+    /// The 2026-07-28 probe (the fetcher's era detection): `server/discover` with the
+    /// per-request `_meta` carrying the agent's client capabilities as the policy lets them
+    /// through. `Some(result)` when the upstream answers in that era (every later request
+    /// carries the same `_meta`, and a `subscriptions/listen` stream is opened for its change
+    /// announcements); `None` when it does not speak it (any non-modern error, or silence
+    /// within `probe`): the legacy handshake follows.
+    pub(super) async fn discover(
+        self: &Arc<Self>,
+        capabilities: Value,
+        client_info: Value,
+        probe: Duration,
+    ) -> Result<Option<Value>, McpError> {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": mcp::MODERN_VERSION,
+            "io.modelcontextprotocol/clientInfo": client_info,
+            "io.modelcontextprotocol/clientCapabilities": capabilities,
+        });
+        let params = json!({"_meta": meta.clone()});
+        match self.call_within("server/discover", params, probe).await {
+            Ok(result) => {
+                *lock(&self.era) = (Era::Modern, Some(meta));
+                let id = self.next_id();
+                let mut listen = Map::new();
+                listen.insert("jsonrpc".into(), json!("2.0"));
+                listen.insert("id".into(), json!(id));
+                listen.insert("method".into(), json!("subscriptions/listen"));
+                listen.insert(
+                    "params".into(),
+                    json!({"notifications": {"toolsListChanged": true,
+                        "promptsListChanged": true, "resourcesListChanged": true}}),
+                );
+                // The stream's answer never comes while it is open; nobody waits for it.
+                self.stamp(&mut listen);
+                self.send(Value::Object(listen))?;
+                Ok(Some(result))
+            }
+            Err(McpError::Rpc {
+                method,
+                code,
+                message,
+            }) if mcp::MODERN_ERRORS.contains(&code) => Err(McpError::Rpc {
+                method,
+                code,
+                message,
+            }),
+            Err(McpError::Rpc { .. }) | Err(McpError::Timeout { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Stops the writer: the child's stdin closes (an MCP server's cue to exit); an HTTP
     /// session is ended (DELETE).
     pub(super) async fn close(&self) {
@@ -460,7 +577,7 @@ impl Lister for UpstreamLister {
         method: &str,
         params: Map<String, Value>,
     ) -> Result<Value, McpError> {
-        let params = mcp::params_in(self.0.era, params);
-        self.0.call(method, params).await
+        // The upstream's own `_meta` is added by the session when it speaks 2026-07-28.
+        self.0.call(method, Value::Object(params)).await
     }
 }

@@ -586,7 +586,7 @@ fn modern_params(mut params: Map<String, Value>) -> Value {
 
 /// Modern-era error codes (HeaderMismatch, MissingRequiredClientCapability,
 /// UnsupportedProtocolVersion): an answer with one of them comes from a modern server.
-const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
+pub const MODERN_ERRORS: [i64; 3] = [-32020, -32021, -32022];
 
 async fn session(
     conn: &mut Conn,

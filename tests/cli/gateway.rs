@@ -23,10 +23,17 @@ const WATCH: &str = "team.notes";
 /// A sandbox whose config watches the gateway peer (state in `ctl`, pids in `pids`), with
 /// the first contract accepted by a `check`.
 fn sandbox(python: &str, extra: &str) -> Sandbox {
+    sandbox_env(python, extra, "")
+}
+
+/// [`sandbox`] with more of the peer's environment (`KEY = "value"` lines).
+/// `{dir}` in `env` is the sandbox's directory.
+fn sandbox_env(python: &str, extra: &str, env: &str) -> Sandbox {
     let sb = Sandbox::new();
+    let env = env.replace("{dir}", &sb.dir.path().display().to_string());
     let peer = peers_dir().join("gateway_peer.py");
     sb.write_config(&format!(
-        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{python}\", \"{}\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n{extra}[watch.env]\nCONTROL = \"{}\"\nPIDFILE = \"{}\"\n",
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{python}\", \"{}\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n{extra}[watch.env]\nCONTROL = \"{}\"\nPIDFILE = \"{}\"\n{env}",
         peer.display(),
         sb.path("ctl").display(),
         sb.path("pids").display(),
@@ -396,6 +403,11 @@ impl Agent {
                 .unwrap_or_else(|_| panic!("no answer to {method}:\n{}", self.stderr_text()));
             if message.get("method").is_none() && message["id"] == id {
                 return message;
+            }
+            if message["method"] == "elicitation/create" {
+                let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
+                    "action": "accept", "content": {"name": "Ada"}}});
+                self.send(answer);
             }
             if message["method"] == "sampling/createMessage" {
                 let answer = serde_json::json!({"jsonrpc": "2.0", "id": message["id"], "result": {
@@ -979,4 +991,276 @@ fn resources_are_read_only_through_accepted_resources_and_templates() {
     );
     let err = agent.finish();
     assert!(err.contains("refused_calls=3"), "{err}");
+}
+
+/// A sandbox whose peer has the input tools (`ask_name`, `ask_sample`, `wait_cancel`,
+/// cancellations recorded in `cancelled`), 2026-07-28-only when `modern_only`.
+fn input_sandbox(python: &str, modern_only: bool) -> Sandbox {
+    let env = format!(
+        "INPUT_TOOLS = \"1\"\nCANCELLED = \"{{dir}}/cancelled\"\n{}",
+        if modern_only {
+            "MODERN_ONLY = \"1\"\n"
+        } else {
+            ""
+        }
+    );
+    sandbox_env(python, "", &env)
+}
+
+#[test]
+fn a_2026_only_upstream_is_fronted_and_its_input_required_rounds_reach_a_legacy_agent() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    let sb = input_sandbox(&python, true);
+    let caps = serde_json::json!({"elicitation": {}, "sampling": {}});
+    let mut agent = Agent::start(&sb, &[], caps.clone());
+    assert_eq!(
+        agent.tool_names(),
+        [
+            "ask_model",
+            "ask_name",
+            "ask_sample",
+            "echo",
+            "fetch_page",
+            "read_note",
+            "summarize",
+            "wait_cancel"
+        ]
+    );
+    // The upstream asks for a name (an input-required result): the legacy agent gets an
+    // elicitation/create, its answer goes back with the retried call.
+    let named = agent.call("ask_name", serde_json::json!({}));
+    assert_eq!(text(&named), "hello Ada", "{named}");
+    assert!(agent
+        .seen
+        .iter()
+        .any(|m| m["method"] == "elicitation/create"));
+    // Sampling is refused by default, with why.
+    let sampled = agent.call("ask_sample", serde_json::json!({}));
+    let message = sampled["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("sampling/createMessage") && message.contains("--allow-sampling"),
+        "{sampled}"
+    );
+    assert!(!agent
+        .seen
+        .iter()
+        .any(|m| m["method"] == "sampling/createMessage"));
+    // The flip is still announced (on the upstream's subscriptions/listen stream).
+    std::fs::write(sb.path("ctl"), "flip").unwrap();
+    agent.wait_for("notifications/tools/list_changed");
+    assert!(!agent.tool_names().contains(&"read_note".to_string()));
+    let err = agent.finish();
+    assert!(err.contains("era=Modern"), "{err}");
+    // The process that refused initialize and the one that served: both gone.
+    let started = pids(&sb);
+    assert!(started.len() >= 3, "check, refused, served: {started:?}");
+    assert!(started.iter().all(|p| !alive(*p)), "{started:?}");
+    let mut agent = Agent::start(&sb, &["--allow-sampling"], caps);
+    let sampled = agent.call("ask_sample", serde_json::json!({}));
+    assert_eq!(text(&sampled), "model said: hi", "{sampled}");
+    agent.finish();
+}
+
+/// A 2026-07-28 agent speaking raw JSON-RPC lines to the gateway.
+fn modern_meta() -> Value {
+    serde_json::json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}, "sampling": {}},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}})
+}
+
+/// The gateway with a 2026-07-28 agent speaking raw JSON-RPC lines (no SDK helper needed
+/// for the rounds the tests drive by hand).
+struct RawModern {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    stderr: std::path::PathBuf,
+}
+
+impl RawModern {
+    fn start(sb: &Sandbox) -> RawModern {
+        let stderr = sb.path("modern.err");
+        let mut child = Command::new(bin())
+            .args([
+                "mcp-gateway",
+                "--config",
+                &sb.config_arg(),
+                "--watch",
+                WATCH,
+            ])
+            .current_dir(sb.dir.path())
+            .env_remove("SCHEMAWATCH_CONFIG")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("spawn the gateway");
+        RawModern {
+            stdin: child.stdin.take(),
+            stdout: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            stderr,
+        }
+    }
+
+    /// Sends a request with the 2026-07-28 `_meta` and reads until its answer.
+    fn ask(&mut self, id: i64, method: &str, mut params: Value) -> Value {
+        params["_meta"] = modern_meta();
+        let request =
+            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin.as_mut().unwrap(), "{request}").unwrap();
+        loop {
+            let mut line = String::new();
+            assert!(
+                self.stdout.read_line(&mut line).unwrap() > 0,
+                "gateway closed"
+            );
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == id && message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// Closes the agent's side; the gateway's stderr.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+        std::fs::read_to_string(&self.stderr).unwrap()
+    }
+}
+
+#[test]
+fn a_2026_agent_in_front_of_a_legacy_only_upstream_is_served_over_initialize() {
+    let (node, js) = need!(
+        peers::everything(),
+        "node + @modelcontextprotocol/server-everything"
+    );
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
+    ));
+    sb.run(&["check", "--config", &sb.config_arg()])
+        .assert_code(0);
+    let mut modern = RawModern::start(&sb);
+    let discovered = modern.ask(1, "server/discover", serde_json::json!({}));
+    assert_eq!(
+        discovered["result"]["supportedVersions"],
+        serde_json::json!(["2026-07-28"])
+    );
+    let echo = modern.ask(
+        2,
+        "tools/call",
+        serde_json::json!({"name": "echo", "arguments": {"message": "hi"}}),
+    );
+    assert_eq!(text(&echo), "Echo: hi", "{echo}");
+    assert_eq!(echo["result"]["resultType"], "complete", "{echo}");
+    // Capability-dependent tools of this server are withheld as for a legacy agent.
+    let refused = modern.ask(
+        3,
+        "tools/call",
+        serde_json::json!({"name": "get-roots-list", "arguments": {}}),
+    );
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let err = modern.finish();
+    assert!(err.contains("era=Legacy"), "{err}");
+}
+
+#[test]
+fn a_2026_agent_gets_input_required_rounds_under_the_policy() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    for modern_only in [true, false] {
+        let sb = input_sandbox(&python, modern_only);
+        let mut modern = RawModern::start(&sb);
+        let mut ask = |id: i64, method: &str, params: Value| modern.ask(id, method, params);
+        let discovered = ask(1, "server/discover", serde_json::json!({}));
+        assert!(
+            discovered["result"]["capabilities"]["tools"].is_object(),
+            "{discovered}"
+        );
+        let round = ask(
+            2,
+            "tools/call",
+            serde_json::json!({"name": "ask_name", "arguments": {}}),
+        );
+        let result = &round["result"];
+        assert_eq!(result["resultType"], "input_required", "{round}");
+        let (key, request) = result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        assert_eq!(request["method"], "elicitation/create");
+        let answered = ask(
+            3,
+            "tools/call",
+            serde_json::json!({"name": "ask_name", "arguments": {},
+                "inputResponses": {key.clone(): {"action": "accept", "content": {"name": "Bo"}}},
+                "requestState": result["requestState"]}),
+        );
+        assert_eq!(text(&answered), "hello Bo", "{answered}");
+        let sampled = ask(
+            4,
+            "tools/call",
+            serde_json::json!({"name": "ask_sample", "arguments": {}}),
+        );
+        let message = sampled["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("sampling/createMessage") && message.contains("--allow-sampling"),
+            "{sampled}"
+        );
+        let err = modern.finish();
+        assert!(err.contains("era=Modern"), "{err}");
+    }
+}
+
+#[test]
+fn a_cancellation_reaches_the_upstream_with_its_id_mapped_while_progress_streams() {
+    let python = need!(python_mcp(), "python with PyPI mcp 2.x");
+    for modern_only in [false, true] {
+        let sb = input_sandbox(&python, modern_only);
+        let cancelled = sb.path("cancelled");
+        let mut agent = Agent::start(&sb, &[], serde_json::json!({}));
+        // Occupy the agent's id space so the upstream's id differs from the agent's.
+        agent.call("echo", serde_json::json!({"text": "one"}));
+        agent.send(
+            serde_json::json!({"jsonrpc": "2.0", "id": "call-7", "method": "tools/call",
+            "params": {"name": "wait_cancel", "arguments": {}, "_meta": {"progressToken": "tok"}}}),
+        );
+        let mut progress = 0;
+        while progress < 2 {
+            let message = agent
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(120))
+                .expect("progress");
+            if message["method"] == "notifications/progress" {
+                assert_eq!(message["params"]["progressToken"], "tok", "{message}");
+                progress += 1;
+            }
+        }
+        agent.send(
+            serde_json::json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": "call-7", "reason": "the user stopped it"}}),
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let record = loop {
+            let text = std::fs::read_to_string(&cancelled).unwrap_or_default();
+            if !text.is_empty() {
+                break text;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the upstream was never cancelled"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        // The upstream's request id is the gateway's integer, not the agent's string.
+        let id = record.trim().strip_prefix("cancelled ").unwrap();
+        assert!(id.parse::<i64>().is_ok(), "{record}");
+        // The gateway still serves the agent.
+        let echoed = agent.call("echo", serde_json::json!({"text": "two"}));
+        assert_eq!(text(&echoed), "two");
+        agent.finish();
+    }
 }

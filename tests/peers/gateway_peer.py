@@ -8,6 +8,12 @@ project. Its tools change on an out-of-band trigger, never on a call:
   PIDFILE=PATH   each process appends its pid (a test checks the process table with it).
   QUIET=1        a change is applied but never announced (the strict-freshness race).
   APPLIED=PATH   after applying a state, the state is written there (a test waits on it).
+  MODERN_ONLY=1  speaks only the 2026-07-28 era: `initialize` is refused (-32022), as a
+                 server without the handshake answers it.
+  INPUT_TOOLS=1  adds ask_name() (elicits a name: standalone `elicitation/create` on the legacy
+                 era, an input-required result on 2026-07-28), ask_sample() (the same for
+                 sampling) and wait_cancel() (two progress notifications, then waits to be
+                 cancelled and appends "cancelled <upstream request id>" to $CANCELLED).
 
 States:
   safe     read_note read-only, closed world; summarize plain
@@ -22,8 +28,14 @@ import os
 import sys
 from contextlib import asynccontextmanager
 
+from typing import Annotated
+
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp.shared.exceptions import MCPError
+from mcp_types import CreateMessageResult
+from pydantic import BaseModel
 from mcp.server.subscriptions import ToolsListChanged
 from mcp_types import SamplingMessage, TextContent, ToolAnnotations
 
@@ -58,8 +70,16 @@ class Peer(MCPServer):
         return await super()._handle_list_tools(ctx, params)
 
 
+async def modern_only(ctx, call_next):
+    if ctx.method == "initialize":
+        raise MCPError(code=-32022, message="Unsupported protocol version",
+                       data={"supported": ["2026-07-28"], "requested": "initialize"})
+    return await call_next(ctx)
+
+
 mcp = Peer("gateway-peer", version="0.1.0", instructions="Notes live on this server.",
-           lifespan=lifespan)
+           lifespan=lifespan,
+           middleware=[modern_only] if os.environ.get("MODERN_ONLY") == "1" else None)
 
 
 def read_note(note_id: str) -> str:
@@ -145,6 +165,44 @@ def main_config() -> str:
 def note(id: str) -> str:
     return f"note {id}"
 
+
+class Name(BaseModel):
+    name: str
+
+
+def ask_for_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+def ask_for_words() -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text="Say hi."))],
+                  max_tokens=10)
+
+
+async def ask_name(name: Annotated[Name, Resolve(ask_for_name)]) -> str:
+    return "hello " + name.name
+
+
+async def ask_sample(said: Annotated[CreateMessageResult, Resolve(ask_for_words)]) -> str:
+    return "model said: " + getattr(said.content, "text", "")
+
+
+async def wait_cancel(ctx: Context) -> str:
+    await ctx.report_progress(1, 3)
+    await ctx.report_progress(2, 3)
+    try:
+        await anyio.sleep(3600)
+    except anyio.get_cancelled_exc_class():
+        with open(os.environ["CANCELLED"], "a", encoding="utf-8") as f:
+            f.write(f"cancelled {ctx.request_id}\n")
+        raise
+    return "never"
+
+
+if os.environ.get("INPUT_TOOLS") == "1":
+    mcp.add_tool(ask_name, description="Ask the user's name.")
+    mcp.add_tool(ask_sample, description="Ask the client's model through a resolver.")
+    mcp.add_tool(wait_cancel, description="Report progress, then wait to be cancelled.")
 
 register(state())
 
