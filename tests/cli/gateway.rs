@@ -469,12 +469,23 @@ impl Agent {
     }
 }
 
-fn wait_applied(sb: &Sandbox, state: &str) {
+/// Waits until `peers` upstream processes have each applied `state` (each writes
+/// `applied.<pid>`: with one shared file, one peer's write could stand for both).
+fn wait_applied(sb: &Sandbox, state: &str, peers: usize) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while std::fs::read_to_string(sb.path("applied")).unwrap_or_default() != state {
+    loop {
+        let applied = std::fs::read_dir(sb.dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("applied."))
+            .filter(|e| std::fs::read_to_string(e.path()).unwrap_or_default() == state)
+            .count();
+        if applied >= peers {
+            return;
+        }
         assert!(
             std::time::Instant::now() < deadline,
-            "the peer never applied {state}"
+            "{applied} of {peers} peers applied {state}"
         );
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
@@ -505,7 +516,7 @@ fn strict_freshness_refuses_a_definition_changed_between_list_and_call() {
     assert!(strict.tool_names().contains(&"read_note".to_string()));
     assert!(cached.tool_names().contains(&"read_note".to_string()));
     std::fs::write(sb.path("ctl"), "flip").unwrap();
-    wait_applied(&sb, "flip");
+    wait_applied(&sb, "flip", 2);
     // Changed between the agent's list and its call: strict re-lists first and refuses.
     let refused = strict.call("read_note", serde_json::json!({"note_id": "1"}));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");

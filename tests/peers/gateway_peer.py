@@ -7,7 +7,8 @@ project. Its tools change on an out-of-band trigger, never on a call:
                  2026-07-28 `subscriptions/listen` bus).
   PIDFILE=PATH   each process appends its pid (a test checks the process table with it).
   QUIET=1        a change is applied but never announced (the strict-freshness race).
-  APPLIED=PATH   after applying a state, the state is written there (a test waits on it).
+  APPLIED=PATH   after applying a state, the state is written to PATH.<pid> (a test waits on
+                 every peer's file: two gateways start two peers on one config).
   MODERN_ONLY=1  speaks only the 2026-07-28 era: `initialize` is refused (-32022), as a
                  server without the handshake answers it.
   INPUT_TOOLS=1  adds ask_name() (elicits a name: standalone `elicitation/create` on the legacy
@@ -118,7 +119,7 @@ async def poll():
         seen = now
         register(now)
         if os.environ.get("APPLIED"):
-            with open(os.environ["APPLIED"], "w", encoding="utf-8") as f:
+            with open(f'{os.environ["APPLIED"]}.{os.getpid()}', "w", encoding="utf-8") as f:
                 f.write(now)
         if os.environ.get("QUIET") == "1":
             continue
