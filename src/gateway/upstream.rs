@@ -103,6 +103,17 @@ pub(super) async fn next_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// The next message for the upstream; `None` once stopped or every sender is gone.
+async fn next_outgoing(
+    stop: &mut oneshot::Receiver<()>,
+    queue: &mut mpsc::UnboundedReceiver<Value>,
+) -> Option<Value> {
+    tokio::select! {
+        _ = stop => None,
+        message = queue.recv() => message,
+    }
+}
+
 impl Upstream {
     fn new(
         events: mpsc::Sender<Event>,
@@ -170,12 +181,8 @@ impl Upstream {
         tokio::spawn(async move {
             let mut stdin = stdin;
             loop {
-                let message = tokio::select! {
-                    _ = &mut stop_rx => break,
-                    message = queue.recv() => match message {
-                        Some(m) => m,
-                        None => break,
-                    },
+                let Some(message) = next_outgoing(&mut stop_rx, &mut queue).await else {
+                    break;
                 };
                 let Ok(mut line) = serde_json::to_vec(&message) else {
                     continue;
@@ -229,12 +236,8 @@ impl Upstream {
             Upstream::new(events, timeout, Some(session.clone()));
         tokio::spawn(async move {
             loop {
-                let message = tokio::select! {
-                    _ = &mut stop_rx => break,
-                    message = queue.recv() => match message {
-                        Some(m) => m,
-                        None => break,
-                    },
+                let Some(message) = next_outgoing(&mut stop_rx, &mut queue).await else {
+                    break;
                 };
                 let request_id = message
                     .get("method")
@@ -443,17 +446,13 @@ impl Upstream {
                 });
             }
         };
-        match answer.get("error") {
-            Some(error) => Err(McpError::Rpc {
+        match mcp::Reply::from_message(&answer) {
+            mcp::Reply::Error { code, message, .. } => Err(McpError::Rpc {
                 method: method.into(),
-                code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                message: error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .map(|m| m.chars().take(200).collect())
-                    .unwrap_or_default(),
+                code,
+                message,
             }),
-            None => Ok(answer.get("result").cloned().unwrap_or(Value::Null)),
+            mcp::Reply::Result(result) => Ok(result),
         }
     }
 

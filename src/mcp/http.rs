@@ -10,7 +10,9 @@
 use super::{
     classify_message, parse_messages, Budget, Era, Incoming, McpError, Reply, MODERN_VERSION,
 };
-use crate::fetch::http::{build_client, classify_body, classify_send, configured_headers_within};
+use crate::fetch::http::{
+    build_client, classify_body, classify_send, configured_headers_within, Configured,
+};
 use crate::fetch::{FetchError, FetchRequest, Source, DEFAULT_CONNECT_TIMEOUT};
 use reqwest::header::{HeaderMap, HeaderValue, ACCEPT, CONTENT_TYPE};
 use serde_json::{json, Value};
@@ -66,6 +68,34 @@ fn transport(error: FetchError) -> McpError {
     }
 }
 
+/// The client and the expanded headers for one MCP endpoint: `total` bounds each request,
+/// `within` the connect and the reading of `${file:...}` header values.
+async fn connect(
+    url: &url::Url,
+    templates: &BTreeMap<String, String>,
+    ca_file: Option<&Path>,
+    proxy: Option<&str>,
+    total: Duration,
+    within: Duration,
+    max_bytes: u64,
+) -> Result<(reqwest::Client, Configured), McpError> {
+    let request = FetchRequest {
+        source: Source::Url(url.clone()),
+        headers: templates.clone(),
+        timeout: total,
+        connect_timeout: DEFAULT_CONNECT_TIMEOUT.min(within),
+        max_bytes,
+        ca_file: ca_file.map(Path::to_path_buf),
+        proxy: proxy.map(str::to_owned),
+        validators: None,
+        query: BTreeMap::new(),
+        same_origin_redirects: false,
+    };
+    let configured = configured_headers_within(&request.headers, within).await?;
+    let client = build_client(&request).await?;
+    Ok((client, configured))
+}
+
 impl HttpConn {
     pub(super) async fn new(
         url: &url::Url,
@@ -75,20 +105,16 @@ impl HttpConn {
         budget: Budget,
         timeout: Duration,
     ) -> Result<HttpConn, McpError> {
-        let request = FetchRequest {
-            source: Source::Url(url.clone()),
-            headers: templates.clone(),
+        let (client, configured) = connect(
+            url,
+            templates,
+            ca_file,
+            proxy,
             timeout,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT.min(timeout),
-            max_bytes: budget.limit,
-            ca_file: ca_file.map(Path::to_path_buf),
-            proxy: proxy.map(str::to_owned),
-            validators: None,
-            query: BTreeMap::new(),
-            same_origin_redirects: false,
-        };
-        let configured = configured_headers_within(&request.headers, timeout).await?;
-        let client = build_client(&request).await?;
+            timeout,
+            budget.limit,
+        )
+        .await?;
         Ok(HttpConn {
             client,
             url: url.clone(),
@@ -340,22 +366,11 @@ impl HttpSession {
         timeout: Duration,
         max_message: usize,
     ) -> Result<HttpSession, McpError> {
-        let request = FetchRequest {
-            source: Source::Url(url.clone()),
-            headers: templates.clone(),
-            // No total deadline: a tool call's answer streams as long as the tool runs; the
-            // gateway bounds its own requests.
-            timeout: Duration::from_secs(365 * 24 * 3600),
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT.min(timeout),
-            max_bytes: u64::MAX,
-            ca_file: ca_file.map(Path::to_path_buf),
-            proxy: proxy.map(str::to_owned),
-            validators: None,
-            query: BTreeMap::new(),
-            same_origin_redirects: false,
-        };
-        let configured = configured_headers_within(&request.headers, timeout).await?;
-        let client = build_client(&request).await?;
+        // No total deadline: a tool call's answer streams as long as the tool runs; the
+        // gateway bounds its own requests.
+        let forever = Duration::from_secs(365 * 24 * 3600);
+        let (client, configured) =
+            connect(url, templates, ca_file, proxy, forever, timeout, u64::MAX).await?;
         Ok(HttpSession {
             client,
             url: url.clone(),

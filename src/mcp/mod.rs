@@ -312,7 +312,7 @@ pub enum McpError {
 
 /// A JSON-RPC answer to one request.
 #[derive(Debug)]
-enum Reply {
+pub(crate) enum Reply {
     Result(Value),
     Error {
         code: i64,
@@ -323,7 +323,7 @@ enum Reply {
 
 impl Reply {
     /// Splits a JSON-RPC response object.
-    fn from_message(message: &Value) -> Reply {
+    pub(crate) fn from_message(message: &Value) -> Reply {
         match message.get("error") {
             Some(error) => Reply::Error {
                 code: error.get("code").and_then(Value::as_i64).unwrap_or(0),

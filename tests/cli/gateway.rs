@@ -774,16 +774,22 @@ fn an_agent_of_the_2026_era_discovers_listens_and_is_refused() {
     assert_eq!(seen["echo"], "modern");
 }
 
+/// A sandbox whose one watch is server-everything over stdio.
+fn everything_sandbox(node: &str, js: &str) -> Sandbox {
+    let sb = Sandbox::new();
+    sb.write_config(&format!(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
+    ));
+    sb
+}
+
 #[test]
 fn in_front_of_server_everything_capability_dependent_tools_stay_withheld() {
     let (node, js) = need!(
         peers::everything(),
         "node + @modelcontextprotocol/server-everything"
     );
-    let sb = Sandbox::new();
-    sb.write_config(&format!(
-        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
-    ));
+    let sb = everything_sandbox(&node, &js);
     // The watch reads the server with no client capabilities: the contract has its 13 tools.
     sb.run(&["check", "--config", &sb.config_arg()])
         .assert_code(0);
@@ -1147,10 +1153,7 @@ fn a_2026_agent_in_front_of_a_legacy_only_upstream_is_served_over_initialize() {
         peers::everything(),
         "node + @modelcontextprotocol/server-everything"
     );
-    let sb = Sandbox::new();
-    sb.write_config(&format!(
-        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"{WATCH}\"\nkind = \"mcp\"\ncommand = [\"{node}\", \"{js}\", \"stdio\"]\ninterval = \"1h\"\ntimeout = \"120s\"\n"
-    ));
+    let sb = everything_sandbox(&node, &js);
     sb.run(&["check", "--config", &sb.config_arg()])
         .assert_code(0);
     let mut modern = RawModern::start(&sb);
