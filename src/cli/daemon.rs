@@ -25,6 +25,7 @@ pub async fn run(args: RunArgs) -> Outcome {
     super::init_logging(args.log_format.unwrap_or(config.daemon.log_format), "info");
     schemawatch::daemon::run(config, events)
         .await
+        .map(|_stopped| ())
         .map_err(|e| Failure::Usage(e.into()))
 }
 

@@ -333,15 +333,61 @@ impl schedule::Observer for Shared {
     }
 }
 
+/// What a caller running the daemon in its own process (the daemon tests, on paused time)
+/// changes about [`run_with`]; [`run`] passes [`Seams::production`].
+pub struct Seams {
+    /// Maps the production refresher to the one the scheduler runs: wrap it to observe
+    /// refreshes, replace it to run no real I/O (the scheduler's own seam).
+    pub refresher: Box<dyn FnOnce(schedule::Refresher) -> schedule::Refresher + Send>,
+    /// Become the child subreaper and reap every orphan: process-wide, so off for a daemon
+    /// inside a test process (the reaper would take other tests' children).
+    pub reap_orphans: bool,
+    /// Told the API's address once it listens (a config listening on port 0).
+    pub listening: Option<tokio::sync::oneshot::Sender<SocketAddr>>,
+}
+
+impl Seams {
+    /// The binary's: the real refresher, orphans reaped.
+    pub fn production() -> Seams {
+        Seams {
+            refresher: Box::new(|real| real),
+            reap_orphans: true,
+            listening: None,
+        }
+    }
+}
+
+/// How a daemon stopped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    /// What stopped it: a signal's name, or "shutdown" when the events channel closed.
+    pub signal: &'static str,
+    /// Refreshes still running at the drain deadline (each logged `refresh_abandoned`).
+    pub abandoned: usize,
+    /// A second stop ended the drain at once.
+    pub forced: bool,
+}
+
 /// Runs until `events` says stop (or closes): binds the API, starts the scheduler, reloads.
-pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<(), DaemonError> {
+pub async fn run(config: Config, events: mpsc::Receiver<Event>) -> Result<Stopped, DaemonError> {
+    run_with(config, events, Seams::production()).await
+}
+
+/// [`run`] with the seams a test changes.
+pub async fn run_with(
+    config: Config,
+    mut events: mpsc::Receiver<Event>,
+    seams: Seams,
+) -> Result<Stopped, DaemonError> {
     check_startup(&config)?;
     // Descriptors for the refreshes and the API, or fewer refreshes, or no start (H24).
     let config = descriptors::apply(config, true).map_err(DaemonError::Refused)?;
-    // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants is
-    // re-parented to us: reap them (docs/reliability.md H1).
-    crate::process::become_subreaper();
-    crate::process::spawn_reaper();
+    if seams.reap_orphans {
+        // As PID 1 (a container) or as subreaper, every orphan of an MCP server's descendants
+        // is re-parented to us: reap them (docs/reliability.md H1).
+        crate::process::become_subreaper();
+        crate::process::spawn_reaper();
+    }
 
     // Whichever connection writes an event creates the deliveries the config asks for.
     crate::registry::set_process_routes(Arc::new(config.routes()));
@@ -393,6 +439,9 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     let slots = config.daemon.max_concurrency;
     let server = spawn_api(listener, app, slots, api_stop_rx)?;
     tracing::info!(event = "api_listening", addr = %bound);
+    if let Some(listening) = seams.listening {
+        let _ = listening.send(bound);
+    }
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let (control_tx, control_rx) = mpsc::channel(1);
@@ -400,7 +449,7 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     let scheduler = tokio::spawn(schedule::drive(
         Scheduler::new(config, Instant::now()),
         shared.semaphore(),
-        refresher(shared.clone()),
+        (seams.refresher)(refresher(shared.clone())),
         shared.clone(),
         control_rx,
         stop_rx,
@@ -530,7 +579,11 @@ pub async fn run(config: Config, mut events: mpsc::Receiver<Event>) -> Result<()
     // A pass in progress ends with its current send (bounded by the delivery timeout).
     let _ = tokio::time::timeout(Duration::from_secs(1), deliveries).await;
     tracing::info!(event = "daemon_stopped", signal = which, abandoned, forced);
-    Ok(())
+    Ok(Stopped {
+        signal: which,
+        abandoned,
+        forced,
+    })
 }
 
 #[cfg(test)]

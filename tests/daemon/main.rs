@@ -9,6 +9,7 @@ mod hardening;
 mod limits;
 mod notify;
 mod operations;
+mod paused;
 mod review_age;
 mod scale;
 mod service;

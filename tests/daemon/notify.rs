@@ -600,6 +600,8 @@ fn refresh_on_demand_goes_through_the_scheduler() {
         ),
     );
     let config = sb.config_arg();
+    // Registered before the daemon starts: nothing here waits for its first refresh.
+    sb.run(&["check", "--config", &config]).assert_code(0);
     let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
     cmd.env("SW_TEST_REFRESH", "refresh-token-1");
     let mut d = Daemon::start_command(cmd, Some(ADMIN_TOKEN));
