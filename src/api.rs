@@ -75,6 +75,8 @@ type ApiResult = Result<Json<Value>, ApiError>;
 
 /// The router of the daemon's API.
 pub fn router(shared: Arc<Shared>) -> Router {
+    // Read at start, like the listen address.
+    let within = shared.config().server.read_timeout;
     let v1 = Router::new()
         .route("/status", get(status))
         .route("/summary", get(summary))
@@ -83,26 +85,41 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/watches/{name}/contract", get(contract))
         .route(
             "/watches/{name}/refresh",
-            post(refresh_now).layer(middleware::from_fn_with_state(CHECK_BODY_MAX, read_body)),
+            post(refresh_now).layer(middleware::from_fn_with_state(
+                (CHECK_BODY_MAX, within),
+                read_body,
+            )),
         )
         .route("/notifications", get(notifications))
         .route("/pending", get(pending))
         .route("/pending/{id}", get(pending_one))
         .route(
             "/pending/{id}/accept",
-            post(accept).layer(middleware::from_fn_with_state(DECISION_BODY_MAX, read_body)),
+            post(accept).layer(middleware::from_fn_with_state(
+                (DECISION_BODY_MAX, within),
+                read_body,
+            )),
         )
         .route(
             "/pending/{id}/reject",
-            post(reject).layer(middleware::from_fn_with_state(DECISION_BODY_MAX, read_body)),
+            post(reject).layer(middleware::from_fn_with_state(
+                (DECISION_BODY_MAX, within),
+                read_body,
+            )),
         )
         .route(
             "/check",
-            post(check).layer(middleware::from_fn_with_state(CHECK_BODY_MAX, read_body)),
+            post(check).layer(middleware::from_fn_with_state(
+                (CHECK_BODY_MAX, within),
+                read_body,
+            )),
         )
         .route(
             "/pins/check",
-            post(pins_check).layer(middleware::from_fn_with_state(PIN_BODY_MAX, read_body)),
+            post(pins_check).layer(middleware::from_fn_with_state(
+                (PIN_BODY_MAX, within),
+                read_body,
+            )),
         )
         .layer(middleware::from_fn_with_state(shared.clone(), host_guard));
     Router::new()
@@ -113,9 +130,6 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .with_state(shared)
 }
 
-/// A request body must arrive within this long of its head (docs/reliability.md H16): a client
-/// trickling a body holds a connection slot for at most this.
-pub const BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest body of `POST /v1/pins/check` (a pin of some thousands of tools; axum's default).
 pub const PIN_BODY_MAX: usize = 2 * 1024 * 1024;
 /// Largest body of a review decision (`{"reviewer", "reason"}`).
@@ -124,9 +138,14 @@ pub const DECISION_BODY_MAX: usize = 64 * 1024;
 pub const CHECK_BODY_MAX: usize = 4 * 1024;
 
 /// Reads a POST route's body (layered on each with its limit), at most `max` bytes within
-/// [`BODY_TIMEOUT`], before the handler runs: 413 from the announced length (nothing read) or
-/// once past it, 408 at the deadline.
-async fn read_body(State(max): State<usize>, request: Request, next: Next) -> Response {
+/// `within` (`[server] read_timeout`: a client trickling a body holds a connection slot for at
+/// most this, docs/reliability.md H16), before the handler runs: 413 from the announced length
+/// (nothing read) or once past it, 408 at the deadline.
+async fn read_body(
+    State((max, within)): State<(usize, Duration)>,
+    request: Request,
+    next: Next,
+) -> Response {
     let refuse = |status: StatusCode, message: String| {
         let mut response = ApiError::new(status, message).into_response();
         // The rest of the body is never read: the connection cannot carry another request.
@@ -151,12 +170,12 @@ async fn read_body(State(max): State<usize>, request: Request, next: Next) -> Re
         return too_large();
     }
     let (parts, body) = request.into_parts();
-    match tokio::time::timeout(BODY_TIMEOUT, axum::body::to_bytes(body, max)).await {
+    match tokio::time::timeout(within, axum::body::to_bytes(body, max)).await {
         Err(_) => refuse(
             StatusCode::REQUEST_TIMEOUT,
             format!(
-                "the request body did not arrive within {} s",
-                BODY_TIMEOUT.as_secs()
+                "the request body did not arrive within {}",
+                humantime::format_duration(within)
             ),
         ),
         Ok(Err(e)) => {

@@ -88,7 +88,15 @@ pub struct Server {
     pub read_token_env: Option<String>,
     /// A token that can queue refreshes (`POST /v1/watches/{name}/refresh`) and nothing else.
     pub refresh_token_env: Option<String>,
+    /// A client sends a request's head within this of connecting (or of its previous
+    /// request), then its body within this of the head (docs/reliability.md H2, H16).
+    pub read_timeout: Duration,
 }
+
+/// `[server] read_timeout` when unset.
+pub const DEFAULT_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// The longest `[server] read_timeout`: a slot held by a silent client is a slot lost.
+pub const MAX_READ_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// `[server] per_watch_metrics`: whether `/metrics` carries series labelled by watch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,6 +251,7 @@ struct RawServer {
     allowed_hosts: Vec<toml::Spanned<String>>,
     read_token_env: Option<String>,
     refresh_token_env: Option<String>,
+    read_timeout: Option<toml::Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -377,6 +386,7 @@ impl Config {
             allowed_hosts: Vec::new(),
             read_token_env: None,
             refresh_token_env: None,
+            read_timeout: None,
         });
         let public_url = match &server.public_url {
             None => None,
@@ -415,6 +425,17 @@ impl Config {
             allowed_hosts,
             read_token_env: server.read_token_env,
             refresh_token_env: server.refresh_token_env,
+            read_timeout: match &server.read_timeout {
+                Some(t) => {
+                    bounded_duration(t, Duration::from_secs(1), MAX_READ_TIMEOUT).map_err(|e| {
+                        invalid(format!(
+                            "line {}: server.read_timeout: {e}",
+                            line_of(text, t.span())
+                        ))
+                    })?
+                }
+                None => DEFAULT_READ_TIMEOUT,
+            },
             per_watch_metrics: match &server.per_watch_metrics {
                 None => PerWatchMetrics::Auto,
                 Some(v) => match v.get_ref() {
@@ -1476,6 +1497,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2") && err.contains("include"), "{err}");
+    }
+
+    #[test]
+    fn read_timeout_defaults_to_ten_seconds_and_is_bounded() {
+        assert_eq!(parse("").unwrap().server.read_timeout, DEFAULT_READ_TIMEOUT);
+        let c = parse("[server]\nread_timeout = \"3s\"\n").unwrap();
+        assert_eq!(c.server.read_timeout, Duration::from_secs(3));
+        for bad in ["\"500ms\"", "\"6m\"", "\"soon\""] {
+            let err = parse(&format!("[server]\nread_timeout = {bad}\n"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("line 2") && err.contains("server.read_timeout"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

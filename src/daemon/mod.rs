@@ -168,6 +168,7 @@ fn spawn_api(
     listener: tokio::net::TcpListener,
     app: axum::Router,
     slots: usize,
+    read_timeout: Duration,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) -> Result<tokio::sync::oneshot::Receiver<()>, DaemonError> {
     let bind_error = |source| DaemonError::Bind {
@@ -186,7 +187,7 @@ fn spawn_api(
         .spawn(move || {
             runtime.block_on(async move {
                 match tokio::net::TcpListener::from_std(listener) {
-                    Ok(listener) => serve::serve(listener, app, slots, stop).await,
+                    Ok(listener) => serve::serve(listener, app, slots, read_timeout, stop).await,
                     Err(e) => tracing::error!(event = "api_failed", error = %e),
                 }
             });
@@ -437,7 +438,13 @@ pub async fn run_with(
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
     let app = crate::api::router(shared.clone());
     let slots = config.daemon.max_concurrency;
-    let server = spawn_api(listener, app, slots, api_stop_rx)?;
+    let server = spawn_api(
+        listener,
+        app,
+        slots,
+        config.server.read_timeout,
+        api_stop_rx,
+    )?;
     tracing::info!(event = "api_listening", addr = %bound);
     if let Some(listening) = seams.listening {
         let _ = listening.send(bound);

@@ -6,11 +6,11 @@
 //!   would eat into the descriptor reserve) first evicts the oldest connection that is not
 //!   serving a request (silent, or idle between requests); with none to evict it is closed at
 //!   once;
-//! - a connection must send a complete request head within [`HEADER_TIMEOUT`] of being
-//!   accepted or of its previous response, else it is closed;
+//! - a connection must send a complete request head within `[server] read_timeout` (10 s
+//!   unless set) of being accepted or of its previous response, else it is closed;
 //! - accept errors (`EMFILE`, …) pause the loop briefly instead of spinning;
 //! - when every connection is busy (say, clients trickling request bodies until the body
-//!   deadline of [`crate::api::BODY_TIMEOUT`]), a new one takes one of
+//!   deadline, the same `read_timeout`), a new one takes one of
 //!   [`PROBE_CONNECTIONS`] slots of its own that serve only `/healthz` and `/readyz` (any other
 //!   request there is answered 503), so the probes are never starved (H16).
 
@@ -26,8 +26,6 @@ use tower::ServiceExt;
 
 /// Most API connections open at once.
 pub const MAX_CONNECTIONS: usize = 64;
-/// A request head must arrive within this long (of the accept, or of the previous response).
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// Connections beyond [`MAX_CONNECTIONS`] that serve only the probes.
 pub const PROBE_CONNECTIONS: usize = 8;
 /// File descriptors kept free for refreshes: this plus 8 per refresh slot.
@@ -70,11 +68,13 @@ fn descriptors() -> Option<(u64, u64)> {
 }
 
 /// Serves `app` on `listener` until `stop` resolves; then open connections finish their
-/// request (graceful shutdown) while the caller's grace lasts.
+/// request (graceful shutdown) while the caller's grace lasts. A request head must arrive
+/// within `read_timeout` of the accept or of the previous response.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     max_concurrency: usize,
+    read_timeout: Duration,
     stop: tokio::sync::oneshot::Receiver<()>,
 ) {
     let reserve = FD_RESERVE_BASE + 8 * max_concurrency as u64;
@@ -129,6 +129,7 @@ pub async fn serve(
             stream,
             app.clone(),
             probe_only,
+            read_timeout,
             closing.clone(),
             registry.clone(),
         );
@@ -159,6 +160,7 @@ fn connection(
     stream: tokio::net::TcpStream,
     app: Router,
     probe_only: bool,
+    read_timeout: Duration,
     mut closing: tokio::sync::watch::Receiver<bool>,
     registry: Arc<Connections>,
 ) -> Connection<impl std::future::Future<Output = ()> + Send + 'static> {
@@ -194,7 +196,7 @@ fn connection(
         let mut builder = hyper::server::conn::http1::Builder::new();
         builder
             .timer(TokioTimer::new())
-            .header_read_timeout(HEADER_TIMEOUT)
+            .header_read_timeout(read_timeout)
             .max_buf_size(64 * 1024);
         let conn = builder.serve_connection(TokioIo::new(stream), service);
         tokio::pin!(conn);
