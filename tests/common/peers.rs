@@ -27,6 +27,19 @@ pub fn need<T>(found: Option<T>, what: &str) -> Option<T> {
     found
 }
 
+/// Debian's libfaketime (package `libfaketime`, installed by `scripts/test` as root): a
+/// process run with `LD_PRELOAD` set to it and `FAKETIME="+20s"` lives 20 s ahead.
+pub fn faketime_lib() -> Option<PathBuf> {
+    [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .find(|p| p.exists())
+}
+
 pub fn runs(program: &str, args: &[&str]) -> bool {
     Command::new(program)
         .args(args)

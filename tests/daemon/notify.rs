@@ -9,7 +9,7 @@
 use crate::common;
 use crate::service::*;
 
-use common::peers::{free_port, need, peers_dir, runs, ServerProcess};
+use common::peers::{faketime_lib, free_port, need, peers_dir, runs, ServerProcess};
 use common::*;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -367,6 +367,12 @@ fn receivers_answers_filters_and_removed_sinks() {
     let Some(python) = need(python(), "PyPI standardwebhooks (tests/peers/.venv)") else {
         return;
     };
+    let Some(faketime) = need(
+        faketime_lib(),
+        "Debian libfaketime (apt-get install libfaketime)",
+    ) else {
+        return;
+    };
     let sb = Sandbox::new();
     let mut receiver = Receiver::new(python, sb.dir.path().to_path_buf(), &[SECRET_NEW]);
     receiver.start();
@@ -385,8 +391,15 @@ fn receivers_answers_filters_and_removed_sinks() {
         "min_compatibility = \"breaking\"",
     )));
     let config = sb.config_arg();
-    let check = |sb: &Sandbox| {
-        let out = run_with_url(sb, &url, &["check", "--config", &config]);
+    // Each `check` runs `ahead` seconds in the future (libfaketime): the waits a sink asks
+    // for (Retry-After, the retry backoff) pass without the test sleeping through them.
+    let check_at = |sb: &Sandbox, url: &str, ahead: u32| {
+        let mut cmd = sb.command(&["check", "--config", &config]);
+        cmd.env(URL_VAR, url)
+            .env("LD_PRELOAD", &faketime)
+            .env("FAKETIME", format!("+{ahead}s"))
+            .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+        let out = cmd.output().expect("run schemawatch under libfaketime");
         assert!(
             out.status.success(),
             "{}",
@@ -395,7 +408,7 @@ fn receivers_answers_filters_and_removed_sinks() {
     };
     // 429 then OK: the first attempt is refused, the retry (after Retry-After) delivered.
     receiver.control(r#"{"status": 429, "retry_after": "1", "times": 1}"#);
-    check(&sb);
+    check_at(&sb, &url, 0);
     let list = notify_list(&sb, &url);
     let row = &list["notifications"][0];
     assert_eq!(
@@ -403,12 +416,14 @@ fn receivers_answers_filters_and_removed_sinks() {
         (Some("pending"), Some(429))
     );
     assert_eq!(row["last_error"], "rate_limited");
-    let deadline = Instant::now() + PATIENCE;
-    while applied_of_type(&receiver.requests(), "schemawatch.registered").is_empty() {
-        assert!(Instant::now() < deadline, "the 429 was never retried");
-        std::thread::sleep(Duration::from_millis(500));
-        check(&sb);
-    }
+    // The retry waits for the Retry-After, and at least the first backoff (2.5–5 s).
+    check_at(&sb, &url, 6);
+    assert_eq!(
+        applied_of_type(&receiver.requests(), "schemawatch.registered").len(),
+        1,
+        "the 429 was never retried: {}",
+        notify_list(&sb, &url)
+    );
     // A compatible apply is filtered out (min_compatibility = breaking): no delivery row.
     sb.write_file(
         "pets.json",
@@ -418,7 +433,7 @@ fn receivers_answers_filters_and_removed_sinks() {
         }
         .bytes(),
     );
-    check(&sb);
+    check_at(&sb, &url, 6);
     let list = notify_list(&sb, &url);
     assert!(
         list["notifications"]
@@ -434,7 +449,7 @@ fn receivers_answers_filters_and_removed_sinks() {
         receiver.url("/redirected")
     ));
     sb.write_file("pets.json", &pets_breaking());
-    check(&sb);
+    check_at(&sb, &url, 6);
     let list = notify_list(&sb, &url);
     let review = list["notifications"]
         .as_array()
@@ -448,18 +463,18 @@ fn receivers_answers_filters_and_removed_sinks() {
         .requests()
         .iter()
         .all(|r| r["path"] != "/redirected"));
-    // 410: disabled, nothing more is sent to it until its configuration changes.
+    // 410: disabled, nothing more is sent to it until its configuration changes. The retry
+    // after the 302 is due 2.5–5 s after it.
     receiver.control(r#"{"status": 410}"#);
-    let deadline = Instant::now() + PATIENCE;
-    while !receiver.requests().iter().any(|r| r["status"] == 410) {
-        assert!(Instant::now() < deadline, "never retried after the 302");
-        std::thread::sleep(Duration::from_millis(500));
-        check(&sb);
-    }
+    check_at(&sb, &url, 14);
+    assert!(
+        receiver.requests().iter().any(|r| r["status"] == 410),
+        "never retried after the 302"
+    );
     let seen = receiver.requests().len();
     std::fs::remove_file(sb.path("control.json")).ok();
-    std::thread::sleep(Duration::from_secs(6));
-    check(&sb);
+    // The next retry would be due 5–10 s after the 410: 16 s later, nothing is sent.
+    check_at(&sb, &url, 30);
     assert_eq!(
         receiver.requests().len(),
         seen,
@@ -468,8 +483,7 @@ fn receivers_answers_filters_and_removed_sinks() {
     // Its configuration changes (a new URL): enabled again, the pending row is delivered.
     // Another URL of the same receiver (a fragment is never sent).
     let url2 = format!("{url}#v2");
-    let out = run_with_url(&sb, &url2, &["check", "--config", &config]);
-    assert!(out.status.success());
+    check_at(&sb, &url2, 30);
     let requests = receiver.requests();
     assert_eq!(
         applied_of_type(&requests, "schemawatch.pending_review").len(),
@@ -480,10 +494,9 @@ fn receivers_answers_filters_and_removed_sinks() {
     // A removed sink fails its pending rows with `sink_removed`.
     receiver.control(r#"{"status": 500}"#);
     sb.write_file("pets.json", &Pets::v1().bytes());
-    check(&sb);
+    check_at(&sb, &url, 30);
     sb.write_config(&with_sinks(""));
-    let out = run_with_url(&sb, &url, &["check", "--config", &config]);
-    assert!(out.status.success());
+    check_at(&sb, &url, 30);
     let list = notify_list(&sb, &url);
     let removed: Vec<&Value> = list["notifications"]
         .as_array()

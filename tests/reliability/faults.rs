@@ -1087,21 +1087,12 @@ fn d1_sigterm_mid_fetch_exits_cleanly() {
     eprintln!("D1: SIGTERM to exit {took:?}");
 }
 
-fn faketime_lib() -> Option<PathBuf> {
-    [
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/faketime/libfaketime.so.1",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .find(|p| p.exists())
-}
-
 #[test]
 fn d6_wall_clock_jumps_do_not_reorder_the_registry() {
-    let Some(lib) = faketime_lib() else {
-        eprintln!("D6 skipped: libfaketime is not installed (apt-get install libfaketime)");
+    let Some(lib) = common::peers::need(
+        common::peers::faketime_lib(),
+        "Debian libfaketime (apt-get install libfaketime)",
+    ) else {
         return;
     };
     let mut s = Scenario::new("D6");
