@@ -14,7 +14,7 @@
 //!   the environment variable named by `server.admin_token_env`. No token configured: 403.
 //!   Wrong or missing token: 401. Tokens are compared in constant time.
 
-use crate::registry::{Registry, RegistryError, WatchStatus};
+use crate::registry::{Registry, RegistryError, Via, WatchStatus};
 use crate::state::Shared;
 use crate::views::{self, Filter, Listing, Page};
 use axum::extract::{Path, Query, Request, State};
@@ -518,26 +518,97 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Who makes a `/v1` review decision: the admin token (naming a reviewer in the body, recorded
+/// `via=admin`) or a `[[reviewer]]`'s token (the recorded name is the token's, `via=reviewer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decider {
+    Admin,
+    Reviewer(String),
+}
+
+/// The `[[reviewer]]` whose token (read now: a rotated file needs no restart) is `given`.
+pub(crate) fn reviewer_for_token(config: &crate::config::Config, given: &str) -> Option<String> {
+    let mut found = None;
+    // Every reviewer's token is compared (no early exit on the first match).
+    for r in &config.reviewers {
+        if let Some(token) = r.token() {
+            if tokens_equal(given, &token) && found.is_none() {
+                found = Some(r.name.clone());
+            }
+        }
+    }
+    found
+}
+
+fn decider(shared: &Shared, headers: &HeaderMap) -> Result<Decider, ApiError> {
+    let config = shared.config();
+    let admin = shared.admin_token();
+    if admin.is_none() && config.reviewers.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "review actions are disabled: no admin token (server.admin_token_env) and no [[reviewer]] is configured",
+        ));
+    }
+    let Some(given) = bearer(headers) else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+        ));
+    };
+    if admin.as_deref().is_some_and(|a| tokens_equal(given, a)) {
+        return Ok(Decider::Admin);
+    }
+    match reviewer_for_token(&config, given) {
+        Some(name) => Ok(Decider::Reviewer(name)),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+        )),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Decision {
-    reviewer: String,
+    reviewer: Option<String>,
     reason: String,
 }
 
+/// The decision's recorded reviewer and how it was established: a reviewer token records its
+/// own name (a different `reviewer` in the body is 403); only the admin token names one.
 fn decision(
+    decider: Decider,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
-) -> Result<Decision, ApiError> {
+) -> Result<(String, Via, String), ApiError> {
     let Json(d) = body.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    if d.reviewer.trim().is_empty() || d.reason.trim().is_empty() {
+    let (reviewer, via) =
+        match decider {
+            Decider::Admin => match d.reviewer {
+                Some(r) if !r.trim().is_empty() => (r, Via::Admin),
+                _ => return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "reviewer and reason must not be empty (the admin token names the reviewer)",
+                )),
+            },
+            Decider::Reviewer(name) => match d.reviewer {
+                Some(r) if r != name => {
+                    return Err(ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "a reviewer token decides as its own reviewer: the body names another",
+                    ))
+                }
+                _ => (name, Via::Reviewer),
+            },
+        };
+    if d.reason.trim().is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "reviewer and reason must not be empty",
         ));
     }
-    crate::registry::check_decision_text(&d.reviewer, &d.reason)
+    crate::registry::check_decision_text(&reviewer, &d.reason)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-    Ok(d)
+    Ok((reviewer, via, d.reason))
 }
 
 async fn accept(
@@ -546,17 +617,17 @@ async fn accept(
     headers: HeaderMap,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult {
-    authorize(&shared, &headers)?;
-    let d = decision(body)?;
+    let who = decider(&shared, &headers)?;
+    let (reviewer, via, reason) = decision(who, body)?;
     let result = with_registry(shared.clone(), move |r, c| {
-        let version = r.accept(id, &d.reviewer, &d.reason, c.storage.keep_versions)?;
+        let version = r.accept_via(id, &reviewer, via, &reason, c.storage.keep_versions)?;
         // A `str` field, quoted in text logs: a reviewer cannot spell another field (H23).
         tracing::info!(
             event = "review_accepted",
             review_id = id,
-            reviewer = d.reviewer.as_str(),
+            reviewer = reviewer.as_str(),
             registry_version = version,
-            via = "api"
+            via = via.as_str()
         );
         Ok(version)
     })
@@ -572,15 +643,15 @@ async fn reject(
     headers: HeaderMap,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult {
-    authorize(&shared, &headers)?;
-    let d = decision(body)?;
+    let who = decider(&shared, &headers)?;
+    let (reviewer, via, reason) = decision(who, body)?;
     with_registry(shared.clone(), move |r, _| {
-        r.reject(id, &d.reviewer, &d.reason)?;
+        r.reject_via(id, &reviewer, via, &reason)?;
         tracing::info!(
             event = "review_rejected",
             review_id = id,
-            reviewer = d.reviewer.as_str(),
-            via = "api"
+            reviewer = reviewer.as_str(),
+            via = via.as_str()
         );
         Ok(())
     })

@@ -13,3 +13,4 @@ mod review_age;
 mod scale;
 mod service;
 mod systemd;
+mod ui;
