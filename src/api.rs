@@ -126,7 +126,7 @@ pub const CHECK_BODY_MAX: usize = 4 * 1024;
 /// Reads a POST route's body (layered on each with its limit), at most `max` bytes within
 /// [`BODY_TIMEOUT`], before the handler runs: 413 from the announced length (nothing read) or
 /// once past it, 408 at the deadline.
-async fn read_body(State(max): State<usize>, request: Request, next: Next) -> Response {
+pub(crate) async fn read_body(State(max): State<usize>, request: Request, next: Next) -> Response {
     let refuse = |status: StatusCode, message: String| {
         let mut response = ApiError::new(status, message).into_response();
         // The rest of the body is never read: the connection cannot carry another request.

@@ -124,3 +124,306 @@ fn reviewer_tokens_decide_as_their_own_name_and_history_says_how() {
         assert!(!log.contains(secret), "a token in the log");
     }
 }
+
+/// One HTTP/1.1 exchange (Connection: close) with a form body: (status, head, body).
+pub(crate) fn form_request(
+    d: &Daemon,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    form: Option<&[(&str, &str)]>,
+) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(d.api).expect("connect");
+    stream
+        .set_read_timeout(Some(crate::service::PATIENCE))
+        .unwrap();
+    let body = form.map(|pairs| {
+        let mut s = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in pairs {
+            s.append_pair(k, v);
+        }
+        s.finish()
+    });
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {}\r\n", d.api));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(body) = &body {
+        request.push_str(&format!(
+            "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n",
+            body.len()
+        ));
+    } else if method == "POST" {
+        request.push_str("Content-Length: 0\r\n");
+    }
+    request.push_str("\r\n");
+    request.push_str(body.as_deref().unwrap_or(""));
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let text = String::from_utf8_lossy(&answer).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+/// The value of cookie `name` set by a response head.
+pub(crate) fn set_cookie_value(head: &str, name: &str) -> Option<String> {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+        .filter_map(|(_, v)| v.trim().split(';').next())
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, v)| *k == name && !v.is_empty())
+        .map(|(_, v)| v.to_string())
+}
+
+pub(crate) fn header_value(head: &str, name: &str) -> Option<String> {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// The value of the hidden `csrf` input of a page.
+pub(crate) fn csrf_in(page: &str) -> String {
+    let at = page.find("name=\"csrf\" value=\"").expect("a csrf field") + 19;
+    page[at..].split('"').next().unwrap().to_string()
+}
+
+/// Signs in over HTTP with `token`: the session cookie value.
+pub(crate) fn sign_in(d: &Daemon, token: &str) -> String {
+    let (status, head, page) = form_request(d, "GET", "/ui/login", &[], None);
+    assert_eq!(status, 200, "{page}");
+    let pre = set_cookie_value(&head, "sw_login").expect("a login cookie");
+    let csrf = csrf_in(&page);
+    let cookie = format!("sw_login={pre}");
+    let (status, head, body) = form_request(
+        d,
+        "POST",
+        "/ui/login",
+        &[("Cookie", &cookie)],
+        Some(&[("csrf", &csrf), ("token", token)]),
+    );
+    assert_eq!(status, 303, "{head}\n{body}");
+    set_cookie_value(&head, "sw_session").expect("a session cookie")
+}
+
+#[test]
+fn ui_sessions_csrf_headers_and_cookies_never_authenticate_v1() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_file("bob.token", format!("{BOB_FILE_TOKEN}\n").as_bytes());
+    sb.write_config(&reviewer_config(""));
+    let d = start_with_reviewers(&sb);
+    d.wait_json("/v1/status", |v| v["watches"][0]["status"] == "unchanged");
+    sb.write_file("pets.json", &Pets::v3().bytes());
+    let id = wait_review(&d, 0);
+
+    // Without a session every page sends to the login form; the headers are strict.
+    let (status, head, _) = form_request(&d, "GET", "/ui/", &[], None);
+    assert_eq!(status, 303);
+    assert_eq!(
+        header_value(&head, "location").as_deref(),
+        Some("/ui/login")
+    );
+    let csp = header_value(&head, "content-security-policy").expect("a CSP");
+    for part in [
+        "default-src 'none'",
+        "style-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "report-uri /ui/csp-report",
+    ] {
+        assert!(csp.contains(part), "{csp}");
+    }
+    assert_eq!(
+        header_value(&head, "referrer-policy").as_deref(),
+        Some("no-referrer")
+    );
+    // The Host check of /v1 holds for /ui.
+    let (status, _, _) = form_request(&d, "GET", "/ui/login", &[("Host", "evil.example")], None);
+    assert_eq!(status, 403);
+
+    let session = sign_in(&d, ALICE_TOKEN);
+    let (_, head, _) = form_request(&d, "GET", "/ui/login", &[], None);
+    let pre = set_cookie_value(&head, "sw_login").unwrap();
+    let cookie = format!("sw_session={session}");
+    let (status, _, page) = form_request(&d, "GET", "/ui/", &[("Cookie", &cookie)], None);
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("Signed in as <strong>alice</strong>"),
+        "{page}"
+    );
+    assert!(page.contains("acme.pets"));
+    let (status, head, page) = form_request(
+        &d,
+        "GET",
+        &format!("/ui/reviews/{id}"),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        header_value(&head, "set-cookie").is_none(),
+        "no write per page view"
+    );
+    let csrf = csrf_in(&page);
+
+    // The session cookie flags.
+    let (_, login_head, _) = {
+        let (_, h, p) = form_request(&d, "GET", "/ui/login", &[], None);
+        let pre2 = set_cookie_value(&h, "sw_login").unwrap();
+        let c = format!("sw_login={pre2}");
+        let csrf2 = csrf_in(&p);
+        form_request(
+            &d,
+            "POST",
+            "/ui/login",
+            &[("Cookie", &c)],
+            Some(&[("csrf", &csrf2), ("token", BOB_FILE_TOKEN)]),
+        )
+    };
+    let set = header_value(&login_head, "set-cookie").unwrap();
+    assert!(
+        set.contains("HttpOnly") && set.contains("SameSite=Strict") && set.contains("Path=/ui"),
+        "{set}"
+    );
+    assert!(
+        !set.contains("Secure"),
+        "plain http public_url: no Secure flag"
+    );
+
+    // A /ui POST without (or with a wrong) CSRF token is 403 and changes nothing.
+    let accept = format!("/ui/reviews/{id}/accept");
+    let (status, _, _) = form_request(
+        &d,
+        "POST",
+        &accept,
+        &[("Cookie", &cookie)],
+        Some(&[("reason", "ok")]),
+    );
+    assert_eq!(status, 403);
+    let (status, _, _) = form_request(
+        &d,
+        "POST",
+        &accept,
+        &[("Cookie", &cookie)],
+        Some(&[("reason", "ok"), ("csrf", "forged")]),
+    );
+    assert_eq!(status, 403);
+    // A login without its CSRF token is 403.
+    let (status, _, _) = form_request(
+        &d,
+        "POST",
+        "/ui/login",
+        &[("Cookie", &format!("sw_login={pre}"))],
+        Some(&[("token", ALICE_TOKEN)]),
+    );
+    assert_eq!(status, 403);
+    // Cookies never authenticate /v1.
+    let (status, _) = http(
+        d.api,
+        "POST",
+        &format!("/v1/pending/{id}/accept"),
+        None,
+        &[("Cookie", &cookie)],
+        Some(r#"{"reason":"cookie"}"#),
+    );
+    assert_eq!(status, 401);
+    assert_eq!(sb.pending_show(id)["state"], "open");
+
+    // With the token: accepted as alice, via=reviewer, and the watch page says so.
+    let (status, head, body) = form_request(
+        &d,
+        "POST",
+        &accept,
+        &[("Cookie", &cookie)],
+        Some(&[("reason", "announced in the changelog"), ("csrf", &csrf)]),
+    );
+    assert_eq!(status, 303, "{body}");
+    let location = header_value(&head, "location").unwrap();
+    assert!(location.starts_with("/ui/watches/acme.pets"), "{location}");
+    let (status, _, page) = form_request(&d, "GET", &location, &[("Cookie", &cookie)], None);
+    assert_eq!(status, 200);
+    assert!(
+        page.contains("via=reviewer") && page.contains("alice"),
+        "{page}"
+    );
+    let history = sb.history("acme.pets");
+    assert_eq!(history[0]["reviewer"], "alice");
+    assert_eq!(history[0]["via"], "reviewer");
+    // Accepting again: already decided (409), nothing written.
+    let (status, _, page) = form_request(
+        &d,
+        "POST",
+        &accept,
+        &[("Cookie", &cookie)],
+        Some(&[("reason", "again"), ("csrf", &csrf)]),
+    );
+    assert_eq!(status, 409);
+    assert!(page.contains("already decided"), "{page}");
+
+    // Logout ends the session server-side.
+    let (status, _, _) = form_request(
+        &d,
+        "POST",
+        "/ui/logout",
+        &[("Cookie", &cookie)],
+        Some(&[("csrf", &csrf)]),
+    );
+    assert_eq!(status, 303);
+    let (status, _, _) = form_request(&d, "GET", "/ui/", &[("Cookie", &cookie)], None);
+    assert_eq!(status, 303);
+
+    // Failed logins are rate-limited per address.
+    let mut statuses = Vec::new();
+    for _ in 0..7 {
+        let (_, h, p) = form_request(&d, "GET", "/ui/login", &[], None);
+        let pre = set_cookie_value(&h, "sw_login").unwrap();
+        let c = format!("sw_login={pre}");
+        let csrf = csrf_in(&p);
+        let (status, _, _) = form_request(
+            &d,
+            "POST",
+            "/ui/login",
+            &[("Cookie", &c)],
+            Some(&[("csrf", &csrf), ("token", "wrong-token")]),
+        );
+        statuses.push(status);
+    }
+    assert_eq!(&statuses[..5], &[401; 5]);
+    assert_eq!(statuses[6], 429, "{statuses:?}");
+
+    // Sessions are stored hashed: the registry never holds a cookie value or a CSRF token.
+    let registry = std::fs::read(sb.path("registry.sqlite3")).unwrap();
+    let wal = std::fs::read(sb.path("registry.sqlite3-wal")).unwrap_or_default();
+    for secret in [session.as_str(), csrf.as_str(), ALICE_TOKEN, BOB_FILE_TOKEN] {
+        for bytes in [&registry, &wal] {
+            assert!(
+                !bytes.windows(secret.len()).any(|w| w == secret.as_bytes()),
+                "a secret in the registry"
+            );
+        }
+    }
+    let log = d.log_text();
+    for secret in [
+        session.as_str(),
+        csrf.as_str(),
+        ALICE_TOKEN,
+        BOB_FILE_TOKEN,
+        ADMIN_TOKEN,
+    ] {
+        assert!(!log.contains(secret), "a secret in the log");
+    }
+    assert_eq!(d.count_events("csp_report"), 0);
+}
