@@ -534,9 +534,11 @@ pub fn watch(
                 drop((old, new));
                 report = Some(report_view(&drift, &who.reviewer, &[]));
             }
-            _ => compare_note = format!(
+            _ => {
+                compare_note = format!(
                 "Version {from} or {to} is not stored (only the last [storage] keep_versions are)."
-            ),
+            )
+            }
         }
     }
     let history = history

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod browser;
 mod container;
 mod hardening;
 mod limits;

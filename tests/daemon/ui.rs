@@ -13,8 +13,13 @@ pub(crate) const BOB_ROTATED: &str = "bob-token-two-c4d0";
 
 /// A config with the admin token, reviewers alice (env) and bob (file) and one file watch.
 pub(crate) fn reviewer_config(extra_server: &str) -> String {
+    reviewer_config_with(extra_server, "")
+}
+
+/// [`reviewer_config`] with more `[[watch]]` tables.
+pub(crate) fn reviewer_config_with(extra_server: &str, watches: &str) -> String {
     let text = with_admin_token(&config_text(
-        &file_watch("acme.pets", "pets.json", "1s"),
+        &format!("{}{watches}", file_watch("acme.pets", "pets.json", "1s")),
         "",
     ));
     let text = text.replace("[server]\n", &format!("[server]\n{extra_server}"));
