@@ -86,6 +86,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
             post(refresh_now).layer(middleware::from_fn_with_state(CHECK_BODY_MAX, read_body)),
         )
         .route("/notifications", get(notifications))
+        .route("/feed.atom", get(feed))
+        .route("/watches/{name}/feed.atom", get(watch_feed))
         .route("/pending", get(pending))
         .route("/pending/{id}", get(pending_one))
         .route(
@@ -191,8 +193,12 @@ async fn host_guard(State(shared): State<Arc<Shared>>, request: Request, next: N
         )
         .into_response();
     }
-    // Reachable beyond loopback: reads need the admin or the read token too.
-    if shared.exposed() && request.method() == axum::http::Method::GET {
+    // Reachable beyond loopback: reads need the admin or the read token too (the feeds check
+    // their own token: feed readers cannot send bearer headers).
+    if shared.exposed()
+        && request.method() == axum::http::Method::GET
+        && !request.uri().path().ends_with("/feed.atom")
+    {
         let given = bearer(request.headers());
         let ok = given.is_some_and(|g| {
             [shared.admin_token(), shared.read_token()]
@@ -776,6 +782,130 @@ async fn notifications(
         format!("</v1/notifications?{}>; rel=\"next\"", query.finish())
     });
     Ok(paged(value, link))
+}
+
+/// `?token=` of a feed (any other parameter a feed reader adds is ignored).
+#[derive(Deserialize, Default)]
+struct FeedQuery {
+    token: Option<String>,
+}
+
+/// Whether a feed request carries the feed token (`?token=`, or HTTP Basic with the token as
+/// the password), or the admin or read bearer token. No feed token configured: 403.
+fn feed_authorized(
+    shared: &Shared,
+    headers: &HeaderMap,
+    query: &FeedQuery,
+) -> Result<(), ApiError> {
+    let config = shared.config();
+    let feed = crate::state::token_of(config.server.feed_token_env.as_deref());
+    let Some(feed) = feed else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "the feeds are disabled: no feed token is configured (server.feed_token_env)",
+        ));
+    };
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+        .and_then(|(_, b64)| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .ok()
+        })
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|pair| pair.split_once(':').map(|(_, p)| p.to_string()));
+    let mut ok = false;
+    for given in [query.token.as_deref(), basic.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        ok |= tokens_equal(given, &feed);
+    }
+    if let Some(given) = bearer(headers) {
+        for t in [shared.admin_token(), shared.read_token()].iter().flatten() {
+            ok |= tokens_equal(given, t);
+        }
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid feed token is required (?token= or HTTP Basic)",
+        ))
+    }
+}
+
+async fn feed_answer(
+    shared: Arc<Shared>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+    watch: Option<String>,
+) -> Response {
+    let query = query.map(|Query(q)| q).unwrap_or_default();
+    if let Err(e) = feed_authorized(&shared, &headers, &query) {
+        let mut response = e.into_response();
+        if response.status() == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Basic realm=\"schemawatch feed\""),
+            );
+        }
+        return response;
+    }
+    let result = with_registry(shared, move |r, c| {
+        if let Some(w) = &watch {
+            if c.watch(w).is_none() {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    format!("no watch named {w:?}"),
+                ));
+            }
+        }
+        let events = r.events(watch.as_deref(), None, crate::notify::feed::FEED_ENTRIES)?;
+        let (id, created) = r.registry_id()?;
+        Ok(crate::notify::feed::atom(
+            &events,
+            (&id, &created),
+            c.server.public_url.as_ref(),
+            watch.as_deref(),
+        ))
+    })
+    .await;
+    match result {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, "application/atom+xml; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /v1/feed.atom`: the event log as Atom, newest first.
+async fn feed(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    feed_answer(shared, headers, query, None).await
+}
+
+/// `GET /v1/watches/{name}/feed.atom`: one watch's events.
+async fn watch_feed(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    feed_answer(shared, headers, query, Some(name)).await
 }
 
 async fn refresh_gauges(shared: &Arc<Shared>) {

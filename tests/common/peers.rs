@@ -129,3 +129,13 @@ pub fn axe_core() -> Option<PathBuf> {
     let js = peers_dir().join("node_modules/axe-core/axe.min.js");
     js.is_file().then_some(js)
 }
+
+/// A python that can import PyPI `feedparser`: the test venv, else `python3`.
+pub fn python_feedparser() -> Option<String> {
+    let venv = peers_dir().join(".venv/bin/python");
+    let probe = ["-c", "import feedparser"];
+    if venv.is_file() && runs(&venv.to_string_lossy(), &probe) {
+        return Some(venv.to_string_lossy().into_owned());
+    }
+    runs("python3", &probe).then(|| "python3".to_string())
+}

@@ -432,3 +432,152 @@ fn ui_sessions_csrf_headers_and_cookies_never_authenticate_v1() {
     }
     assert_eq!(d.count_events("csp_report"), 0);
 }
+
+const FEED_VAR: &str = "SW_TEST_FEED_TOKEN";
+const FEED_TOKEN: &str = "feed-token-31e7";
+
+/// Parses an Atom document with PyPI feedparser: its bozo flag, feed id and entries.
+fn feedparser(python: &str, sb: &Sandbox, xml: &str) -> Value {
+    let path = sb.write_file("feed.atom", xml.as_bytes());
+    let script = "import feedparser, json, sys
+d = feedparser.parse(open(sys.argv[1], 'rb').read())
+print(json.dumps({'bozo': d.bozo, 'version': d.version, 'id': d.feed.get('id'),
+  'entries': [{'id': e.id, 'title': e.title, 'updated': e.updated, 'link': e.get('link'),
+               'category': e.tags[0].term if e.get('tags') else None} for e in d.entries]}))";
+    let out = std::process::Command::new(python)
+        .args(["-c", script])
+        .arg(&path)
+        .output()
+        .expect("run feedparser");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn atom_feeds_parse_with_feedparser_and_need_the_feed_token() {
+    let Some(python) = common::peers::need(
+        common::peers::python_feedparser(),
+        "PyPI feedparser (tests/peers/.venv)",
+    ) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_file("bob.token", b"bob\n");
+    sb.write_config(&reviewer_config(&format!(
+        "feed_token_env = \"{FEED_VAR}\"\npublic_url = \"https://reviews.example.org/sw/\"\nallowed_hosts = [\"reviews.example.org:443\"]\n"
+    )));
+    let config = sb.config_arg();
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env(ALICE_VAR, ALICE_TOKEN).env(FEED_VAR, FEED_TOKEN);
+    let d = Daemon::start_command(cmd, Some(ADMIN_TOKEN));
+    d.wait_json("/v1/status", |v| v["watches"][0]["status"] == "unchanged");
+    sb.write_file("pets.json", &Pets::v3().bytes());
+    let id = wait_review(&d, 0);
+    let (status, _) = post_decision(
+        &d,
+        &format!("/v1/pending/{id}/accept"),
+        ALICE_TOKEN,
+        &serde_json::json!({"reason": "ok"}),
+    );
+    assert_eq!(status, 200);
+
+    // No token, a wrong one: 401. The query token and HTTP Basic both read it.
+    assert_eq!(d.get("/v1/feed.atom").0, 401);
+    assert_eq!(d.get("/v1/feed.atom?token=nope").0, 401);
+    let (status, head, xml) = form_request(
+        &d,
+        "GET",
+        &format!("/v1/feed.atom?token={FEED_TOKEN}"),
+        &[],
+        None,
+    );
+    assert_eq!(status, 200, "{xml}");
+    assert!(header_value(&head, "content-type")
+        .unwrap()
+        .starts_with("application/atom+xml"));
+    use base64::Engine;
+    let basic = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("reader:{FEED_TOKEN}"))
+    );
+    let (status, _, by_basic) = form_request(
+        &d,
+        "GET",
+        "/v1/watches/acme.pets/feed.atom",
+        &[("Authorization", &basic)],
+        None,
+    );
+    assert_eq!(status, 200, "{by_basic}");
+    assert_eq!(
+        form_request(
+            &d,
+            "GET",
+            "/v1/watches/nope.none/feed.atom",
+            &[("Authorization", &basic)],
+            None
+        )
+        .0,
+        404
+    );
+
+    let feed = feedparser(&python, &sb, &xml);
+    assert_eq!(feed["bozo"], false, "{feed}");
+    assert_eq!(feed["version"], "atom10");
+    let entries = feed["entries"].as_array().unwrap();
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["category"].as_str().unwrap())
+        .collect();
+    // Newest first: the acceptance, the review, the registration.
+    assert_eq!(kinds.first(), Some(&"review_accepted"), "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"registered"), "{kinds:?}");
+    let (registry_id, created): (String, String) =
+        rusqlite::Connection::open(sb.path("registry.sqlite3"))
+            .unwrap()
+            .query_row(
+                "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+    let first = entries[0]["id"].as_str().unwrap();
+    let prefix = format!("tag:reviews.example.org,{}:{registry_id}/", &created[..10]);
+    assert!(first.starts_with(&prefix), "{first} vs {prefix}");
+    let seqs: Vec<i64> = entries
+        .iter()
+        .map(|e| {
+            e["id"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(seqs.windows(2).all(|w| w[0] > w[1]), "{seqs:?}");
+    assert_eq!(
+        entries[0]["link"],
+        format!("https://reviews.example.org/sw/ui/reviews/{id}")
+    );
+    let watch_feed = feedparser(&python, &sb, &by_basic);
+    assert_eq!(watch_feed["bozo"], false);
+    assert_eq!(
+        watch_feed["entries"].as_array().unwrap().len(),
+        entries.len(),
+        "one watch: the same events"
+    );
+    // Content-free: no change text in the feed; the token never in a log line.
+    assert!(
+        !xml.contains("petId") && !xml.contains("showPetById"),
+        "{xml}"
+    );
+    let log = d.log_text();
+    assert!(!log.contains(FEED_TOKEN), "the query string was logged");
+}
