@@ -581,3 +581,139 @@ fn atom_feeds_parse_with_feedparser_and_need_the_feed_token() {
     let log = d.log_text();
     assert!(!log.contains(FEED_TOKEN), "the query string was logged");
 }
+
+#[test]
+fn ui_under_a_path_prefix_with_single_sign_on_paging_compare_and_csp_reports() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_file("bob.token", b"bob-token\n");
+    // 55 more watches of the same document: the "all" section pages (50 rows a page).
+    let more: String = (0..55)
+        .map(|i| file_watch(&format!("fleet.w{i:02}"), "pets.json", "1h"))
+        .collect();
+    sb.write_config(&reviewer_config_with(
+        "public_url = \"https://reviews.example.org/sw/\"\nallowed_hosts = [\"reviews.example.org:443\"]\ntrusted_user_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"127.0.0.0/8\"]\n",
+        &more,
+    ));
+    let d = start_with_reviewers(&sb);
+    // The listing reads the config: idle watches are listed too.
+    d.wait_json("/v1/watches/acme.pets", |v| v["status"] == "unchanged");
+
+    // Every link, redirect, cookie path and the report-uri carry the prefix.
+    let (status, head, _) = form_request(&d, "GET", "/ui/", &[], None);
+    assert_eq!(status, 303);
+    assert_eq!(
+        header_value(&head, "location").as_deref(),
+        Some("/sw/ui/login")
+    );
+    assert!(header_value(&head, "content-security-policy")
+        .unwrap()
+        .contains("report-uri /sw/ui/csp-report"));
+    let (_, _, login) = form_request(&d, "GET", "/ui/login", &[], None);
+    assert!(login.contains("action=\"/sw/ui/login\""), "{login}");
+    assert!(
+        login.contains("href=\"/sw/ui/assets/style.css\""),
+        "{login}"
+    );
+
+    // Single sign-on: a trusted peer naming a configured reviewer gets a session; an unknown
+    // name gets the form.
+    let (status, head, _) = form_request(
+        &d,
+        "GET",
+        "/ui/login",
+        &[("X-Forwarded-User", "mallory")],
+        None,
+    );
+    assert_eq!(status, 200);
+    assert!(set_cookie_value(&head, "sw_session").is_none());
+    let (status, head, _) =
+        form_request(&d, "GET", "/ui/login", &[("X-Forwarded-User", "bob")], None);
+    assert_eq!(status, 303, "{head}");
+    let set = header_value(&head, "set-cookie").unwrap();
+    assert!(
+        set.contains("Path=/sw/ui") && set.contains("Secure"),
+        "{set}"
+    );
+    let session = set_cookie_value(&head, "sw_session").unwrap();
+    let cookie = format!("sw_session={session}");
+
+    // The overview: counts, sections in order, the name filter, paging with a cursor.
+    let (status, _, page) = form_request(&d, "GET", "/ui/", &[("Cookie", &cookie)], None);
+    assert_eq!(status, 200);
+    let order: Vec<usize> = ["Pending review", "Error", "Stale", "All watches"]
+        .iter()
+        .map(|h| {
+            page.find(&format!(">{h}</h2>"))
+                .unwrap_or_else(|| panic!("{h}: {page}"))
+        })
+        .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]));
+    assert!(page.contains("href=\"/sw/ui/watches/acme.pets\""));
+    let next = page
+        .split("href=\"")
+        .filter_map(|s| s.split('"').next())
+        .find(|h| h.contains("section=all") && h.contains("cursor="))
+        .expect("a next page of all watches")
+        .replace("&amp;", "&")
+        .replace("&#38;", "&");
+    assert!(next.starts_with("/sw/ui/?"), "{next}");
+    let (status, _, second) = form_request(
+        &d,
+        "GET",
+        next.strip_prefix("/sw").unwrap(),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200, "{second}");
+    assert!(
+        second.contains("fleet.w54") && !second.contains(">fleet.w00<"),
+        "{second}"
+    );
+    let (_, _, filtered) = form_request(&d, "GET", "/ui/?q=acme", &[("Cookie", &cookie)], None);
+    assert!(
+        filtered.contains("acme.pets") && !filtered.contains("fleet.w"),
+        "{filtered}"
+    );
+
+    // Two stored versions: the watch page compares them (one version read at a time).
+    sb.write_file("pets.json", &Pets::v2().bytes());
+    d.wait_json("/v1/watches/acme.pets", |v| v["status"] == "applied");
+    let (status, _, watch) = form_request(
+        &d,
+        "GET",
+        "/ui/watches/acme.pets?from=1&to=2",
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200, "{watch}");
+    assert!(watch.contains("Version 1 → 2"), "{watch}");
+    assert!(
+        watch.contains("parameter-added") || watch.contains("chg2:"),
+        "{watch}"
+    );
+
+    // The CSP report endpoint: 204, a count logged (never the content), bounded, rate-limited.
+    let report = r#"{"csp-report":{"document-uri":"https://x/secret-path","violated-directive":"style-src"}}"#;
+    for _ in 0..25 {
+        let (status, _, _) = crate::service::http_with_head(
+            d.api,
+            "POST",
+            "/ui/csp-report",
+            None,
+            &[],
+            Some(report),
+        );
+        assert_eq!(status, 204);
+    }
+    let big = "x".repeat(20_000);
+    let (status, _, _) =
+        crate::service::http_with_head(d.api, "POST", "/ui/csp-report", None, &[], Some(&big));
+    assert_eq!(status, 413);
+    assert_eq!(
+        d.count_events("csp_report"),
+        20,
+        "rate-limited to 20 lines a minute"
+    );
+    assert!(!d.log_text().contains("secret-path"));
+}
