@@ -172,6 +172,7 @@ async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Respo
         .unwrap_or("");
     let config = ui.shared.config();
     let prefix = prefix(&config);
+    let started = Instant::now();
     let mut response = if ui.shared.host_allowed(host) {
         next.run(request).await
     } else {
@@ -185,6 +186,11 @@ async fn guard(State(ui): State<Arc<Ui>>, request: Request, next: Next) -> Respo
         "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'; report-uri {prefix}/ui/csp-report"
     );
     let headers = response.headers_mut();
+    // The server's own time for the answer (read by scripts/ui-bench): no content, no names.
+    let took = started.elapsed().as_secs_f64() * 1000.0;
+    if let Ok(v) = HeaderValue::from_str(&format!("app;dur={took:.2}")) {
+        headers.insert(header::HeaderName::from_static("server-timing"), v);
+    }
     if let Ok(v) = HeaderValue::from_str(&csp) {
         headers.insert(header::CONTENT_SECURITY_POLICY, v);
     }
