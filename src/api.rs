@@ -9,10 +9,16 @@
 //!   listings take `status=`, `q=`, `limit=` and `cursor=`; a paged answer names the next
 //!   page in `Link: <…>; rel="next"`.
 //! - `GET /v1/summary`: counts from the daemon's memory (no registry query).
-//! - `POST /v1/pending/{id}/accept|reject` (`{"reviewer", "reason"}`) and `POST /v1/check`
-//!   (optional `?watch=NAME`) need `Authorization: Bearer TOKEN`, the token being the value of
-//!   the environment variable named by `server.admin_token_env`. No token configured: 403.
-//!   Wrong or missing token: 401. Tokens are compared in constant time.
+//! - `POST /v1/check` (optional `?watch=NAME`) needs `Authorization: Bearer TOKEN`, the token
+//!   being the value of the environment variable named by `server.admin_token_env`. No token
+//!   configured: 403. Wrong or missing token: 401. Tokens are compared in constant time.
+//! - `POST /v1/pending/{id}/accept|reject` (`{"reason"}`, or `{"reviewer", "reason"}`): a
+//!   `[[reviewer]]`'s bearer token decides as that reviewer (`via=reviewer`; naming another in
+//!   the body is 403), the admin token names the reviewer (`via=admin`). Cookies never
+//!   authenticate `/v1`.
+//! - `GET /v1/feed.atom`, `/v1/watches/{name}/feed.atom`: the event log as Atom
+//!   ([`crate::notify::feed`]), with the `server.feed_token_env` token as `?token=` or the
+//!   HTTP Basic password (or the admin / read bearer token).
 
 use crate::registry::{Registry, RegistryError, Via, WatchStatus};
 use crate::state::Shared;
