@@ -265,6 +265,13 @@ fn review_ui_in_a_real_chromium() {
             "the hostile contract is inert"
         );
         assert!(page.contains("U+202E RIGHT-TO-LEFT OVERRIDE"), "{page}");
+        // The hostile changes themselves, scrolled into view.
+        c.execute(
+            "document.querySelector('li.change').scrollIntoView();",
+            vec![],
+        )
+        .await
+        .unwrap();
         std::fs::write(shots.join("review-hostile.png"), c.screenshot().await.unwrap()).unwrap();
         assert!(page.contains("\\u{202E}") && page.contains("\\u{E0041}"), "{page}");
         assert!(page.contains("&lt;script&gt;") || page.contains("&lt;script>"), "{page}");
