@@ -480,6 +480,7 @@ struct WatchPage {
     status: String,
     last_checked: String,
     last_error: String,
+    error_class: String,
     failures: i64,
     open_review: Option<(i64, String)>,
     decided: Option<i64>,
@@ -506,6 +507,18 @@ pub fn watch(
         ));
     };
     let row = views::watch_row(config, registry, name)?.unwrap_or(Value::Null);
+    // The class of the current failure streak, when its `refresh_failed` event was written
+    // (after `error_after` failures): one indexed read of the watch's newest events.
+    let error_class = if row["status"] == "error" {
+        registry
+            .events(Some(name), None, 20)?
+            .into_iter()
+            .take_while(|e| e.event != crate::core::event::EventKind::WatchRecovered)
+            .find_map(|e| e.data.error_class)
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     let history = registry.history(name)?;
     let open_review = registry
         .open_review_for(name)?
@@ -566,6 +579,7 @@ pub fn watch(
         status: str_of(&row["status"]),
         last_checked: str_of(&row["last_checked_at"]),
         last_error: str_of(&row["last_error"]),
+        error_class,
         failures: row["consecutive_failures"].as_i64().unwrap_or(0),
         open_review,
         decided: query.decided,

@@ -604,9 +604,10 @@ fn ui_under_a_path_prefix_with_single_sign_on_paging_compare_and_csp_reports() {
     sb.write_file("pets.json", &Pets::v1().bytes());
     sb.write_file("bob.token", b"bob-token\n");
     // 55 more watches of the same document: the "all" section pages (50 rows a page).
-    let more: String = (0..55)
+    let mut more: String = (0..55)
         .map(|i| file_watch(&format!("fleet.w{i:02}"), "pets.json", "1h"))
         .collect();
+    more.push_str(&file_watch("broken.w", "missing.json", "1s"));
     sb.write_config(&reviewer_config_with(
         "public_url = \"https://reviews.example.org/sw/\"\nallowed_hosts = [\"reviews.example.org:443\"]\ntrusted_user_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"127.0.0.0/8\"]\n",
         &more,
@@ -691,6 +692,34 @@ fn ui_under_a_path_prefix_with_single_sign_on_paging_compare_and_csp_reports() {
         filtered.contains("acme.pets") && !filtered.contains("fleet.w"),
         "{filtered}"
     );
+
+    // A failing watch: in the Error section, and its page names the failure's class once
+    // its `refresh_failed` event is written.
+    let start = std::time::Instant::now();
+    loop {
+        let (_, _, page) = form_request(
+            &d,
+            "GET",
+            "/ui/?section=error",
+            &[("Cookie", &cookie)],
+            None,
+        );
+        let (_, _, watch) = form_request(
+            &d,
+            "GET",
+            "/ui/watches/broken.w",
+            &[("Cookie", &cookie)],
+            None,
+        );
+        if page.contains(">broken.w<") && watch.contains("Last error class</dt><dd>fetch") {
+            break;
+        }
+        assert!(
+            start.elapsed() < crate::service::PATIENCE,
+            "{page}\n{watch}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
 
     // Two stored versions: the watch page compares them (one version read at a time).
     sb.write_file("pets.json", &Pets::v2().bytes());
