@@ -259,7 +259,13 @@ fn ui_sessions_csrf_headers_and_cookies_never_authenticate_v1() {
     let (status, _, _) = form_request(&d, "GET", "/ui/login", &[("Host", "evil.example")], None);
     assert_eq!(status, 403);
 
+    let version_before = sb.registry_version();
     let session = sign_in(&d, ALICE_TOKEN);
+    assert_eq!(
+        sb.registry_version(),
+        version_before,
+        "a session never bumps registry_version"
+    );
     let (_, head, _) = form_request(&d, "GET", "/ui/login", &[], None);
     let pre = set_cookie_value(&head, "sw_login").unwrap();
     let cookie = format!("sw_session={session}");
