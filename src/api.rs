@@ -9,12 +9,18 @@
 //!   listings take `status=`, `q=`, `limit=` and `cursor=`; a paged answer names the next
 //!   page in `Link: <…>; rel="next"`.
 //! - `GET /v1/summary`: counts from the daemon's memory (no registry query).
-//! - `POST /v1/pending/{id}/accept|reject` (`{"reviewer", "reason"}`) and `POST /v1/check`
-//!   (optional `?watch=NAME`) need `Authorization: Bearer TOKEN`, the token being the value of
-//!   the environment variable named by `server.admin_token_env`. No token configured: 403.
-//!   Wrong or missing token: 401. Tokens are compared in constant time.
+//! - `POST /v1/check` (optional `?watch=NAME`) needs `Authorization: Bearer TOKEN`, the token
+//!   being the value of the environment variable named by `server.admin_token_env`. No token
+//!   configured: 403. Wrong or missing token: 401. Tokens are compared in constant time.
+//! - `POST /v1/pending/{id}/accept|reject` (`{"reason"}`, or `{"reviewer", "reason"}`): a
+//!   `[[reviewer]]`'s bearer token decides as that reviewer (`via=reviewer`; naming another in
+//!   the body is 403), the admin token names the reviewer (`via=admin`). Cookies never
+//!   authenticate `/v1`.
+//! - `GET /v1/feed.atom`, `/v1/watches/{name}/feed.atom`: the event log as Atom
+//!   ([`crate::notify::feed`]), with the `server.feed_token_env` token as `?token=` or the
+//!   HTTP Basic password (or the admin / read bearer token).
 
-use crate::registry::{Registry, RegistryError, WatchStatus};
+use crate::registry::{Registry, RegistryError, Via, WatchStatus};
 use crate::state::Shared;
 use crate::views::{self, Filter, Listing, Page};
 use axum::extract::{Path, Query, Request, State};
@@ -91,6 +97,8 @@ pub fn router(shared: Arc<Shared>) -> Router {
             )),
         )
         .route("/notifications", get(notifications))
+        .route("/feed.atom", get(feed))
+        .route("/watches/{name}/feed.atom", get(watch_feed))
         .route("/pending", get(pending))
         .route("/pending/{id}", get(pending_one))
         .route(
@@ -141,7 +149,7 @@ pub const CHECK_BODY_MAX: usize = 4 * 1024;
 /// `within` (`[server] read_timeout`: a client trickling a body holds a connection slot for at
 /// most this, docs/reliability.md H16), before the handler runs: 413 from the announced length
 /// (nothing read) or once past it, 408 at the deadline.
-async fn read_body(
+pub(crate) async fn read_body(
     State((max, within)): State<(usize, Duration)>,
     request: Request,
     next: Next,
@@ -210,8 +218,12 @@ async fn host_guard(State(shared): State<Arc<Shared>>, request: Request, next: N
         )
         .into_response();
     }
-    // Reachable beyond loopback: reads need the admin or the read token too.
-    if shared.exposed() && request.method() == axum::http::Method::GET {
+    // Reachable beyond loopback: reads need the admin or the read token too (the feeds check
+    // their own token: feed readers cannot send bearer headers).
+    if shared.exposed()
+        && request.method() == axum::http::Method::GET
+        && !request.uri().path().ends_with("/feed.atom")
+    {
         let given = bearer(request.headers());
         let ok = given.is_some_and(|g| {
             [shared.admin_token(), shared.read_token()]
@@ -537,26 +549,97 @@ fn authorize(shared: &Shared, headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Who makes a `/v1` review decision: the admin token (naming a reviewer in the body, recorded
+/// `via=admin`) or a `[[reviewer]]`'s token (the recorded name is the token's, `via=reviewer`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Decider {
+    Admin,
+    Reviewer(String),
+}
+
+/// The `[[reviewer]]` whose token (read now: a rotated file needs no restart) is `given`.
+pub(crate) fn reviewer_for_token(config: &crate::config::Config, given: &str) -> Option<String> {
+    let mut found = None;
+    // Every reviewer's token is compared (no early exit on the first match).
+    for r in &config.reviewers {
+        if let Some(token) = r.token() {
+            if tokens_equal(given, &token) && found.is_none() {
+                found = Some(r.name.clone());
+            }
+        }
+    }
+    found
+}
+
+fn decider(shared: &Shared, headers: &HeaderMap) -> Result<Decider, ApiError> {
+    let config = shared.config();
+    let admin = shared.admin_token();
+    if admin.is_none() && config.reviewers.is_empty() {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "review actions are disabled: no admin token (server.admin_token_env) and no [[reviewer]] is configured",
+        ));
+    }
+    let Some(given) = bearer(headers) else {
+        return Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+        ));
+    };
+    if admin.as_deref().is_some_and(|a| tokens_equal(given, a)) {
+        return Ok(Decider::Admin);
+    }
+    match reviewer_for_token(&config, given) {
+        Some(name) => Ok(Decider::Reviewer(name)),
+        None => Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid bearer token is required",
+        )),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Decision {
-    reviewer: String,
+    reviewer: Option<String>,
     reason: String,
 }
 
+/// The decision's recorded reviewer and how it was established: a reviewer token records its
+/// own name (a different `reviewer` in the body is 403); only the admin token names one.
 fn decision(
+    decider: Decider,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
-) -> Result<Decision, ApiError> {
+) -> Result<(String, Via, String), ApiError> {
     let Json(d) = body.map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.body_text()))?;
-    if d.reviewer.trim().is_empty() || d.reason.trim().is_empty() {
+    let (reviewer, via) =
+        match decider {
+            Decider::Admin => match d.reviewer {
+                Some(r) if !r.trim().is_empty() => (r, Via::Admin),
+                _ => return Err(ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "reviewer and reason must not be empty (the admin token names the reviewer)",
+                )),
+            },
+            Decider::Reviewer(name) => match d.reviewer {
+                Some(r) if r != name => {
+                    return Err(ApiError::new(
+                        StatusCode::FORBIDDEN,
+                        "a reviewer token decides as its own reviewer: the body names another",
+                    ))
+                }
+                _ => (name, Via::Reviewer),
+            },
+        };
+    if d.reason.trim().is_empty() {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "reviewer and reason must not be empty",
         ));
     }
-    crate::registry::check_decision_text(&d.reviewer, &d.reason)
+    crate::registry::check_decision_text(&reviewer, &d.reason)
         .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e))?;
-    Ok(d)
+    Ok((reviewer, via, d.reason))
 }
 
 async fn accept(
@@ -565,17 +648,17 @@ async fn accept(
     headers: HeaderMap,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult {
-    authorize(&shared, &headers)?;
-    let d = decision(body)?;
+    let who = decider(&shared, &headers)?;
+    let (reviewer, via, reason) = decision(who, body)?;
     let result = with_registry(shared.clone(), move |r, c| {
-        let version = r.accept(id, &d.reviewer, &d.reason, c.storage.keep_versions)?;
+        let version = r.accept_via(id, &reviewer, via, &reason, c.storage.keep_versions)?;
         // A `str` field, quoted in text logs: a reviewer cannot spell another field (H23).
         tracing::info!(
             event = "review_accepted",
             review_id = id,
-            reviewer = d.reviewer.as_str(),
+            reviewer = reviewer.as_str(),
             registry_version = version,
-            via = "api"
+            via = via.as_str()
         );
         Ok(version)
     })
@@ -591,15 +674,15 @@ async fn reject(
     headers: HeaderMap,
     body: Result<Json<Decision>, axum::extract::rejection::JsonRejection>,
 ) -> ApiResult {
-    authorize(&shared, &headers)?;
-    let d = decision(body)?;
+    let who = decider(&shared, &headers)?;
+    let (reviewer, via, reason) = decision(who, body)?;
     with_registry(shared.clone(), move |r, _| {
-        r.reject(id, &d.reviewer, &d.reason)?;
+        r.reject_via(id, &reviewer, via, &reason)?;
         tracing::info!(
             event = "review_rejected",
             review_id = id,
-            reviewer = d.reviewer.as_str(),
-            via = "api"
+            reviewer = reviewer.as_str(),
+            via = via.as_str()
         );
         Ok(())
     })
@@ -724,6 +807,130 @@ async fn notifications(
         format!("</v1/notifications?{}>; rel=\"next\"", query.finish())
     });
     Ok(paged(value, link))
+}
+
+/// `?token=` of a feed (any other parameter a feed reader adds is ignored).
+#[derive(Deserialize, Default)]
+struct FeedQuery {
+    token: Option<String>,
+}
+
+/// Whether a feed request carries the feed token (`?token=`, or HTTP Basic with the token as
+/// the password), or the admin or read bearer token. No feed token configured: 403.
+fn feed_authorized(
+    shared: &Shared,
+    headers: &HeaderMap,
+    query: &FeedQuery,
+) -> Result<(), ApiError> {
+    let config = shared.config();
+    let feed = crate::state::token_of(config.server.feed_token_env.as_deref());
+    let Some(feed) = feed else {
+        return Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "the feeds are disabled: no feed token is configured (server.feed_token_env)",
+        ));
+    };
+    let basic = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.to_str().ok())
+        .and_then(|h| h.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
+        .and_then(|(_, b64)| {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(b64.trim())
+                .ok()
+        })
+        .and_then(|bytes| String::from_utf8(bytes).ok())
+        .and_then(|pair| pair.split_once(':').map(|(_, p)| p.to_string()));
+    let mut ok = false;
+    for given in [query.token.as_deref(), basic.as_deref()]
+        .into_iter()
+        .flatten()
+    {
+        ok |= tokens_equal(given, &feed);
+    }
+    if let Some(given) = bearer(headers) {
+        for t in [shared.admin_token(), shared.read_token()].iter().flatten() {
+            ok |= tokens_equal(given, t);
+        }
+    }
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "a valid feed token is required (?token= or HTTP Basic)",
+        ))
+    }
+}
+
+async fn feed_answer(
+    shared: Arc<Shared>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+    watch: Option<String>,
+) -> Response {
+    let query = query.map(|Query(q)| q).unwrap_or_default();
+    if let Err(e) = feed_authorized(&shared, &headers, &query) {
+        let mut response = e.into_response();
+        if response.status() == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Basic realm=\"schemawatch feed\""),
+            );
+        }
+        return response;
+    }
+    let result = with_registry(shared, move |r, c| {
+        if let Some(w) = &watch {
+            if c.watch(w).is_none() {
+                return Err(ApiError::new(
+                    StatusCode::NOT_FOUND,
+                    format!("no watch named {w:?}"),
+                ));
+            }
+        }
+        let events = r.events(watch.as_deref(), None, crate::notify::feed::FEED_ENTRIES)?;
+        let (id, created) = r.registry_id()?;
+        Ok(crate::notify::feed::atom(
+            &events,
+            (&id, &created),
+            c.server.public_url.as_ref(),
+            watch.as_deref(),
+        ))
+    })
+    .await;
+    match result {
+        Ok(body) => (
+            [
+                (header::CONTENT_TYPE, "application/atom+xml; charset=utf-8"),
+                (header::CACHE_CONTROL, "no-store"),
+            ],
+            body,
+        )
+            .into_response(),
+        Err(e) => e.into_response(),
+    }
+}
+
+/// `GET /v1/feed.atom`: the event log as Atom, newest first.
+async fn feed(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    feed_answer(shared, headers, query, None).await
+}
+
+/// `GET /v1/watches/{name}/feed.atom`: one watch's events.
+async fn watch_feed(
+    State(shared): State<Arc<Shared>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    query: Result<Query<FeedQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
+    feed_answer(shared, headers, query, Some(name)).await
 }
 
 async fn refresh_gauges(shared: &Arc<Shared>) {

@@ -34,6 +34,8 @@ pub struct Config {
     /// `[[notify]]` sinks (main config file only) and `[notifications]` settings.
     pub notify: Vec<SinkConfig>,
     pub notifications: Notifications,
+    /// `[[reviewer]]` identities (main config file only).
+    pub reviewers: Vec<ReviewerConfig>,
     /// Position of each watch in `watches`, by name: lookups are O(1), not a scan per watch.
     index: HashMap<String, usize>,
     /// The files `include` matched, in the order their watches were read.
@@ -91,6 +93,92 @@ pub struct Server {
     /// A client sends a request's head within this of connecting (or of its previous
     /// request), then its body within this of the head (docs/reliability.md H2, H16).
     pub read_timeout: Duration,
+    /// A header a single-sign-on proxy sets to the signed-in user's name (`/ui` only), taken
+    /// only from `trusted_proxies` and only for a configured `[[reviewer]]`.
+    pub trusted_user_header: Option<String>,
+    /// Peer addresses (CIDRs) `trusted_user_header` is accepted from.
+    pub trusted_proxies: Vec<Cidr>,
+    /// A token that can read the Atom feeds (query parameter `token=` or HTTP Basic).
+    pub feed_token_env: Option<String>,
+}
+
+/// An IP network (`10.0.0.0/8`, `::1/128`; a bare address is one host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cidr {
+    pub addr: std::net::IpAddr,
+    pub prefix: u8,
+}
+
+impl Cidr {
+    pub fn parse(text: &str) -> Result<Cidr, String> {
+        let (addr, prefix) = match text.split_once('/') {
+            Some((a, p)) => (a, Some(p)),
+            None => (text, None),
+        };
+        let addr: std::net::IpAddr = addr
+            .trim()
+            .parse()
+            .map_err(|_| format!("{text:?} is not an IP address or CIDR"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => match p.trim().parse::<u8>() {
+                Ok(n) if n <= max => n,
+                _ => return Err(format!("{text:?}: the prefix length must be 0 to {max}")),
+            },
+        };
+        Ok(Cidr { addr, prefix })
+    }
+
+    /// Whether `ip` is in this network (an IPv4-mapped IPv6 peer counts as its IPv4 address).
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        let ip = match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        let (a, b, bits) = match (self.addr, ip) {
+            (std::net::IpAddr::V4(a), std::net::IpAddr::V4(b)) => (
+                u128::from(u32::from(a)) << 96,
+                u128::from(u32::from(b)) << 96,
+                self.prefix,
+            ),
+            (std::net::IpAddr::V6(a), std::net::IpAddr::V6(b)) => {
+                (u128::from(a), u128::from(b), self.prefix)
+            }
+            _ => return false,
+        };
+        if bits == 0 {
+            return true;
+        }
+        let mask = u128::MAX << (128 - u32::from(bits));
+        a & mask == b & mask
+    }
+}
+
+/// A `[[reviewer]]`: a name that can decide reviews (in `/ui` and on `/v1`), and where its
+/// token is read from. The token is read on every use, so a rotated file needs no restart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewerConfig {
+    pub name: String,
+    pub token: TokenSource,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    Env(String),
+    File(PathBuf),
+}
+
+impl ReviewerConfig {
+    /// The reviewer's token now (trimmed), when set and not empty.
+    pub fn token(&self) -> Option<String> {
+        let value = match &self.token {
+            TokenSource::Env(var) => std::env::var(var).ok()?,
+            TokenSource::File(path) => std::fs::read_to_string(path).ok()?,
+        };
+        let value = value.trim();
+        (!value.is_empty()).then(|| value.to_string())
+    }
 }
 
 /// `[server] read_timeout` when unset.
@@ -200,6 +288,8 @@ struct RawConfig {
     #[serde(default)]
     notify: Vec<RawSink>,
     notifications: Option<RawNotifications>,
+    #[serde(default)]
+    reviewer: Vec<toml::Spanned<RawReviewer>>,
     /// Globs of files holding more `[[watch]]` tables (relative to this file's folder).
     include: Option<Vec<toml::Spanned<String>>>,
 }
@@ -252,6 +342,18 @@ struct RawServer {
     read_token_env: Option<String>,
     refresh_token_env: Option<String>,
     read_timeout: Option<toml::Spanned<String>>,
+    trusted_user_header: Option<String>,
+    #[serde(default)]
+    trusted_proxies: Vec<toml::Spanned<String>>,
+    feed_token_env: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawReviewer {
+    name: String,
+    token_env: Option<String>,
+    token_file: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -387,6 +489,9 @@ impl Config {
             read_token_env: None,
             refresh_token_env: None,
             read_timeout: None,
+            trusted_user_header: None,
+            trusted_proxies: Vec::new(),
+            feed_token_env: None,
         });
         let public_url = match &server.public_url {
             None => None,
@@ -406,7 +511,37 @@ impl Config {
                 ))
             })?);
         }
+        let mut trusted_proxies = Vec::new();
+        for c in &server.trusted_proxies {
+            trusted_proxies.push(Cidr::parse(c.get_ref()).map_err(|e| {
+                invalid(format!(
+                    "line {}: server.trusted_proxies: {e}",
+                    line_of(text, c.span())
+                ))
+            })?);
+        }
+        if let Some(h) = &server.trusted_user_header {
+            if h.is_empty()
+                || !h
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(invalid(format!(
+                    "server.trusted_user_header: {h:?} is not a header name"
+                )));
+            }
+            if trusted_proxies.is_empty() {
+                return Err(invalid(
+                    "server.trusted_user_header needs server.trusted_proxies (the proxies' addresses)"
+                        .to_string(),
+                ));
+            }
+        }
+        let reviewers = parse_reviewers(&raw.reviewer, text, &base).map_err(invalid)?;
         let server = Server {
+            trusted_user_header: server.trusted_user_header.map(|h| h.to_ascii_lowercase()),
+            trusted_proxies,
+            feed_token_env: server.feed_token_env,
             listen: match server.listen {
                 None => "127.0.0.1:9477".into(),
                 Some(listen) => {
@@ -496,6 +631,7 @@ impl Config {
             watches,
             notify,
             notifications,
+            reviewers,
             index,
             included,
             unset_vars,
@@ -1243,6 +1379,37 @@ mod tests {
     }
 
     #[test]
+    fn reviewers_and_trusted_proxies() {
+        let c = parse("[server]\ntrusted_user_header = \"X-Forwarded-User\"\ntrusted_proxies = [\"10.0.0.0/8\", \"::1\"]\n\n[[reviewer]]\nname = \"alice\"\ntoken_env = \"A\"\n\n[[reviewer]]\nname = \"bob\"\ntoken_file = \"bob.token\"\n").unwrap();
+        assert_eq!(c.reviewers.len(), 2);
+        assert_eq!(
+            c.reviewers[1].token,
+            TokenSource::File(PathBuf::from("/etc/sw/bob.token"))
+        );
+        assert_eq!(
+            c.server.trusted_user_header.as_deref(),
+            Some("x-forwarded-user")
+        );
+        let ten = c.server.trusted_proxies[0];
+        assert!(ten.contains("10.1.2.3".parse().unwrap()));
+        assert!(ten.contains("::ffff:10.1.2.3".parse().unwrap()));
+        assert!(!ten.contains("11.0.0.1".parse().unwrap()));
+        assert!(c.server.trusted_proxies[1].contains("::1".parse().unwrap()));
+        assert!(!c.server.trusted_proxies[1].contains("127.0.0.1".parse().unwrap()));
+        for (text, needle) in [
+            ("[[reviewer]]\nname = \"a\"\n", "exactly one of"),
+            ("[[reviewer]]\nname = \"a\"\ntoken_env = \"A\"\ntoken_file = \"f\"\n", "exactly one of"),
+            ("[[reviewer]]\nname = \"a\"\ntoken_env = \"A\"\n[[reviewer]]\nname = \"a\"\ntoken_env = \"B\"\n", "twice"),
+            ("[[reviewer]]\nname = \" a\"\ntoken_env = \"A\"\n", "reviewer.name"),
+            ("[server]\ntrusted_user_header = \"X-User\"\n", "trusted_proxies"),
+            ("[server]\ntrusted_proxies = [\"10.0.0.0/33\"]\n", "prefix"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn defaults_and_relative_paths() {
         let c =
             parse("[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\npath = \"x.json\"\n").unwrap();
@@ -1832,6 +1999,47 @@ fn parse_public_url(text: &str) -> Result<url::Url, String> {
         return Err(format!("{text:?} must not have a query or a fragment"));
     }
     Ok(u)
+}
+
+/// `[[reviewer]]` tables: a unique, non-empty name without control characters, and exactly
+/// one of `token_env` or `token_file` (relative to the config's folder).
+fn parse_reviewers(
+    raw: &[toml::Spanned<RawReviewer>],
+    text: &str,
+    base: &Path,
+) -> Result<Vec<ReviewerConfig>, String> {
+    let mut out: Vec<ReviewerConfig> = Vec::new();
+    for r in raw {
+        let line = line_of(text, r.span());
+        let r = r.get_ref();
+        let name = r.name.trim();
+        if name.is_empty()
+            || name != r.name
+            || name.chars().any(char::is_control)
+            || name.len() > 200
+        {
+            return Err(format!(
+                "line {line}: reviewer.name must be a non-empty name without surrounding spaces or control characters"
+            ));
+        }
+        if out.iter().any(|o| o.name == name) {
+            return Err(format!("line {line}: reviewer {name:?} is defined twice"));
+        }
+        let token = match (&r.token_env, &r.token_file) {
+            (Some(var), None) if !var.is_empty() => TokenSource::Env(var.clone()),
+            (None, Some(file)) if !file.is_empty() => TokenSource::File(base.join(file)),
+            _ => {
+                return Err(format!(
+                    "line {line}: reviewer {name:?} needs exactly one of token_env or token_file"
+                ))
+            }
+        };
+        out.push(ReviewerConfig {
+            name: name.to_string(),
+            token,
+        });
+    }
+    Ok(out)
 }
 
 /// One `[server] allowed_hosts` entry: exactly `host:port`, no wildcard.

@@ -38,6 +38,7 @@ pub mod refresh;
 pub mod registry;
 pub mod sources;
 pub mod state;
+pub mod ui;
 pub mod views;
 
 // Dependency direction and the pure core, checked over the source (ARCHITECTURE.md).

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["notify"],
     &["state"],
     &["api"],
+    &["ui"],
     &["daemon"],
     &["cli"],
 ];

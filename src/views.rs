@@ -178,6 +178,47 @@ pub fn watch_listing(
     }))
 }
 
+/// Several status-filtered listings of the same name filter (the review UI's overview
+/// sections), from one read of the registry: three queries in all, however many sections.
+pub fn sectioned_listings(
+    config: &Config,
+    registry: &Registry,
+    q: Option<&str>,
+    sections: &[(Option<WatchStatus>, Page)],
+) -> Result<Vec<Listing>, RegistryError> {
+    let states = registry.watch_state_map()?;
+    let fingerprints = registry.fingerprints()?;
+    let pending = registry.open_change_counts()?;
+    Ok(sections
+        .iter()
+        .map(|(status, page)| {
+            let filter = Filter {
+                status: *status,
+                q: q.map(str::to_string),
+            };
+            let items = config
+                .watches
+                .iter()
+                .filter_map(|w| {
+                    let state = states.get(&w.name);
+                    let s = state.map_or(WatchStatus::Idle, |s| s.status);
+                    filter
+                        .keeps(&w.name, s)
+                        .then_some((w.name.as_str(), (w, state)))
+                })
+                .collect();
+            paginate(items, page, |(w, state)| {
+                row_json(
+                    w,
+                    state,
+                    pending.get(&w.name).copied().unwrap_or(0),
+                    fingerprints.get(&w.name),
+                )
+            })
+        })
+        .collect())
+}
+
 /// `status --json` and `GET /v1/status`.
 pub fn status_json(config: &Config, registry: &Registry) -> Result<Value, RegistryError> {
     Ok(status_listing(config, registry, &Filter::default(), &Page::default())?.0)

@@ -39,8 +39,14 @@ fn history(config: &Config, tool: &str, json: bool) -> Outcome {
                 e.fingerprint,
                 e.compatibility.as_deref().unwrap_or("registered"),
                 match (&e.reviewer, &e.reason) {
-                    (Some(who), Some(why)) =>
-                        format!(" (review {}, {who}: {why})", e.review_id.unwrap_or(0)),
+                    (Some(who), Some(why)) => format!(
+                        " (review {}, {who}{}: {why})",
+                        e.review_id.unwrap_or(0),
+                        e.via
+                            .as_ref()
+                            .map(|v| format!(" via={v}"))
+                            .unwrap_or_default()
+                    ),
                     _ => String::new(),
                 } + &e
                     .note

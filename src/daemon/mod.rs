@@ -436,7 +436,7 @@ pub async fn run_with(
     shared.metrics.record_reload(true);
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let app = crate::api::router(shared.clone());
+    let app = crate::api::router(shared.clone()).merge(crate::ui::router(shared.clone()));
     let slots = config.daemon.max_concurrency;
     let server = spawn_api(
         listener,

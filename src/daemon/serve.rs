@@ -90,7 +90,7 @@ pub async fn serve(
             _ = &mut stop => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => continue,
         };
-        let (stream, _peer) = match accepted {
+        let (stream, peer) = match accepted {
             Ok(a) => a,
             Err(e) => {
                 tracing::warn!(event = "api_accept_failed", error = %e);
@@ -127,6 +127,7 @@ pub async fn serve(
         let task = connection(
             next_id,
             stream,
+            peer,
             app.clone(),
             probe_only,
             read_timeout,
@@ -158,6 +159,7 @@ fn is_probe(path: &str) -> bool {
 fn connection(
     id: u64,
     stream: tokio::net::TcpStream,
+    peer: std::net::SocketAddr,
     app: Router,
     probe_only: bool,
     read_timeout: Duration,
@@ -166,8 +168,12 @@ fn connection(
 ) -> Connection<impl std::future::Future<Output = ()> + Send + 'static> {
     let busy = Arc::new(AtomicBool::new(false));
     let service_busy = busy.clone();
-    let service = hyper::service::service_fn(move |request: hyper::Request<_>| {
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<_>| {
         let router = app.clone();
+        // The peer address, for `[server] trusted_proxies` (the UI's single-sign-on header).
+        request
+            .extensions_mut()
+            .insert(axum::extract::ConnectInfo(peer));
         let busy = service_busy.clone();
         async move {
             if probe_only && !is_probe(request.uri().path()) {

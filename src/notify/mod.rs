@@ -9,6 +9,7 @@
 //! until its configuration changes. Sink URLs and secrets are expanded only here, per send,
 //! and never appear in a message, a log line or the registry.
 
+pub mod feed;
 pub mod render;
 pub mod sign;
 

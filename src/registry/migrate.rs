@@ -18,6 +18,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (5, include_str!("../../migrations/0005_events.sql")),
     (6, include_str!("../../migrations/0006_identity_key.sql")),
     (7, include_str!("../../migrations/0007_tools_position.sql")),
+    // Numbered at merge (issue 32).
+    (8, include_str!("../../migrations/0008_ui_sessions.sql")),
 ];
 
 pub fn latest() -> i64 {

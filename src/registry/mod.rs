@@ -15,6 +15,7 @@ pub mod failpoint;
 mod listing;
 mod migrate;
 mod state;
+mod ui;
 mod upgrade;
 pub use upgrade::LOGGED_PATHS;
 
@@ -179,6 +180,38 @@ pub struct HistoryEntry {
     /// A change made to this row in place, not a new version: `projection-upgrade` when a new
     /// projection re-normalized the stored source (no review, no registry version bump).
     pub note: Option<String>,
+    /// How the reviewer of an accepted version was identified: `cli`, `admin` or `reviewer`
+    /// (absent on other rows and on rows written before issue 32).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+}
+
+/// How the name recorded with a decision was established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Via {
+    /// A local shell's free-text `--reviewer` (a local shell is trusted).
+    Cli,
+    /// The admin token, naming a reviewer in the request.
+    Admin,
+    /// A `[[reviewer]]`'s own token (a bearer token, a UI session, or a trusted proxy's header).
+    Reviewer,
+}
+
+impl Via {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Via::Cli => "cli",
+            Via::Admin => "admin",
+            Via::Reviewer => "reviewer",
+        }
+    }
+}
+
+/// A UI session, as looked up by its cookie.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiSession {
+    pub reviewer: String,
+    pub expires_at: i64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
@@ -611,7 +644,7 @@ impl Registry {
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
         let mut stmt = self.conn.prepare(
             "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
-                    accepted_changes, note
+                    accepted_changes, note, via
              FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
         )?;
         let rows = stmt.query_map([tool], |r| {
@@ -628,6 +661,7 @@ impl Registry {
                     reason: r.get(7)?,
                     accepted_changes: Vec::new(),
                     note: r.get(9)?,
+                    via: r.get(10)?,
                 },
                 accepted,
             ))
@@ -1062,6 +1096,18 @@ impl Registry {
         reason: &str,
         keep_versions: u32,
     ) -> Result<i64> {
+        self.accept_via(id, reviewer, Via::Cli, reason, keep_versions)
+    }
+
+    /// [`Registry::accept`], recording how the reviewer was identified (`via`).
+    pub fn accept_via(
+        &mut self,
+        id: i64,
+        reviewer: &str,
+        via: Via,
+        reason: &str,
+        keep_versions: u32,
+    ) -> Result<i64> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
@@ -1114,16 +1160,17 @@ impl Registry {
             .map(crate::core::report::change_id)
             .collect();
         tx.execute(
-            "UPDATE tool_versions SET accepted_changes = ?1 WHERE registry_version = ?2",
+            "UPDATE tool_versions SET accepted_changes = ?1, via = ?3 WHERE registry_version = ?2",
             params![
                 serde_json::to_string(&accepted).unwrap_or_default(),
-                version
+                version,
+                via.as_str()
             ],
         )?;
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Accepted],
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
+            params![id, now, reviewer, reason, ReviewState::Accepted, via.as_str()],
         )?;
         release_sources(&tx, source.digest.into_iter().collect())?;
         tx.execute(
@@ -1146,6 +1193,11 @@ impl Registry {
 
     /// Rejects an open review; its candidate fingerprint is remembered and never queued again.
     pub fn reject(&mut self, id: i64, reviewer: &str, reason: &str) -> Result<()> {
+        self.reject_via(id, reviewer, Via::Cli, reason)
+    }
+
+    /// [`Registry::reject`], recording how the reviewer was identified (`via`).
+    pub fn reject_via(&mut self, id: i64, reviewer: &str, via: Via, reason: &str) -> Result<()> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
@@ -1157,8 +1209,8 @@ impl Registry {
         }
         let now = now_rfc3339();
         tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Rejected],
+            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
+            params![id, now, reviewer, reason, ReviewState::Rejected, via.as_str()],
         )?;
         let digest: Option<String> = tx.query_row(
             "SELECT source_digest FROM reviews WHERE id = ?1",

@@ -749,3 +749,29 @@ fn state_moves_write_their_events_once_and_route_to_matching_sinks() {
         ]
     );
 }
+
+#[test]
+fn ui_sessions_are_stored_by_digest_expire_and_never_bump_the_registry_version() {
+    let (_dir, mut r) = open();
+    let before = r.registry_version().unwrap();
+    r.create_session("digest-a", "alice", 100, 200).unwrap();
+    assert_eq!(
+        r.session("digest-a", 150).unwrap(),
+        Some(UiSession {
+            reviewer: "alice".into(),
+            expires_at: 200
+        })
+    );
+    assert_eq!(r.session("digest-a", 200).unwrap(), None, "absolute expiry");
+    assert_eq!(r.session("digest-b", 150).unwrap(), None);
+    // A later sign-in drops expired rows.
+    r.create_session("digest-b", "bob", 300, 400).unwrap();
+    let rows: i64 = r
+        .conn
+        .query_row("SELECT COUNT(*) FROM ui_sessions", [], |row| row.get(0))
+        .unwrap();
+    assert_eq!(rows, 1);
+    r.delete_session("digest-b").unwrap();
+    assert_eq!(r.session("digest-b", 350).unwrap(), None);
+    assert_eq!(r.registry_version().unwrap(), before);
+}

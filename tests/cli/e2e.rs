@@ -313,6 +313,7 @@ fn openapi_watch_lifecycle_end_to_end() {
     assert_eq!(newest["review_id"], review_v3, "{newest}");
     assert_eq!(newest["reviewer"], "alice", "{newest}");
     assert_eq!(newest["reason"], "approved in TICKET-1", "{newest}");
+    assert_eq!(newest["via"], "cli", "a local shell's --reviewer: {newest}");
     // The accepted change ids are those `pending show` listed for the review.
     let shown: Vec<Value> = sb.pending_show(review_v3)["report"]["changes"]
         .as_array()

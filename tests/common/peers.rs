@@ -123,3 +123,32 @@ pub fn python_mcp() -> Option<String> {
     }
     runs("python3", &probe).then(|| "python3".to_string())
 }
+
+/// chromedriver and the Chromium it drives (Debian `chromium-driver`, `chromium`).
+pub fn chromium() -> Option<(PathBuf, PathBuf)> {
+    let driver = ["/usr/bin/chromedriver", "/usr/lib/chromium/chromedriver"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())?;
+    let browser = ["/usr/bin/chromium", "/usr/lib/chromium/chromium"]
+        .iter()
+        .map(PathBuf::from)
+        .find(|p| p.is_file())?;
+    Some((driver, browser))
+}
+
+/// The npm `axe-core` engine's browser build (tests/peers).
+pub fn axe_core() -> Option<PathBuf> {
+    let js = peers_dir().join("node_modules/axe-core/axe.min.js");
+    js.is_file().then_some(js)
+}
+
+/// A python that can import PyPI `feedparser`: the test venv, else `python3`.
+pub fn python_feedparser() -> Option<String> {
+    let venv = peers_dir().join(".venv/bin/python");
+    let probe = ["-c", "import feedparser"];
+    if venv.is_file() && runs(&venv.to_string_lossy(), &probe) {
+        return Some(venv.to_string_lossy().into_owned());
+    }
+    runs("python3", &probe).then(|| "python3".to_string())
+}

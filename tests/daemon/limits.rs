@@ -359,7 +359,7 @@ fn h23_a_reviewer_name_cannot_forge_log_fields() {
         } else {
             let v: serde_json::Value = serde_json::from_str(line).unwrap();
             assert_eq!(v["reviewer"], forged, "{line}");
-            assert_eq!(v["via"], "api", "{line}");
+            assert_eq!(v["via"], "admin", "{line}");
         }
     }
 }

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod browser;
 mod container;
 mod hardening;
 mod limits;
@@ -14,3 +15,4 @@ mod review_age;
 mod scale;
 mod service;
 mod systemd;
+mod ui;

@@ -1,0 +1,127 @@
+//! What the review UI reads and writes beyond the review queue: sessions (the SHA-256 of the
+//! cookie value, never the value; written at login and logout only and outside
+//! `registry_version`), one stored version of a contract at a time, and a review's candidate
+//! document (for source lines).
+
+use super::{codec, stored_spec, tool_fingerprint, RegistryError, Result, UiSession};
+use super::{Registry, FINGERPRINT_VERSION};
+use crate::core::model::ToolSpec;
+use crate::core::normalize::SharedEndpoints;
+use rusqlite::{params, OptionalExtension, TransactionBehavior};
+
+impl Registry {
+    /// Stores a session under the digest of its cookie value, and drops expired ones. No
+    /// registry version bump, no event: a session is no contract state.
+    pub fn create_session(
+        &mut self,
+        token_sha256: &str,
+        reviewer: &str,
+        now_unix: i64,
+        expires_at: i64,
+    ) -> Result<()> {
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ?1", [now_unix])?;
+        tx.execute(
+            "INSERT OR REPLACE INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
+             VALUES (?1, ?2, ?3, ?4)",
+            params![token_sha256, reviewer, super::now_rfc3339(), expires_at],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The unexpired session whose cookie value has this digest (a read: nothing is written).
+    pub fn session(&self, token_sha256: &str, now_unix: i64) -> Result<Option<UiSession>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT reviewer, expires_at FROM ui_sessions
+                 WHERE token_sha256 = ?1 AND expires_at > ?2",
+                params![token_sha256, now_unix],
+                |r| {
+                    Ok(UiSession {
+                        reviewer: r.get(0)?,
+                        expires_at: r.get(1)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Logout: drops the session (whether or not it existed).
+    pub fn delete_session(&mut self, token_sha256: &str) -> Result<()> {
+        self.conn.execute(
+            "DELETE FROM ui_sessions WHERE token_sha256 = ?1",
+            [token_sha256],
+        )?;
+        Ok(())
+    }
+
+    /// One retained version of a tool's contract, read alone (a page comparing two versions
+    /// holds at most two contracts, never the whole history). `None`: no such version.
+    pub fn version_spec(&self, tool: &str, version: i64) -> Result<Option<ToolSpec>> {
+        type Row = (
+            String,
+            Option<Vec<u8>>,
+            Option<String>,
+            Option<String>,
+            String,
+            i64,
+        );
+        let row: Option<Row> = self
+            .conn
+            .query_row(
+                "SELECT spec_json, spec_gz, source_kind, source_digest, fingerprint, fingerprint_version
+                 FROM tool_versions WHERE tool = ?1 AND version = ?2",
+                params![tool, version],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .optional()?;
+        let Some((json, gz, kind, digest, fingerprint, fp_version)) = row else {
+            return Ok(None);
+        };
+        let key = format!("{tool}@{version}");
+        let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
+        let spec = stored_spec(
+            &self.conn,
+            ("tool_versions", &key, tool),
+            &json,
+            gz,
+            from_source,
+            SharedEndpoints::default(),
+        )?;
+        if from_source.is_some()
+            && json.is_empty()
+            && fp_version == FINGERPRINT_VERSION
+            && tool_fingerprint(&spec) != fingerprint
+        {
+            return Err(RegistryError::BadRow {
+                table: "tool_versions",
+                key,
+                problem: "the stored fingerprint does not match the contract read from its source"
+                    .into(),
+            });
+        }
+        Ok(Some(spec))
+    }
+
+    /// The candidate document of a review as it was read (for source lines), when stored.
+    pub fn review_document(&self, id: i64) -> Result<Option<Vec<u8>>> {
+        let source = super::review_source(&self.conn, id)?;
+        match source.gz {
+            Some(gz) => Ok(Some(codec::gunzip("reviews", &id.to_string(), &gz)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// How each decided review was decided (`via`), by review id, for the reviews of a watch.
+    pub fn review_via(&self, id: i64) -> Result<Option<String>> {
+        Ok(self
+            .conn
+            .query_row("SELECT via FROM reviews WHERE id = ?1", [id], |r| r.get(0))
+            .optional()?
+            .flatten())
+    }
+}
