@@ -52,7 +52,7 @@ pub static FACET_CHANGED: Rule = Rule::new(
     "facet-changed",
     Breaking,
     Side::Schema,
-    "A facet that is neither tighter nor looser changed (`SRID`, a non-numeric `Precision` or `Scale`).",
+    "A facet that is neither tighter nor looser changed (`SRID`, a non-numeric `Precision` or `Scale`, a decimal's (integer digits, `Scale`) pair where neither holds the other's values: `Decimal(10,2)` → `Decimal(10,3)`).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -84,7 +84,7 @@ pub static REQUEST_FACET_RELAXED: Rule = Rule::new(
     "request-facet-relaxed",
     Compatible,
     Side::Request,
-    "A facet of a value callers send got looser (larger `Precision` or `Scale`, `Unicode` allowed).",
+    "A facet of a value callers send got looser (larger `Precision`; a decimal's integer digits and `Scale` both no smaller; `Unicode` allowed).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -92,7 +92,7 @@ pub static REQUEST_FACET_TIGHTENED: Rule = Rule::new(
     "request-facet-tightened",
     Breaking,
     Side::Request,
-    "A facet of a value callers send got tighter (smaller `Precision` or `Scale`, `Unicode=\"false\"`).",
+    "A facet of a value callers send got tighter (smaller `Precision`; a decimal's integer digits and `Scale` both no larger; `Unicode=\"false\"`).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -204,6 +204,31 @@ fn facet_shift(key: &str, o: Option<&Value>, n: Option<&Value>) -> Option<std::c
     }
 }
 
+/// A decimal's `Precision` and `Scale` judged together when both are numbers on both sides:
+/// the values it holds are (integer digits `Precision - Scale`, `Scale`), so `Decimal(10,2)`
+/// and `Decimal(10,3)` hold neither the other's values (8 and 7 integer digits). `Greater`
+/// when the new pair holds every old value, `Less` when the old holds every new one, `None`
+/// (neither) when they cross; outer `None` when the pair does not apply (a facet absent or not
+/// a number: each is then judged alone).
+fn decimal_shift(
+    of: &Map<String, Value>,
+    nf: &Map<String, Value>,
+) -> Option<Option<std::cmp::Ordering>> {
+    use std::cmp::Ordering::*;
+    let pair = |f: &Map<String, Value>| {
+        let p = f.get("Precision")?.as_u64()?;
+        let s = f.get("Scale")?.as_u64()?;
+        Some((p.checked_sub(s)?, s))
+    };
+    let ((oi, os), (ni, ns)) = (pair(of)?, pair(nf)?);
+    Some(match (ni.cmp(&oi), ns.cmp(&os)) {
+        (Equal, Equal) => Some(Equal),
+        (Greater | Equal, Greater | Equal) => Some(Greater),
+        (Less | Equal, Less | Equal) => Some(Less),
+        _ => None,
+    })
+}
+
 /// The OData keywords of one schema pair (called by the schema walker).
 pub(super) fn compare_schema_keywords(
     differ: &mut SchemaDiffer,
@@ -221,13 +246,18 @@ pub(super) fn compare_schema_keywords(
                 .unwrap_or_default()
         };
         let (of, nf) = (facets(o), facets(n));
+        let decimal = decimal_shift(&of, &nf);
         let keys: BTreeSet<&String> = of.keys().chain(nf.keys()).collect();
         for key in keys {
             let (before, after) = (of.get(key), nf.get(key));
             if before == after {
                 continue;
             }
-            let rule = match (facet_shift(key, before, after), dir) {
+            let shift = match (key.as_str(), decimal) {
+                ("Precision" | "Scale", Some(pair)) => pair,
+                _ => facet_shift(key, before, after),
+            };
+            let rule = match (shift, dir) {
                 (Some(std::cmp::Ordering::Less), Direction::Request) => &REQUEST_FACET_TIGHTENED,
                 (Some(std::cmp::Ordering::Greater), Direction::Request) => &REQUEST_FACET_RELAXED,
                 (Some(std::cmp::Ordering::Less), Direction::Response) => &RESPONSE_FACET_TIGHTENED,
@@ -438,15 +468,22 @@ pub(super) mod cases {
         vec![
             Case::new(
                 &REQUEST_FACET_TIGHTENED,
-                odata(edit(r#"Scale="2""#, r#"Scale="1""#)),
+                odata(edit(
+                    r#"Precision="10" Scale="2""#,
+                    r#"Precision="9" Scale="1""#,
+                )),
             ),
+            Case::new(&FACET_CHANGED, odata(edit(r#"Scale="2""#, r#"Scale="3""#))),
             Case::new(
                 &REQUEST_FACET_RELAXED,
                 odata(edit(r#"Precision="10""#, r#"Precision="12""#)),
             ),
             Case::new(
                 &RESPONSE_FACET_TIGHTENED,
-                odata(edit(r#"Scale="2""#, r#"Scale="1""#)),
+                odata(edit(
+                    r#"Precision="10" Scale="2""#,
+                    r#"Precision="9" Scale="1""#,
+                )),
             ),
             Case::new(
                 &RESPONSE_FACET_RELAXED,

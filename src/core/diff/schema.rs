@@ -428,8 +428,16 @@ pub static SCHEMA_KEYWORD_CHANGED: Rule = Rule::new(
 pub type KeywordHook =
     fn(&mut SchemaDiffer, &Map<String, Value>, &Map<String, Value>, Direction, &str, &mut Emitter);
 
+/// A kind's nominal check of two schemas a caller sends (GraphQL: an argument's or input
+/// field's named type), called first on every pair of request schemas when the differ judges
+/// types nominally ([`SchemaDiffer::nominal_types`]); `true` when it judged the pair (the walk
+/// does not descend into it).
+pub type NamedTypeHook = fn(&mut SchemaDiffer, &Value, &Value, &str, &mut Emitter) -> bool;
+
 /// What the walker needs from the rest of `core/diff`, given as data (`diff::SCHEMA_WIRING`).
 pub struct SchemaWiring {
+    /// The nominal check of request schemas (GraphQL's named types).
+    pub named_type_hook: Option<NamedTypeHook>,
     /// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
     /// registered rule lists, but the documentation ones, plus the structural ones (`$ref`,
     /// `arguments`).
@@ -474,6 +482,9 @@ pub struct SchemaDiffer<'d> {
     /// Definitions (by pointer, either side) in which a change was reported.
     pub changed_definitions: BTreeSet<String>,
     current_definition: Vec<(String, String)>,
+    /// Whether request schemas are typed nominally (GraphQL: a variable's declared type must
+    /// name the argument's type), so [`SchemaWiring::named_type_hook`] runs.
+    nominal: bool,
 }
 
 impl<'d> SchemaDiffer<'d> {
@@ -490,7 +501,14 @@ impl<'d> SchemaDiffer<'d> {
             unchanged_closure: HashMap::new(),
             changed_definitions: BTreeSet::new(),
             current_definition: Vec::new(),
+            nominal: false,
         }
+    }
+
+    /// Judges request schemas nominally too (GraphQL contracts).
+    pub fn nominal_types(mut self, on: bool) -> Self {
+        self.nominal = on;
+        self
     }
 
     /// Compares two schemas found at `path`.
@@ -534,6 +552,13 @@ impl<'d> SchemaDiffer<'d> {
     ) {
         if depth > MAX_SCHEMA_DEPTH {
             return;
+        }
+        if self.nominal && dir == Direction::Request && old != new {
+            if let Some(hook) = self.wiring.named_type_hook {
+                if hook(self, old, new, path, out) {
+                    return;
+                }
+            }
         }
         let old_ref = ref_of(old);
         let new_ref = ref_of(new);
