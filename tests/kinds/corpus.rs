@@ -933,7 +933,6 @@ const KNOWN_UNSAFE: &[(&str, &str, &str)] = &[];
 const CONSERVATIVE: &[(&str, &str)] = &[
     ("api_security_", "security-requirements-changed (security): any change of an endpoint's auth requirements is for review"),
     ("servers/baseswagger.json", "execution-target-changed (security): host/basePath/schemes changed"),
-    ("nullable_wrap_base", "schema-composition-changed: `$ref` wrapped in `oneOf [null, $ref]` is not proven wider"),
     ("all_of_", "schema-composition-changed: allOf branches added/removed are not proven safe"),
     ("any_of_", "response-branch-added: a new anyOf branch is a shape callers may receive (breaking on the response side)"),
     ("one_of_", "schema-composition-changed: oneOf branches that are not provably disjoint, added/removed, are not proven safe"),
@@ -1050,9 +1049,10 @@ fn oasdiff_fixture_conformance() {
         unsafe_pairs.join("\n")
     );
     // Measured 2026-11-29 at 7642a1d: 171/223 (all 18 `maybe` pairs breaking; 153/205 without
-    // them); 2026-12-01 with direction-aware anyOf: 178/223 (160/205). Floor with a small
-    // margin.
-    assert!(agree >= 172, "agreement fell to {agree}/{}", pairs.len());
+    // them); 2026-12-01 with direction-aware anyOf: 178/223 (160/205); 2026-12-05 (issue 30:
+    // `oneOf [null, T]` with T excluding null judged as T plus null, nullable_wrap): 179/223
+    // (161/205). Floor with a small margin.
+    assert!(agree >= 177, "agreement fell to {agree}/{}", pairs.len());
     // The malformed fixtures (`responses:`/`content:` left null by YAML indentation) are the
     // only ones we refuse.
     assert!(errors.len() <= 9, "{errors:#?}");

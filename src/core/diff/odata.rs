@@ -13,7 +13,7 @@ use super::shared::{changed_members, DOCUMENTATION_CHANGED, META_CHANGED, UNCLAS
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
-    IMMUTABLE_KEYWORD, NULLABLE_KEYWORD,
+    IMMUTABLE_KEYWORD, MEMBER_VALUES_KEYWORD, NULLABLE_KEYWORD,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -47,6 +47,14 @@ pub static COMPOSABLE_REMOVED: Rule = Rule::new(
     Side::Endpoint,
     "A function is no longer composable (`IsComposable` true → false): paths that continue after it fail.",
 );
+
+pub static ENUM_MEMBER_VALUE_CHANGED: Rule = Rule::new(
+    "enum-member-value-changed",
+    Breaking,
+    Side::Schema,
+    "An enum member kept its name but changed its value, or a new member reuses the value of another: a value that travels as a number now means another member. (A new name with a new value, or a dropped member, is judged as the enum value added or removed.)",
+)
+.keywords(&[MEMBER_VALUES_KEYWORD]);
 
 pub static FACET_CHANGED: Rule = Rule::new(
     "facet-changed",
@@ -275,6 +283,36 @@ pub(super) fn compare_schema_keywords(
             );
         }
     }
+    if o.get(MEMBER_VALUES_KEYWORD) != n.get(MEMBER_VALUES_KEYWORD) {
+        let values = |m: &Map<String, Value>| {
+            m.get(MEMBER_VALUES_KEYWORD)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (ov, nv) = (values(o), values(n));
+        for (name, after) in &nv {
+            let before = ov.get(name);
+            let changed = match before {
+                Some(before) => before != after,
+                // A new name: breaking only when it takes a value another name had.
+                None => ov.iter().any(|(other, v)| other != name && v == after),
+            };
+            if changed {
+                differ.emit(
+                    out,
+                    &ENUM_MEMBER_VALUE_CHANGED,
+                    &format!("{path}.{MEMBER_VALUES_KEYWORD}.{name}"),
+                    ChangeKind::EnumChanged,
+                    before.cloned(),
+                    Some(after.clone()),
+                    format!(
+                        "The value of enum member {name} at {path} changed or is another member's."
+                    ),
+                );
+            }
+        }
+    }
     let non_null = |m: &Map<String, Value>| m.get(NULLABLE_KEYWORD) == Some(&Value::Bool(false));
     // Navigation values and results are received; the request side of an entity type (deep
     // insert) does not judge them, and its endpoints are explained by the shared definition.
@@ -417,6 +455,7 @@ pub static RULES: &[&Rule] = &[
     &ANNOTATION_CHANGED,
     &COMPOSABLE_ADDED,
     &COMPOSABLE_REMOVED,
+    &ENUM_MEMBER_VALUE_CHANGED,
     &FACET_CHANGED,
     &IMMUTABLE_CHANGED,
     &NAVIGATION_BECAME_NON_NULL,
@@ -497,6 +536,19 @@ pub(super) mod cases {
                 &FACET_CHANGED,
                 odata(edit(r#"SRID="4326""#, r#"SRID="3857""#)),
             ),
+            Case::new(&ENUM_MEMBER_VALUE_CHANGED, {
+                let with = |value: &str| {
+                    BASE.replace(
+                        r#"<EntityType Name="Customer">"#,
+                        &format!(r#"<EnumType Name="Tier"><Member Name="Gold" Value="{value}"/></EnumType><EntityType Name="Customer">"#),
+                    )
+                    .replace(
+                        r#"<Property Name="Id" Type="Edm.Int32" Nullable="false"/></EntityType>"#,
+                        r#"<Property Name="Id" Type="Edm.Int32" Nullable="false"/><Property Name="Tier" Type="d.Tier"/></EntityType>"#,
+                    )
+                };
+                odata((with("1"), with("2")))
+            }),
             Case::new(
                 &NAVIGATION_BECAME_NULLABLE,
                 odata(edit(

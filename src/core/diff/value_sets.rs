@@ -210,3 +210,509 @@ fn graphql_named_type_changes_of_inputs_are_breaking_and_only_wrappers_go_by_dir
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// JSON Schema kinds: OpenAPI (request body, response, a definition used by both), MCP (a
+// tool's inputSchema, outputSchema), OpenRPC (a param, the result)
+
+use serde_json::{json, Value};
+
+/// An OpenAPI document whose request body property `v` is `request`, whose response property
+/// `v` is `response`, and whose `Shared` definition (sent and received) is `shared`.
+fn oas(version: &str, request: &Value, response: &Value, shared: &Value) -> Value {
+    json!({
+        "openapi": version,
+        "info": {"title": "t", "version": "1"},
+        "paths": {"/x": {"post": {
+            "operationId": "x",
+            "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                "type": "object", "properties": {
+                    "v": request, "s": {"$ref": "#/components/schemas/Shared"}}}}}},
+            "responses": {"200": {"description": "ok", "content": {"application/json": {
+                "schema": {"type": "object", "properties": {
+                    "v": response, "s": {"$ref": "#/components/schemas/Shared"}}}}}}}
+        }}},
+        "components": {"schemas": {"Shared": {"type": "object", "properties": {"v": shared}}}}
+    })
+}
+
+/// A tool whose input property `v` is `input` and output property `v` is `output`.
+fn tool(input: &Value, output: &Value) -> Value {
+    json!({"tools": [{"name": "t",
+        "inputSchema": {"type": "object", "properties": {"v": input}},
+        "outputSchema": {"type": "object", "properties": {"v": output}}}]})
+}
+
+/// An OpenRPC method whose param `v` is `param` and result is `result`.
+fn method(param: &Value, result: &Value) -> Value {
+    json!({"openrpc": "1.2.6", "info": {"title": "t", "version": "1"},
+           "methods": [{"name": "m", "params": [{"name": "v", "schema": param}],
+                        "result": {"name": "r", "schema": result}}]})
+}
+
+/// One edit of a value schema on every side of every JSON Schema kind:
+/// `(kind and side, direction the value travels ("request", "response" or "shared"), pair)`.
+fn json_sides(version: &str, old: &Value, new: &Value) -> Vec<(String, &'static str, Pair)> {
+    use crate::core::normalize::{mcp, openapi, openrpc};
+    let base = json!({"type": "boolean"});
+    let o = |d: Value| openapi::normalize_value("t.t", &d).expect("OpenAPI normalizes");
+    let m = |d: Value| mcp::normalize_value("t.t", &d).expect("MCP normalizes");
+    let r = |d: Value| openrpc::normalize_value("t.t", &d).expect("OpenRPC normalizes");
+    vec![
+        (
+            format!("openapi {version} request body"),
+            "request",
+            (
+                o(oas(version, old, &base, &base)),
+                o(oas(version, new, &base, &base)),
+            ),
+        ),
+        (
+            format!("openapi {version} response"),
+            "response",
+            (
+                o(oas(version, &base, old, &base)),
+                o(oas(version, &base, new, &base)),
+            ),
+        ),
+        (
+            format!("openapi {version} shared definition"),
+            "shared",
+            (
+                o(oas(version, &base, &base, old)),
+                o(oas(version, &base, &base, new)),
+            ),
+        ),
+        (
+            "mcp inputSchema".into(),
+            "request",
+            (m(tool(old, &base)), m(tool(new, &base))),
+        ),
+        (
+            "mcp outputSchema".into(),
+            "response",
+            (m(tool(&base, old)), m(tool(&base, new))),
+        ),
+        (
+            "openrpc param".into(),
+            "request",
+            (r(method(old, &base)), r(method(new, &base))),
+        ),
+        (
+            "openrpc result".into(),
+            "response",
+            (r(method(&base, old)), r(method(&base, new))),
+        ),
+    ]
+}
+
+/// Runs `json_sides` and checks each side's verdict: `want` gives (request, response) and the
+/// shared side is the worse of the two.
+fn check_json(
+    version: &str,
+    old: Value,
+    new: Value,
+    request: Compatibility,
+    response: Compatibility,
+) {
+    for (what, side, pair) in json_sides(version, &old, &new) {
+        let want = match side {
+            "request" => request,
+            "response" => response,
+            _ => request.max(response),
+        };
+        let (got, lines) = verdict(&pair);
+        assert_eq!(got, want, "{what}: {old} -> {new}: {lines:#?}");
+    }
+}
+
+#[test]
+fn bounds_are_judged_as_the_effective_interval() {
+    let int = |extra: Value| {
+        let mut s = json!({"type": "integer"});
+        s.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        s
+    };
+    let num = |extra: Value| {
+        let mut s = json!({"type": "number"});
+        s.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        s
+    };
+    // The same interval spelled otherwise: info everywhere (3.1 numeric form).
+    for (old, new) in [
+        (
+            int(json!({"maximum": 9})),
+            int(json!({"exclusiveMaximum": 10})),
+        ),
+        (
+            int(json!({"minimum": 1})),
+            int(json!({"exclusiveMinimum": 0})),
+        ),
+        (
+            int(json!({"maximum": 9, "exclusiveMaximum": 12})),
+            int(json!({"maximum": 9})),
+        ),
+    ] {
+        check_json("3.1.0", old, new, Compatible, Compatible);
+    }
+    // A wider interval in a new spelling: relaxed (compatible to send, breaking to receive).
+    for (old, new) in [
+        (
+            int(json!({"maximum": 9})),
+            int(json!({"exclusiveMaximum": 12})),
+        ),
+        (
+            num(json!({"exclusiveMaximum": 10})),
+            num(json!({"maximum": 10})),
+        ),
+        (
+            num(json!({"exclusiveMinimum": 0})),
+            num(json!({"minimum": 0})),
+        ),
+    ] {
+        check_json("3.1.0", old, new, Compatible, Breaking);
+    }
+    // Narrower: tightened.
+    for (old, new) in [
+        (
+            num(json!({"maximum": 10})),
+            num(json!({"exclusiveMaximum": 10})),
+        ),
+        (
+            int(json!({"maximum": 10})),
+            int(json!({"exclusiveMaximum": 10})),
+        ),
+    ] {
+        check_json("3.1.0", old, new, Breaking, Compatible);
+    }
+    // OpenAPI 3.0's boolean form.
+    check_json(
+        "3.0.3",
+        int(json!({"maximum": 9})),
+        int(json!({"maximum": 10, "exclusiveMaximum": true})),
+        Compatible,
+        Compatible,
+    );
+    check_json(
+        "3.0.3",
+        num(json!({"maximum": 10, "exclusiveMaximum": true})),
+        num(json!({"maximum": 10})),
+        Compatible,
+        Breaking,
+    );
+    // multipleOf: a divisor accepts more, a multiple fewer.
+    check_json(
+        "3.1.0",
+        num(json!({"multipleOf": 10})),
+        num(json!({"multipleOf": 5})),
+        Compatible,
+        Breaking,
+    );
+    check_json(
+        "3.1.0",
+        num(json!({"multipleOf": 5})),
+        num(json!({"multipleOf": 10})),
+        Breaking,
+        Compatible,
+    );
+}
+
+#[test]
+fn integer_and_float_widths_are_ordered() {
+    let f = |t: &str, format: &str| json!({"type": t, "format": format});
+    for (t, narrow, wide) in [
+        ("integer", "int32", "int64"),
+        ("integer", "int16", "int32"),
+        ("number", "float", "double"),
+    ] {
+        check_json("3.1.0", f(t, narrow), f(t, wide), Compatible, Breaking);
+        check_json("3.1.0", f(t, wide), f(t, narrow), Breaking, Compatible);
+    }
+    // Unordered formats stay breaking both ways.
+    check_json(
+        "3.1.0",
+        f("integer", "int64"),
+        f("integer", "unix-time"),
+        Breaking,
+        Breaking,
+    );
+}
+
+#[test]
+fn any_of_t_and_null_is_t_plus_null() {
+    let optional = |t: Value| json!({"anyOf": [t, {"type": "null"}], "title": "V"});
+    // Optional[str] as pydantic writes it: nullable is wider.
+    check_json(
+        "3.1.0",
+        json!({"type": "string", "maxLength": 5, "title": "V"}),
+        optional(json!({"type": "string", "maxLength": 5})),
+        Compatible,
+        Breaking,
+    );
+    check_json(
+        "3.1.0",
+        optional(json!({"type": "string"})),
+        json!({"type": "string", "title": "V"}),
+        Breaking,
+        Compatible,
+    );
+    // The branch inside is still compared: a tighter T under the same null.
+    // The siblings of the anyOf (title here) belong to T.
+    check_json(
+        "3.1.0",
+        optional(json!({"type": "string", "maxLength": 9})),
+        optional(json!({"type": "string", "maxLength": 5})),
+        Breaking,
+        Compatible,
+    );
+    // oneOf [null, T] where T excludes null is the same set as anyOf (oasdiff's
+    // nullable_wrap); when T admits null too, no value matches exactly one branch for null.
+    check_json(
+        "3.1.0",
+        json!({"type": "string"}),
+        json!({"oneOf": [{"type": "null"}, {"type": "string"}]}),
+        Compatible,
+        Breaking,
+    );
+    check_json(
+        "3.1.0",
+        json!({"type": ["null", "string"]}),
+        json!({"oneOf": [{"type": "null"}, {"type": ["null", "string"]}]}),
+        Breaking,
+        Breaking,
+    );
+    // The same values spelled otherwise: info.
+    check_json(
+        "3.1.0",
+        json!({"type": ["null", "string"]}),
+        json!({"anyOf": [{"type": "string"}, {"type": "null"}]}),
+        Compatible,
+        Compatible,
+    );
+}
+
+#[test]
+fn read_only_and_write_only_values_are_not_judged_where_they_never_travel() {
+    // readOnly: a tighter constraint, a narrower type, an enum value removed are never sent.
+    for (old, new) in [
+        (
+            json!({"type": "string", "readOnly": true, "maxLength": 9}),
+            json!({"type": "string", "readOnly": true, "maxLength": 5}),
+        ),
+        (
+            json!({"type": "string", "readOnly": true, "enum": ["a", "b"]}),
+            json!({"type": "string", "readOnly": true, "enum": ["a"]}),
+        ),
+        (
+            json!({"type": "number", "readOnly": true}),
+            json!({"type": "integer", "readOnly": true}),
+        ),
+    ] {
+        check_json("3.1.0", old, new, Compatible, Compatible);
+    }
+    // writeOnly: a looser constraint, an added enum value are never received.
+    for (old, new) in [
+        (
+            json!({"type": "string", "writeOnly": true, "maxLength": 5}),
+            json!({"type": "string", "writeOnly": true, "maxLength": 9}),
+        ),
+        (
+            json!({"type": "string", "writeOnly": true, "enum": ["a"]}),
+            json!({"type": "string", "writeOnly": true, "enum": ["a", "b"]}),
+        ),
+    ] {
+        check_json("3.1.0", old, new, Compatible, Compatible);
+    }
+    // Without the flag the same edits are judged by direction.
+    check_json(
+        "3.1.0",
+        json!({"type": "string", "maxLength": 9}),
+        json!({"type": "string", "maxLength": 5}),
+        Breaking,
+        Compatible,
+    );
+}
+
+#[test]
+fn graphql_list_item_nullability_goes_by_direction_without_reshaping_the_item_type() {
+    // Item type a scalar and an object/input type.
+    let schema = |arg: &str, out: &str| {
+        format!(
+            "type Query {{ find(keys: {arg}, filters: [Filter!]): Item }}\n\
+             input Filter {{ keys: {arg} }}\n\
+             type Item {{ keys: {out}, items: [Item!]! }}"
+        )
+    };
+    // Input items made nullable: every old value still valid.
+    for (old, new) in [("[Int!]", "[Int]"), ("[Filter!]", "[Filter]")] {
+        let base = schema("[Int!]", "[Int]!");
+        let pair = graphql(
+            &base,
+            &base.replace(&format!("s: {old}"), &format!("s: {new}")),
+        );
+        expect(
+            &format!("input {old} -> {new}"),
+            &pair,
+            Compatible,
+            &["request-type-widened"],
+        );
+    }
+    // Output items made non-null: callers receive fewer values.
+    for (old, new) in [
+        ("keys: [Int]!", "keys: [Int!]!"),
+        ("items: [Item]!", "items: [Item!]!"),
+    ] {
+        let base = schema("[Int!]", "[Int]!").replace("items: [Item!]!", "items: [Item]!");
+        let pair = graphql(&base, &base.replace(old, new));
+        expect(
+            &format!("output {old} -> {new}"),
+            &pair,
+            Compatible,
+            &["response-type-narrowed"],
+        );
+        // And back: breaking, still one nullability change.
+        let pair = graphql(&base.replace(old, new), &base);
+        expect(
+            &format!("output {new} -> {old}"),
+            &pair,
+            Breaking,
+            &["response-type-changed"],
+        );
+    }
+}
+
+/// A CSDL document with an enum `Color` (`members`) sent (an action parameter), received (a
+/// function's result) and on an entity type (both), and a function `Find` whose return
+/// value is the entity type with `nullable` as its `Nullable` facet.
+fn csdl_enum(members: &str, nullable: &str) -> String {
+    format!(
+        r#"<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+<edmx:DataServices><Schema Namespace="d" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+<EnumType Name="Color">{members}</EnumType>
+<EntityType Name="Order"><Key><PropertyRef Name="Id"/></Key>
+  <Property Name="Id" Type="Edm.Int32" Nullable="false"/>
+  <Property Name="Name" Type="Edm.String"/>
+</EntityType>
+<ComplexType Name="Paint"><Property Name="Color" Type="d.Color"/></ComplexType>
+<Action Name="Pick"><Parameter Name="color" Type="d.Color"/></Action>
+<Function Name="Current"><ReturnType Type="d.Paint"/></Function>
+<Function Name="Find"><Parameter Name="id" Type="Edm.Int32"/><ReturnType Type="d.Order" Nullable="{nullable}"/></Function>
+<EntityContainer Name="C">
+  <EntitySet Name="Orders" EntityType="d.Order"/>
+  <ActionImport Name="Pick" Action="d.Pick"/>
+  <FunctionImport Name="Current" Function="d.Current"/>
+  <FunctionImport Name="Find" Function="d.Find" EntitySet="Orders"/>
+</EntityContainer>
+</Schema></edmx:DataServices></edmx:Edmx>"#
+    )
+}
+
+#[test]
+fn odata_enum_members_are_judged_by_name_and_value() {
+    let two = r#"<Member Name="Red" Value="0"/><Member Name="Blue" Value="1"/>"#;
+    let pair = |old: &str, new: &str| odata((csdl_enum(old, "true"), csdl_enum(new, "true")));
+    // A new name with a new value: what callers send still means the same (the enum is both
+    // sent and received here, so the added value is breaking only where it is received).
+    let added = format!(r#"{two}<Member Name="Green" Value="2"/>"#);
+    let (got, lines) = verdict(&pair(two, &added));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("request-enum-value-added")
+                || l.starts_with("response-enum-value-added")),
+        "{lines:#?}"
+    );
+    assert_eq!(got, Breaking, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("request-enum-value-added")),
+        "{lines:#?}"
+    );
+    // Dropping one: judged as the enum value removed, nothing about the values of the others.
+    let (_, lines) = verdict(&pair(&added, two));
+    assert!(
+        lines
+            .iter()
+            .all(|l| l.starts_with("request-enum-value-removed")
+                || l.starts_with("response-enum-value-removed")),
+        "{lines:#?}"
+    );
+    // A kept name with a new value, or a new name reusing a value: breaking on every side.
+    for (old, new) in [
+        (two.to_string(), two.replace(r#"Value="1""#, r#"Value="5""#)),
+        (
+            two.to_string(),
+            format!(r#"{two}<Member Name="Green" Value="1"/>"#),
+        ),
+    ] {
+        let (got, lines) = verdict(&pair(&old, &new));
+        assert_eq!(got, Breaking, "{lines:#?}");
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.starts_with("enum-member-value-changed")),
+            "{lines:#?}"
+        );
+        assert!(
+            !lines
+                .iter()
+                .any(|l| l.starts_with("schema-keyword-changed")),
+            "{lines:#?}"
+        );
+    }
+}
+
+#[test]
+fn odata_return_nullability_is_the_one_nullability_rule() {
+    let two = r#"<Member Name="Red" Value="0"/>"#;
+    let pair = |old: &str, new: &str| odata((csdl_enum(two, old), csdl_enum(two, new)));
+    expect(
+        "non-null",
+        &pair("true", "false"),
+        Compatible,
+        &["navigation-became-non-null"],
+    );
+    expect(
+        "nullable",
+        &pair("false", "true"),
+        Breaking,
+        &["navigation-became-nullable"],
+    );
+}
+
+#[test]
+fn odata_integer_and_float_widths_are_ordered_on_every_side() {
+    let t = |name: &str| format!(r#"Type="Edm.{name}""#);
+    for (narrow, wide) in [
+        ("Int16", "Int32"),
+        ("Int32", "Int64"),
+        ("Byte", "Int16"),
+        ("Single", "Double"),
+    ] {
+        for (side, pair) in odata_sides(&t(narrow), &t(wide)) {
+            let (want, rules): (_, &[&str]) = match side {
+                "request" => (Compatible, &["request-constraint-relaxed"]),
+                "response" => (Breaking, &["response-constraint-relaxed"]),
+                _ => (
+                    Breaking,
+                    &["request-constraint-relaxed", "response-constraint-relaxed"],
+                ),
+            };
+            expect(&format!("{side}: {narrow} -> {wide}"), &pair, want, rules);
+        }
+        for (side, pair) in odata_sides(&t(wide), &t(narrow)) {
+            let want = if side == "response" {
+                Compatible
+            } else {
+                Breaking
+            };
+            let (got, lines) = verdict(&pair);
+            assert_eq!(got, want, "{side}: {wide} -> {narrow}: {lines:#?}");
+        }
+    }
+}
