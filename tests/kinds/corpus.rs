@@ -943,8 +943,7 @@ const CONSERVATIVE: &[(&str, &str)] = &[
     ("request_body_default_value_changed", "request-default-changed + request-media-type-removed: the revision also drops application/json (oasdiff ran one check only)"),
     ("request_params/optional-request-params", "request-parameter-removed: the revision also removes parameters (oasdiff ran one check only)"),
     ("param-rename/method", "endpoint-renamed: without an operationId the endpoint's name is `METHOD template`, so renaming the path parameter renames the endpoint (the parameter itself is `path-parameter-renamed`, info)"),
-    ("read-only", "request-property-became-required/added-required: readOnly is not exempted from request rules"),
-    ("write-only", "response-property-became-optional / read-write-only-changed: writeOnly is not exempted from response rules"),
+    ("write-only", "read-write-only-changed: a required property made writeOnly is no longer received, so responses lose it (readOnly/writeOnly exempt types, constraints, enums and requiredness on the side a value never travels, not the flag's own change)"),
     ("request-new-required-prop", "request-property-became-required: `required` names a property not declared in `properties`; still required"),
 ];
 

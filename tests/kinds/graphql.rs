@@ -516,6 +516,11 @@ fn inspector(old: &str, new: &str) -> Option<Value> {
 
 /// Runs `gi.mjs` on two SDL files.
 fn inspector_files(old: &std::path::Path, new: &std::path::Path) -> Option<Value> {
+    inspector_pairs(&[(old.to_path_buf(), new.to_path_buf())]).and_then(|mut v| v.pop())
+}
+
+/// Runs `gi.mjs` once on pairs of SDL files: its answer for each, in order.
+fn inspector_pairs(pairs: &[(PathBuf, PathBuf)]) -> Option<Vec<Value>> {
     if !node_available() {
         assert!(
             !peers_required(),
@@ -531,8 +536,7 @@ fn inspector_files(old: &std::path::Path, new: &std::path::Path) -> Option<Value
     );
     let out = std::process::Command::new("node")
         .arg(dir.join("gi.mjs"))
-        .arg(old)
-        .arg(new)
+        .args(pairs.iter().flat_map(|(a, b)| [a, b]))
         .output()
         .unwrap();
     assert!(
@@ -540,7 +544,13 @@ fn inspector_files(old: &std::path::Path, new: &std::path::Path) -> Option<Value
         "gi.mjs failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), pairs.len());
+    Some(answers)
 }
 
 fn inspector_paths(gi: &Value, level: &str, ty: &str) -> BTreeSet<String> {
@@ -688,51 +698,62 @@ fn directive_usages_are_judged_at_least_as_severely_as_graphql_inspector() {
     use schemawatch::core::diff::classify;
     use schemawatch::core::model::Compatibility;
     let dir = tempfile::tempdir().unwrap();
-    let mut compared = 0;
+    let mut cases = Vec::new();
     for slot in USAGE_SLOTS {
-        for usage in [
+        for (u, usage) in [
             "@oneOf",
             "@tag(name: \"x\")",
             "@deprecated",
             "@specifiedBy(url: \"https://example.com/s\")",
-        ] {
+        ]
+        .into_iter()
+        .enumerate()
+        {
             let (without, with) = (usage_schema(slot, ""), usage_schema(slot, usage));
-            let (a, b) = (
-                dir.path().join("without.graphql"),
-                dir.path().join("with.graphql"),
-            );
+            let a = dir.path().join(format!("{slot}-{u}-without.graphql"));
+            let b = dir.path().join(format!("{slot}-{u}-with.graphql"));
             std::fs::write(&a, &without).unwrap();
             std::fs::write(&b, &with).unwrap();
-            for (old, new, old_text, new_text, what) in [
-                (&a, &b, &without, &with, "added"),
-                (&b, &a, &with, &without, "removed"),
-            ] {
-                let Some(gi) = inspector_files(old, new) else {
-                    return;
-                };
-                let worst = gi["changes"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|c| match c["criticality"].as_str() {
-                        Some("BREAKING") | Some("DANGEROUS") => Compatibility::Breaking,
-                        _ => Compatibility::Compatible,
-                    })
-                    .max()
-                    .unwrap_or(Compatibility::Identical);
-                let spec = |text: &str| normalize(Kind::Graphql, "t.g", text.as_bytes()).unwrap();
-                let report = classify(&spec(old_text), &spec(new_text), &Default::default());
-                assert!(
-                    report.compatibility >= worst,
-                    "{usage} {what} on {slot}: we say {:?} ({:?}), graphql-inspector {:?} ({})",
-                    report.compatibility,
-                    report.changes.iter().map(|c| &c.rule).collect::<Vec<_>>(),
-                    worst,
-                    gi["changes"]
-                );
-                compared += 1;
-            }
+            cases.push((
+                format!("{usage} added on {slot}"),
+                a.clone(),
+                b.clone(),
+                without.clone(),
+                with.clone(),
+            ));
+            cases.push((format!("{usage} removed on {slot}"), b, a, with, without));
         }
+    }
+    let pairs: Vec<(PathBuf, PathBuf)> = cases
+        .iter()
+        .map(|(_, a, b, _, _)| (a.clone(), b.clone()))
+        .collect();
+    let Some(answers) = inspector_pairs(&pairs) else {
+        return;
+    };
+    let spec = |text: &str| normalize(Kind::Graphql, "t.g", text.as_bytes()).unwrap();
+    let mut compared = 0;
+    for ((what, _, _, old_text, new_text), gi) in cases.iter().zip(&answers) {
+        let worst = gi["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| match c["criticality"].as_str() {
+                Some("BREAKING") | Some("DANGEROUS") => Compatibility::Breaking,
+                _ => Compatibility::Compatible,
+            })
+            .max()
+            .unwrap_or(Compatibility::Identical);
+        let report = classify(&spec(old_text), &spec(new_text), &Default::default());
+        assert!(
+            report.compatibility >= worst,
+            "{what}: we say {:?} ({:?}), graphql-inspector {:?} ({})",
+            report.compatibility,
+            report.changes.iter().map(|c| &c.rule).collect::<Vec<_>>(),
+            worst,
+            gi["changes"]
+        );
+        compared += 1;
     }
     assert_eq!(compared, USAGE_SLOTS.len() * 4 * 2);
 }
