@@ -209,6 +209,13 @@ pub static REQUEST_DEFAULT_CHANGED: Rule = Rule::new(
 )
 .keywords(&["default"]);
 
+pub static REQUIRED_VALUE_DEFAULT_CHANGED: Rule = Rule::new(
+    "required-value-default-changed",
+    Compatible,
+    Side::Schema,
+    "The default of a property callers were required to send changed (typically set when it became optional, as `x: T | None = None`): no existing call omitted it, so none behaves differently.",
+);
+
 pub static REQUEST_ENUM_VALUE_ADDED: Rule = Rule::new(
     "request-enum-value-added",
     Compatible,
@@ -1137,6 +1144,38 @@ impl<'d> SchemaDiffer<'d> {
         for (name, old_schema) in old_props {
             let p_at = format!("{path}.properties.{name}");
             match new_props.get(name) {
+                // A request value callers had to send: its default never applied to any
+                // existing call (pydantic's `x: T` → `x: T | None = None`).
+                Some(new_schema)
+                    if dir == Direction::Request
+                        && old_required.contains(name.as_str())
+                        && old_schema.get("default") != new_schema.get("default") =>
+                {
+                    let without = |v: &Value| {
+                        let mut v = v.clone();
+                        if let Value::Object(m) = &mut v {
+                            m.remove("default");
+                        }
+                        v
+                    };
+                    self.compare_at(
+                        &without(old_schema),
+                        &without(new_schema),
+                        dir,
+                        &p_at,
+                        out,
+                        depth + 1,
+                    );
+                    self.emit(
+                        out,
+                        &REQUIRED_VALUE_DEFAULT_CHANGED,
+                        &format!("{p_at}.default"),
+                        ChangeKind::DefaultChanged,
+                        old_schema.get("default").cloned(),
+                        new_schema.get("default").cloned(),
+                        format!("The default at {p_at} changed; the value was required, so no existing call used it."),
+                    );
+                }
                 Some(new_schema) => {
                     self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1)
                 }
@@ -2295,6 +2334,7 @@ pub static RULES: &[&Rule] = &[
     &REQUEST_CONSTRAINT_RELAXED,
     &REQUEST_CONSTRAINT_TIGHTENED,
     &REQUEST_DEFAULT_CHANGED,
+    &REQUIRED_VALUE_DEFAULT_CHANGED,
     &REQUEST_ENUM_VALUE_ADDED,
     &REQUEST_ENUM_VALUE_REMOVED,
     &REQUEST_PROPERTY_ADDED_OPTIONAL,
@@ -2534,6 +2574,12 @@ pub(super) mod cases {
                 &RESPONSE_CONSTRAINT_CHANGED,
                 openapi(|d| {
                     at(d, PET)["properties"]["id"]["format"] = json!("unix-time");
+                }),
+            ),
+            Case::new(
+                &REQUIRED_VALUE_DEFAULT_CHANGED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["name"]["default"] = json!("rex");
                 }),
             ),
             Case::new(

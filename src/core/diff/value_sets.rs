@@ -716,3 +716,43 @@ fn odata_integer_and_float_widths_are_ordered_on_every_side() {
         }
     }
 }
+
+#[test]
+fn a_required_tool_parameter_made_optional_and_nullable_is_compatible() {
+    use crate::core::normalize::mcp;
+    // FastMCP / pydantic: `x: str` → `x: str | None = None`.
+    let before = json!({"tools": [{"name": "t", "inputSchema": {"type": "object",
+        "properties": {"x": {"type": "string", "title": "X"}}, "required": ["x"]}}]});
+    let after = json!({"tools": [{"name": "t", "inputSchema": {"type": "object",
+        "properties": {"x": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                             "default": null, "title": "X"}}}}]});
+    let pair = (
+        mcp::normalize_value("t.t", &before).unwrap(),
+        mcp::normalize_value("t.t", &after).unwrap(),
+    );
+    expect(
+        "x: str -> x: str | None = None",
+        &pair,
+        Compatible,
+        &[
+            "request-type-widened",
+            "request-property-became-optional",
+            "required-value-default-changed",
+        ],
+    );
+    // A default changed on a value that was optional is still breaking.
+    let optional = |default: Value| {
+        json!({"tools": [{"name": "t", "inputSchema": {"type": "object",
+            "properties": {"x": {"type": "string", "default": default}}}}]})
+    };
+    let pair = (
+        mcp::normalize_value("t.t", &optional(json!("a"))).unwrap(),
+        mcp::normalize_value("t.t", &optional(json!("b"))).unwrap(),
+    );
+    expect(
+        "optional default",
+        &pair,
+        Breaking,
+        &["request-default-changed"],
+    );
+}
