@@ -756,3 +756,89 @@ fn a_required_tool_parameter_made_optional_and_nullable_is_compatible() {
         &["request-default-changed"],
     );
 }
+
+/// The enum `Color` (`members`) used on one side only: `request` (an action parameter),
+/// `response` (a function result's property) or `shared` (an entity type's property).
+fn csdl_enum_on(side: &str, members: &str) -> String {
+    let t = |s: &str| if s == side { "d.Color" } else { "Edm.String" };
+    format!(
+        r#"<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+<edmx:DataServices><Schema Namespace="d" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+<EnumType Name="Color">{members}</EnumType>
+<EntityType Name="Order"><Key><PropertyRef Name="Id"/></Key>
+  <Property Name="Id" Type="Edm.Int32" Nullable="false"/>
+  <Property Name="Color" Type="{shared}"/>
+</EntityType>
+<ComplexType Name="Paint"><Property Name="Color" Type="{response}"/></ComplexType>
+<Action Name="Pick"><Parameter Name="color" Type="{request}"/></Action>
+<Function Name="Current"><ReturnType Type="d.Paint"/></Function>
+<EntityContainer Name="C">
+  <EntitySet Name="Orders" EntityType="d.Order"/>
+  <ActionImport Name="Pick" Action="d.Pick"/>
+  <FunctionImport Name="Current" Function="d.Current"/>
+</EntityContainer>
+</Schema></edmx:DataServices></edmx:Edmx>"#,
+        shared = t("shared"),
+        response = t("response"),
+        request = t("request"),
+    )
+}
+
+#[test]
+fn odata_enum_members_by_value_on_every_side() {
+    let two = r#"<Member Name="Red" Value="0"/><Member Name="Blue" Value="1"/>"#;
+    let added = format!(r#"{two}<Member Name="Green" Value="2"/>"#);
+    let renumbered = two.replace(r#"Value="1""#, r#"Value="5""#);
+    let reused = format!(r#"{two}<Member Name="Green" Value="1"/>"#);
+    for side in ["request", "response", "shared"] {
+        let pair = |old: &str, new: &str| odata((csdl_enum_on(side, old), csdl_enum_on(side, new)));
+        // A new name with a new value: the enum value added, by direction.
+        let (want, rules): (_, &[&str]) = match side {
+            "request" => (Compatible, &["request-enum-value-added"]),
+            "response" => (Breaking, &["response-enum-value-added"]),
+            _ => (
+                Breaking,
+                &["request-enum-value-added", "response-enum-value-added"],
+            ),
+        };
+        expect(
+            &format!("{side}: member added"),
+            &pair(two, &added),
+            want,
+            rules,
+        );
+        // Dropped: the enum value removed, by direction.
+        let (want, rules): (_, &[&str]) = match side {
+            "request" => (Breaking, &["request-enum-value-removed"]),
+            "response" => (Compatible, &["response-enum-value-removed"]),
+            _ => (
+                Breaking,
+                &["request-enum-value-removed", "response-enum-value-removed"],
+            ),
+        };
+        expect(
+            &format!("{side}: member dropped"),
+            &pair(&added, two),
+            want,
+            rules,
+        );
+        // A kept name renumbered: breaking on every side.
+        expect(
+            &format!("{side}: renumbered"),
+            &pair(two, &renumbered),
+            Breaking,
+            &["enum-member-value-changed"],
+        );
+        // A new name reusing a value: breaking on every side.
+        expect(
+            &format!("{side}: value reused"),
+            &pair(two, &reused),
+            Breaking,
+            &[
+                "enum-member-value-changed",
+                "request-enum-value-added",
+                "response-enum-value-added",
+            ],
+        );
+    }
+}
