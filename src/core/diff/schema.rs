@@ -490,7 +490,10 @@ pub struct SchemaDiffer<'d> {
     old_defs: &'d BTreeMap<String, Value>,
     new_defs: &'d BTreeMap<String, Value>,
     /// (old ref, new ref, direction) already compared (or being compared: this ends cycles).
-    done: HashSet<(String, String, Direction)>,
+    /// Keyed by whether the walk is inside a value the direction never carries too: a
+    /// definition compared there (its changes side-ignored) is compared again where it is
+    /// carried.
+    done: HashSet<(String, String, Direction, bool)>,
     /// Whether a definition and everything it reaches is byte-identical on both sides.
     unchanged_closure: HashMap<String, bool>,
     /// Definitions (by pointer, either side) in which a change was reported.
@@ -668,7 +671,10 @@ impl<'d> SchemaDiffer<'d> {
                 if o == n && self.closure_unchanged(o) {
                     return;
                 }
-                if !self.done.insert((o.to_string(), n.to_string(), dir)) {
+                if !self
+                    .done
+                    .insert((o.to_string(), n.to_string(), dir, self.not_carried))
+                {
                     return;
                 }
                 // The definition maps outlive `self`'s borrow, so no copy is needed.

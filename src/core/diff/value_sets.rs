@@ -842,3 +842,34 @@ fn odata_enum_members_by_value_on_every_side() {
         );
     }
 }
+
+#[test]
+fn a_definition_under_a_read_only_value_is_still_judged_where_it_is_sent() {
+    use crate::core::normalize::openapi;
+    // `Tag` is sent twice in the request body: once under a readOnly wrapper (never sent; the
+    // wrapper's own text changes too, so the walk goes through it first), once as itself; its
+    // tighter maxLength is breaking where it is sent.
+    let doc = |max: u32| {
+        json!({"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+            "paths": {"/x": {"post": {"operationId": "x",
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object", "properties": {
+                        "a": {"allOf": [{"$ref": "#/components/schemas/Tag"}], "readOnly": true,
+                              "description": format!("at most {max}")},
+                        "b": {"$ref": "#/components/schemas/Tag"}}}}}},
+                "responses": {"204": {"description": "ok"}}}}},
+            "components": {"schemas": {"Tag": {"type": "string", "maxLength": max}}}})
+    };
+    let pair = (
+        openapi::normalize_value("t.t", &doc(9)).unwrap(),
+        openapi::normalize_value("t.t", &doc(5)).unwrap(),
+    );
+    let (got, lines) = verdict(&pair);
+    assert_eq!(got, Breaking, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("request-constraint-tightened")),
+        "{lines:#?}"
+    );
+}
