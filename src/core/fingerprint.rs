@@ -9,8 +9,10 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// Version of the projection rules below. Stored with every snapshot.
-pub const FINGERPRINT_VERSION: i64 = 1;
+/// Version of the projection rules below. Stored with every snapshot. 2: GraphQL SDL keeps every
+/// directive usage, a built-in's too where the model does not read it (`@oneOf` on a field or
+/// a union, issue 30).
+pub const FINGERPRINT_VERSION: i64 = 2;
 
 pub const TOOL_DOMAIN: &str = "schemawatch.tool.v1";
 pub const ENDPOINT_DOMAIN: &str = "schemawatch.endpoint.v1";

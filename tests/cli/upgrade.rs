@@ -371,3 +371,96 @@ fn a_contract_stored_by_an_earlier_release_is_re_baselined_once_when_read_more_c
         run.describe()
     );
 }
+
+/// FINGERPRINT_VERSION 2 (issue 30) keeps every GraphQL directive usage: a registry whose
+/// GraphQL contract was fingerprinted by the projection before it (which dropped `@oneOf` on a
+/// field or a union) re-reads its stored source on open, so the unchanged document raises no
+/// review; the usage is then in the contract, and removing it is drift.
+#[test]
+fn directive_usages_enter_the_projection_without_a_review_for_an_unchanged_document() {
+    use schemawatch::core::fingerprint::tool_fingerprint;
+    use schemawatch::core::model::Kind;
+    use schemawatch::core::normalize::normalize;
+    let sdl = "type Query { pet(id: ID!): Pet, name: String @oneOf }\n\
+               union Pet @oneOf = Cat | Dog\n\
+               type Cat { id: ID! }\n\
+               type Dog { id: ID! }\n";
+    let sb = Sandbox::new();
+    sb.write_file("schema.graphql", sdl.as_bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.graph\"\nkind = \"graphql\"\npath = \"schema.graphql\"\n",
+    );
+    let (run, out) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(
+        out["outcomes"][0]["action"],
+        "registered",
+        "{}",
+        run.describe()
+    );
+    // What the earlier projection stored: the same document without the two usages it could
+    // not read, fingerprinted under version 1.
+    let earlier = normalize(
+        Kind::Graphql,
+        "acme.graph",
+        sdl.replace(" @oneOf", "").as_bytes(),
+    )
+    .unwrap();
+    let current = normalize(Kind::Graphql, "acme.graph", sdl.as_bytes()).unwrap();
+    let (old_fp, new_fp) = (tool_fingerprint(&earlier), tool_fingerprint(&current));
+    assert_ne!(old_fp, new_fp, "the usages are in the projection");
+    {
+        let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+        let stored: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM tools WHERE fingerprint = ?1",
+                [&new_fp],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(stored, 1);
+        conn.execute(
+            "UPDATE tools SET fingerprint = ?1, fingerprint_version = 1",
+            [&old_fp],
+        )
+        .unwrap();
+        conn.execute(
+            "UPDATE tool_versions SET fingerprint = ?1, fingerprint_version = 1",
+            [&old_fp],
+        )
+        .unwrap();
+    }
+    let before = sb.registry_version();
+    let (run, out) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(
+        out["outcomes"][0]["action"],
+        "unchanged",
+        "{}",
+        run.describe()
+    );
+    assert!(sb.pending_list().is_empty(), "{}", run.describe());
+    assert_eq!(sb.registry_version(), before);
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let (fp, version): (String, i64) = conn
+        .query_row(
+            "SELECT fingerprint, fingerprint_version FROM tools",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((fp.as_str(), version), (new_fp.as_str(), 2));
+    let note: Option<String> = conn
+        .query_row("SELECT note FROM tool_versions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(note.as_deref(), Some("projection-upgrade"));
+    // Now read, the union's `@oneOf` removed is drift (it used to read as identical).
+    sb.write_file(
+        "schema.graphql",
+        sdl.replace("union Pet @oneOf", "union Pet").as_bytes(),
+    );
+    let (run, out) = sb.check(&[]);
+    let o = &out["outcomes"][0];
+    assert_eq!(o["action"], "pending_review", "{}", run.describe());
+    assert_eq!(o["compatibility"], "breaking", "{}", run.describe());
+}

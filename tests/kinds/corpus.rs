@@ -933,7 +933,6 @@ const KNOWN_UNSAFE: &[(&str, &str, &str)] = &[];
 const CONSERVATIVE: &[(&str, &str)] = &[
     ("api_security_", "security-requirements-changed (security): any change of an endpoint's auth requirements is for review"),
     ("servers/baseswagger.json", "execution-target-changed (security): host/basePath/schemes changed"),
-    ("nullable_wrap_base", "schema-composition-changed: `$ref` wrapped in `oneOf [null, $ref]` is not proven wider"),
     ("all_of_", "schema-composition-changed: allOf branches added/removed are not proven safe"),
     ("any_of_", "response-branch-added: a new anyOf branch is a shape callers may receive (breaking on the response side)"),
     ("one_of_", "schema-composition-changed: oneOf branches that are not provably disjoint, added/removed, are not proven safe"),
@@ -944,8 +943,7 @@ const CONSERVATIVE: &[(&str, &str)] = &[
     ("request_body_default_value_changed", "request-default-changed + request-media-type-removed: the revision also drops application/json (oasdiff ran one check only)"),
     ("request_params/optional-request-params", "request-parameter-removed: the revision also removes parameters (oasdiff ran one check only)"),
     ("param-rename/method", "endpoint-renamed: without an operationId the endpoint's name is `METHOD template`, so renaming the path parameter renames the endpoint (the parameter itself is `path-parameter-renamed`, info)"),
-    ("read-only", "request-property-became-required/added-required: readOnly is not exempted from request rules"),
-    ("write-only", "response-property-became-optional / read-write-only-changed: writeOnly is not exempted from response rules"),
+    ("write-only", "read-write-only-changed: a required property made writeOnly is no longer received, so responses lose it (readOnly/writeOnly exempt types, constraints, enums and requiredness on the side a value never travels, not the flag's own change)"),
     ("request-new-required-prop", "request-property-became-required: `required` names a property not declared in `properties`; still required"),
 ];
 
@@ -1050,9 +1048,10 @@ fn oasdiff_fixture_conformance() {
         unsafe_pairs.join("\n")
     );
     // Measured 2026-11-29 at 7642a1d: 171/223 (all 18 `maybe` pairs breaking; 153/205 without
-    // them); 2026-12-01 with direction-aware anyOf: 178/223 (160/205). Floor with a small
-    // margin.
-    assert!(agree >= 172, "agreement fell to {agree}/{}", pairs.len());
+    // them); 2026-12-01 with direction-aware anyOf: 178/223 (160/205); 2026-12-05 (issue 30:
+    // `oneOf [null, T]` with T excluding null judged as T plus null, nullable_wrap): 179/223
+    // (161/205). Floor with a small margin.
+    assert!(agree >= 177, "agreement fell to {agree}/{}", pairs.len());
     // The malformed fixtures (`responses:`/`content:` left null by YAML indentation) are the
     // only ones we refuse.
     assert!(errors.len() <= 9, "{errors:#?}");

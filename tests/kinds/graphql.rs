@@ -511,6 +511,16 @@ fn node_available() -> bool {
 
 /// Runs `tests/peers/graphql-inspector/gi.mjs` (graphql-inspector's diff engine) on a pair.
 fn inspector(old: &str, new: &str) -> Option<Value> {
+    inspector_files(&corpus_file(old), &corpus_file(new))
+}
+
+/// Runs `gi.mjs` on two SDL files.
+fn inspector_files(old: &std::path::Path, new: &std::path::Path) -> Option<Value> {
+    inspector_pairs(&[(old.to_path_buf(), new.to_path_buf())]).and_then(|mut v| v.pop())
+}
+
+/// Runs `gi.mjs` once on pairs of SDL files: its answer for each, in order.
+fn inspector_pairs(pairs: &[(PathBuf, PathBuf)]) -> Option<Vec<Value>> {
     if !node_available() {
         assert!(
             !peers_required(),
@@ -526,8 +536,7 @@ fn inspector(old: &str, new: &str) -> Option<Value> {
     );
     let out = std::process::Command::new("node")
         .arg(dir.join("gi.mjs"))
-        .arg(corpus_file(old))
-        .arg(corpus_file(new))
+        .args(pairs.iter().flat_map(|(a, b)| [a, b]))
         .output()
         .unwrap();
     assert!(
@@ -535,7 +544,13 @@ fn inspector(old: &str, new: &str) -> Option<Value> {
         "gi.mjs failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).unwrap())
+    let answers: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers.len(), pairs.len());
+    Some(answers)
 }
 
 fn inspector_paths(gi: &Value, level: &str, ty: &str) -> BTreeSet<String> {
@@ -627,4 +642,118 @@ fn github_pairs_next_to_graphql_inspector() {
             }
         );
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Directive usages next to graphql-inspector (issue 30)
+
+/// A schema with a slot for one directive usage in every position SDL allows one:
+/// argument, field, interface, object, union, enum, enum value, input object, input field,
+/// scalar.
+const USAGE_SLOTS: &[&str] = &[
+    "arg", "field", "iface", "obj", "union", "enum", "value", "input", "ifield", "scalar",
+];
+
+fn usage_schema(slot: &str, usage: &str) -> String {
+    let at = |s: &str| {
+        if s == slot {
+            format!(" {usage}")
+        } else {
+            String::new()
+        }
+    };
+    format!(
+        "directive @tag(name: String) repeatable on SCHEMA | SCALAR | OBJECT | FIELD_DEFINITION | \
+         ARGUMENT_DEFINITION | INTERFACE | UNION | ENUM | ENUM_VALUE | INPUT_OBJECT | \
+         INPUT_FIELD_DEFINITION\n\
+         type Query {{ node(id: ID{arg}): Node{field} pick(f: Filter): Pet }}\n\
+         interface Node{iface} {{ id: ID! }}\n\
+         type Cat implements Node{obj} {{ id: ID! home: Url }}\n\
+         type Dog implements Node {{ id: ID! }}\n\
+         union Pet{union} = Cat | Dog\n\
+         enum Color{enum} {{ RED{value} BLUE }}\n\
+         input Filter{input} {{ color: Color{ifield} name: String }}\n\
+         scalar Url{scalar}\n",
+        arg = at("arg"),
+        field = at("field"),
+        iface = at("iface"),
+        obj = at("obj"),
+        union = at("union"),
+        enum = at("enum"),
+        value = at("value"),
+        input = at("input"),
+        ifield = at("ifield"),
+        scalar = at("scalar"),
+    )
+}
+
+/// Adding or removing a directive usage, in every position, of a built-in the model reads
+/// somewhere (`@oneOf`, `@deprecated`, `@specifiedBy`) and of a schema's own (`@tag`): the
+/// pairs are generated here, graphql-inspector (the pinned peer) rates each, and our verdict
+/// is at least as severe (its BREAKING and DANGEROUS are breaking for us, NON_BREAKING at
+/// least compatible: never `identical`). `@oneOf` on a field or a union used to read as
+/// identical: the normalizer dropped it.
+#[test]
+fn directive_usages_are_judged_at_least_as_severely_as_graphql_inspector() {
+    use schemawatch::core::diff::classify;
+    use schemawatch::core::model::Compatibility;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases = Vec::new();
+    for slot in USAGE_SLOTS {
+        for (u, usage) in [
+            "@oneOf",
+            "@tag(name: \"x\")",
+            "@deprecated",
+            "@specifiedBy(url: \"https://example.com/s\")",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let (without, with) = (usage_schema(slot, ""), usage_schema(slot, usage));
+            let a = dir.path().join(format!("{slot}-{u}-without.graphql"));
+            let b = dir.path().join(format!("{slot}-{u}-with.graphql"));
+            std::fs::write(&a, &without).unwrap();
+            std::fs::write(&b, &with).unwrap();
+            cases.push((
+                format!("{usage} added on {slot}"),
+                a.clone(),
+                b.clone(),
+                without.clone(),
+                with.clone(),
+            ));
+            cases.push((format!("{usage} removed on {slot}"), b, a, with, without));
+        }
+    }
+    let pairs: Vec<(PathBuf, PathBuf)> = cases
+        .iter()
+        .map(|(_, a, b, _, _)| (a.clone(), b.clone()))
+        .collect();
+    let Some(answers) = inspector_pairs(&pairs) else {
+        return;
+    };
+    let spec = |text: &str| normalize(Kind::Graphql, "t.g", text.as_bytes()).unwrap();
+    let mut compared = 0;
+    for ((what, _, _, old_text, new_text), gi) in cases.iter().zip(&answers) {
+        let worst = gi["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| match c["criticality"].as_str() {
+                Some("BREAKING") | Some("DANGEROUS") => Compatibility::Breaking,
+                _ => Compatibility::Compatible,
+            })
+            .max()
+            .unwrap_or(Compatibility::Identical);
+        let report = classify(&spec(old_text), &spec(new_text), &Default::default());
+        assert!(
+            report.compatibility >= worst,
+            "{what}: we say {:?} ({:?}), graphql-inspector {:?} ({})",
+            report.compatibility,
+            report.changes.iter().map(|c| &c.rule).collect::<Vec<_>>(),
+            worst,
+            gi["changes"]
+        );
+        compared += 1;
+    }
+    assert_eq!(compared, USAGE_SLOTS.len() * 4 * 2);
 }

@@ -961,3 +961,85 @@ fn h26_a_live_listing_stops_at_max_endpoints() {
     assert_eq!(run.json()["outcomes"][0]["action"], "registered");
     assert_eq!(server.lists(), 3 + 20);
 }
+
+// ---------------------------------------------------------------------------------------
+// Snapshot shapes projects publish: a bare tool array, a single tool object
+// ---------------------------------------------------------------------------------------
+
+/// docker/mcp-registry's `tools.json` (a bare array) and github-mcp-server's `__toolsnaps__`
+/// (one tool object) are read by `diff` and by a `path` watch as the tool lists they hold: the
+/// corpus pairs diff, and a watch registered from `{"tools": [...]}` stays `unchanged` when
+/// the same tools are published in either shape.
+#[test]
+fn a_bare_tool_array_and_a_single_tool_snapshot_are_tool_lists_for_diff_and_path_watches() {
+    use common::corpus;
+    let sb = Sandbox::new();
+    for (old, new, want) in [
+        (
+            "mcp/okta-mcp-server-tools/v2026-04-30.json",
+            "mcp/okta-mcp-server-tools/v2026-06-24.json",
+            "endpoints.activate_policy.",
+        ),
+        (
+            "mcp/github-mcp-server-toolsnap-list_issues/v2025-08-11.json",
+            "mcp/github-mcp-server-toolsnap-list_issues/v2026-08-19.json",
+            "endpoints.list_issues.",
+        ),
+    ] {
+        let a = sb.write_file("old.json", &corpus::read(old));
+        let b = sb.write_file("new.json", &corpus::read(new));
+        let run = sb.run(&[
+            "diff",
+            a.to_str().unwrap(),
+            b.to_str().unwrap(),
+            "--kind",
+            "mcp",
+            "--json",
+        ]);
+        assert!(
+            run.code == 0 || run.code == 1,
+            "{old} -> {new}: {}",
+            run.describe()
+        );
+        let report = run.json();
+        let changes = report["changes"].as_array().unwrap();
+        assert!(!changes.is_empty(), "{}", run.describe());
+        assert!(
+            run.stdout_text().contains(want),
+            "{want} not in {}",
+            run.describe()
+        );
+    }
+
+    // One tool list in three shapes: registered once, then unchanged.
+    let tools: Value =
+        serde_json::from_slice(&corpus::read("mcp/okta-mcp-server-tools/v2026-04-30.json"))
+            .unwrap();
+    let single: Value = serde_json::from_slice(&corpus::read(
+        "mcp/github-mcp-server-toolsnap-list_issues/v2025-08-11.json",
+    ))
+    .unwrap();
+    for (listed, published) in [
+        (serde_json::json!({ "tools": tools.clone() }), tools.clone()),
+        (serde_json::json!({ "tools": [single.clone()] }), single),
+    ] {
+        let sb = Sandbox::new();
+        sb.write_config(&path_config());
+        sb.write_file("snapshot.json", listed.to_string().as_bytes());
+        let (run, check) = sb.check(&[]);
+        assert_eq!(
+            only_outcome(&check)["action"],
+            "registered",
+            "{}",
+            run.describe()
+        );
+        sb.write_file("snapshot.json", published.to_string().as_bytes());
+        let (run, check) = sb.check(&[]);
+        assert_eq!(
+            only_outcome(&check)["action"],
+            "unchanged",
+            "{}",
+            run.describe()
+        );
+    }
+}

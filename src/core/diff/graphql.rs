@@ -10,7 +10,7 @@ use super::shared::DOCUMENTATION_CHANGED;
 use crate::core::model::{Severity::*, ToolSpec};
 use crate::core::normalize::graphql::{
     DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SCALAR_DIRECTIVES_KEYWORD, SPECIFIED_BY_KEYWORD,
-    VALUE_DIRECTIVES_KEYWORD,
+    TYPE_POINTER, VALUE_DIRECTIVES_KEYWORD,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -98,6 +98,13 @@ pub static INPUT_ONE_OF_REMOVED: Rule = Rule::new(
     "An input object is no longer `@oneOf`: any combination of its fields is accepted.",
 )
 .keywords(&[ONE_OF_KEYWORD]);
+
+pub static INPUT_NAMED_TYPE_CHANGED: Rule = Rule::new(
+    "input-named-type-changed",
+    Breaking,
+    Side::Request,
+    "An argument or input field names another type (`Int` → `Float`, `ID!` → `String!`, input `A` → `B`): GraphQL types variables nominally, so an operation passing the value through a variable of the old type no longer validates, even where the new type holds every old value. Only wrapper changes (nullability, lists) are judged by direction.",
+);
 
 pub static ROOT_TYPE_RENAMED: Rule = Rule::new(
     "root-type-renamed",
@@ -383,6 +390,75 @@ pub(super) fn compare_schema_keywords(
     }
 }
 
+/// The named type a GraphQL schema node stands for (normalize/graphql's projection), its
+/// wrappers aside: `Int`, `Float`, `String`, `Boolean`, `ID`, a custom scalar (`format`), or a
+/// definition (`$ref`, `allOf: [$ref]`); a nullable list item (`type: [T, "null"]`,
+/// `anyOf: [T, {"type": "null"}]`) is its item's type. `None` for a list or anything else.
+fn named_type(schema: &Value) -> Option<String> {
+    let map = schema.as_object()?;
+    if let Some(r) = map.get("$ref").and_then(Value::as_str) {
+        return Some(r.strip_prefix(TYPE_POINTER).unwrap_or(r).to_string());
+    }
+    for keyword in ["allOf", "anyOf"] {
+        if let Some(Value::Array(branches)) = map.get(keyword) {
+            let kept: Vec<&Value> = branches
+                .iter()
+                .filter(|b| **b != json!({"type": "null"}))
+                .collect();
+            return match kept.as_slice() {
+                [only] if keyword == "allOf" || kept.len() < branches.len() => named_type(only),
+                _ => None,
+            };
+        }
+    }
+    let types: Vec<&str> = match map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        None => Vec::new(),
+        Some(_) => return None,
+    };
+    let types: Vec<&str> = types.into_iter().filter(|t| *t != "null").collect();
+    let format = map.get("format").and_then(Value::as_str);
+    let name = match (types.as_slice(), format) {
+        ([], Some(custom)) => custom,
+        (["integer"], None) => "Int",
+        (["number"], None) => "Float",
+        (["boolean"], None) => "Boolean",
+        (["string"], Some("ID")) => "ID",
+        (["string"], None) => "String",
+        _ => return None,
+    };
+    Some(name.to_string())
+}
+
+/// GraphQL's nominal check of what a caller sends (the walker's named-type hook): an
+/// argument or input field whose named type changed is `input-named-type-changed`, whatever
+/// the values of the two types; wrappers (nullability, lists) are left to the walk.
+pub(super) fn compare_named_types(
+    differ: &mut SchemaDiffer,
+    o: &Value,
+    n: &Value,
+    path: &str,
+    out: &mut Emitter,
+) -> bool {
+    let (Some(before), Some(after)) = (named_type(o), named_type(n)) else {
+        return false;
+    };
+    if before == after {
+        return false;
+    }
+    differ.emit(
+        out,
+        &INPUT_NAMED_TYPE_CHANGED,
+        path,
+        ChangeKind::TypeChanged,
+        Some(json!(before)),
+        Some(json!(after)),
+        format!("The input at {path} changed its type from {before} to {after}; variables of the old type no longer validate."),
+    );
+    true
+}
+
 /// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
 pub static RULES: &[&Rule] = &[
     &DIRECTIVE_ADDED,
@@ -394,6 +470,7 @@ pub static RULES: &[&Rule] = &[
     &DIRECTIVE_LOCATION_ADDED,
     &DIRECTIVE_LOCATION_REMOVED,
     &DIRECTIVE_REMOVED,
+    &INPUT_NAMED_TYPE_CHANGED,
     &INPUT_ONE_OF_ADDED,
     &INPUT_ONE_OF_REMOVED,
     &ROOT_TYPE_RENAMED,
@@ -448,6 +525,10 @@ pub(super) mod cases {
             Case::new(
                 &DIRECTIVE_ARGUMENT_REMOVED,
                 graphql(BASE, &BASE.replace("@auth(role: String)", "@auth")),
+            ),
+            Case::new(
+                &INPUT_NAMED_TYPE_CHANGED,
+                graphql(BASE, &BASE.replace("{ id: ID, name", "{ id: String, name")),
             ),
             Case::new(
                 &DIRECTIVE_ARGUMENT_REMOVED,

@@ -31,6 +31,8 @@ pub mod shared;
 mod tests;
 pub mod text;
 pub mod tool;
+#[cfg(test)]
+mod value_sets;
 
 pub use contract::SurfaceClassification;
 pub use emit::Emitter;
@@ -96,6 +98,7 @@ pub fn kind_hooks(kind: Kind) -> KindHooks {
 /// (from the registry) and the kinds' schema keyword checks (GraphQL, OData).
 pub static SCHEMA_WIRING: LazyLock<SchemaWiring> = LazyLock::new(|| SchemaWiring {
     modelled: rules::modelled_keywords(),
+    named_type_hook: Some(graphql::compare_named_types),
     keyword_hooks: vec![
         graphql::compare_schema_keywords,
         odata::compare_schema_keywords,
@@ -121,7 +124,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
     }
     let hooks = kind_hooks(new.kind);
     let mut out = Emitter::new(&policy.severity).for_kind(new.kind, hooks.swap);
-    let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions, &SCHEMA_WIRING);
+    let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions, &SCHEMA_WIRING)
+        .nominal_types(old.kind == Kind::Graphql && new.kind == Kind::Graphql);
 
     contract::compare(old, new, &mut out);
 

@@ -13,7 +13,7 @@ use super::shared::{changed_members, DOCUMENTATION_CHANGED, META_CHANGED, UNCLAS
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,
-    IMMUTABLE_KEYWORD, NULLABLE_KEYWORD,
+    IMMUTABLE_KEYWORD, MEMBER_VALUES_KEYWORD, NULLABLE_KEYWORD,
 };
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -48,11 +48,19 @@ pub static COMPOSABLE_REMOVED: Rule = Rule::new(
     "A function is no longer composable (`IsComposable` true → false): paths that continue after it fail.",
 );
 
+pub static ENUM_MEMBER_VALUE_CHANGED: Rule = Rule::new(
+    "enum-member-value-changed",
+    Breaking,
+    Side::Schema,
+    "An enum member kept its name but changed its value, or a new member reuses the value of another: a value that travels as a number now means another member. (A new name with a new value, or a dropped member, is judged as the enum value added or removed.)",
+)
+.keywords(&[MEMBER_VALUES_KEYWORD]);
+
 pub static FACET_CHANGED: Rule = Rule::new(
     "facet-changed",
     Breaking,
     Side::Schema,
-    "A facet that is neither tighter nor looser changed (`SRID`, a non-numeric `Precision` or `Scale`).",
+    "A facet that is neither tighter nor looser changed (`SRID`, a non-numeric `Precision` or `Scale`, a decimal's (integer digits, `Scale`) pair where neither holds the other's values: `Decimal(10,2)` → `Decimal(10,3)`).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -84,7 +92,7 @@ pub static REQUEST_FACET_RELAXED: Rule = Rule::new(
     "request-facet-relaxed",
     Compatible,
     Side::Request,
-    "A facet of a value callers send got looser (larger `Precision` or `Scale`, `Unicode` allowed).",
+    "A facet of a value callers send got looser (larger `Precision`; a decimal's integer digits and `Scale` both no smaller; `Unicode` allowed).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -92,7 +100,7 @@ pub static REQUEST_FACET_TIGHTENED: Rule = Rule::new(
     "request-facet-tightened",
     Breaking,
     Side::Request,
-    "A facet of a value callers send got tighter (smaller `Precision` or `Scale`, `Unicode=\"false\"`).",
+    "A facet of a value callers send got tighter (smaller `Precision`; a decimal's integer digits and `Scale` both no larger; `Unicode=\"false\"`).",
 )
 .keywords(&[FACETS_KEYWORD]);
 
@@ -204,6 +212,31 @@ fn facet_shift(key: &str, o: Option<&Value>, n: Option<&Value>) -> Option<std::c
     }
 }
 
+/// A decimal's `Precision` and `Scale` judged together when both are numbers on both sides:
+/// the values it holds are (integer digits `Precision - Scale`, `Scale`), so `Decimal(10,2)`
+/// and `Decimal(10,3)` hold neither the other's values (8 and 7 integer digits). `Greater`
+/// when the new pair holds every old value, `Less` when the old holds every new one, `None`
+/// (neither) when they cross; outer `None` when the pair does not apply (a facet absent or not
+/// a number: each is then judged alone).
+fn decimal_shift(
+    of: &Map<String, Value>,
+    nf: &Map<String, Value>,
+) -> Option<Option<std::cmp::Ordering>> {
+    use std::cmp::Ordering::*;
+    let pair = |f: &Map<String, Value>| {
+        let p = f.get("Precision")?.as_u64()?;
+        let s = f.get("Scale")?.as_u64()?;
+        Some((p.checked_sub(s)?, s))
+    };
+    let ((oi, os), (ni, ns)) = (pair(of)?, pair(nf)?);
+    Some(match (ni.cmp(&oi), ns.cmp(&os)) {
+        (Equal, Equal) => Some(Equal),
+        (Greater | Equal, Greater | Equal) => Some(Greater),
+        (Less | Equal, Less | Equal) => Some(Less),
+        _ => None,
+    })
+}
+
 /// The OData keywords of one schema pair (called by the schema walker).
 pub(super) fn compare_schema_keywords(
     differ: &mut SchemaDiffer,
@@ -221,13 +254,18 @@ pub(super) fn compare_schema_keywords(
                 .unwrap_or_default()
         };
         let (of, nf) = (facets(o), facets(n));
+        let decimal = decimal_shift(&of, &nf);
         let keys: BTreeSet<&String> = of.keys().chain(nf.keys()).collect();
         for key in keys {
             let (before, after) = (of.get(key), nf.get(key));
             if before == after {
                 continue;
             }
-            let rule = match (facet_shift(key, before, after), dir) {
+            let shift = match (key.as_str(), decimal) {
+                ("Precision" | "Scale", Some(pair)) => pair,
+                _ => facet_shift(key, before, after),
+            };
+            let rule = match (shift, dir) {
                 (Some(std::cmp::Ordering::Less), Direction::Request) => &REQUEST_FACET_TIGHTENED,
                 (Some(std::cmp::Ordering::Greater), Direction::Request) => &REQUEST_FACET_RELAXED,
                 (Some(std::cmp::Ordering::Less), Direction::Response) => &RESPONSE_FACET_TIGHTENED,
@@ -243,6 +281,36 @@ pub(super) fn compare_schema_keywords(
                 after.cloned(),
                 format!("The {key} facet at {path} changed."),
             );
+        }
+    }
+    if o.get(MEMBER_VALUES_KEYWORD) != n.get(MEMBER_VALUES_KEYWORD) {
+        let values = |m: &Map<String, Value>| {
+            m.get(MEMBER_VALUES_KEYWORD)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let (ov, nv) = (values(o), values(n));
+        for (name, after) in &nv {
+            let before = ov.get(name);
+            let changed = match before {
+                Some(before) => before != after,
+                // A new name: breaking only when it takes a value another name had.
+                None => ov.iter().any(|(other, v)| other != name && v == after),
+            };
+            if changed {
+                differ.emit(
+                    out,
+                    &ENUM_MEMBER_VALUE_CHANGED,
+                    &format!("{path}.{MEMBER_VALUES_KEYWORD}.{name}"),
+                    ChangeKind::EnumChanged,
+                    before.cloned(),
+                    Some(after.clone()),
+                    format!(
+                        "The value of enum member {name} at {path} changed or is another member's."
+                    ),
+                );
+            }
         }
     }
     let non_null = |m: &Map<String, Value>| m.get(NULLABLE_KEYWORD) == Some(&Value::Bool(false));
@@ -387,6 +455,7 @@ pub static RULES: &[&Rule] = &[
     &ANNOTATION_CHANGED,
     &COMPOSABLE_ADDED,
     &COMPOSABLE_REMOVED,
+    &ENUM_MEMBER_VALUE_CHANGED,
     &FACET_CHANGED,
     &IMMUTABLE_CHANGED,
     &NAVIGATION_BECAME_NON_NULL,
@@ -438,15 +507,22 @@ pub(super) mod cases {
         vec![
             Case::new(
                 &REQUEST_FACET_TIGHTENED,
-                odata(edit(r#"Scale="2""#, r#"Scale="1""#)),
+                odata(edit(
+                    r#"Precision="10" Scale="2""#,
+                    r#"Precision="9" Scale="1""#,
+                )),
             ),
+            Case::new(&FACET_CHANGED, odata(edit(r#"Scale="2""#, r#"Scale="3""#))),
             Case::new(
                 &REQUEST_FACET_RELAXED,
                 odata(edit(r#"Precision="10""#, r#"Precision="12""#)),
             ),
             Case::new(
                 &RESPONSE_FACET_TIGHTENED,
-                odata(edit(r#"Scale="2""#, r#"Scale="1""#)),
+                odata(edit(
+                    r#"Precision="10" Scale="2""#,
+                    r#"Precision="9" Scale="1""#,
+                )),
             ),
             Case::new(
                 &RESPONSE_FACET_RELAXED,
@@ -460,6 +536,19 @@ pub(super) mod cases {
                 &FACET_CHANGED,
                 odata(edit(r#"SRID="4326""#, r#"SRID="3857""#)),
             ),
+            Case::new(&ENUM_MEMBER_VALUE_CHANGED, {
+                let with = |value: &str| {
+                    BASE.replace(
+                        r#"<EntityType Name="Customer">"#,
+                        &format!(r#"<EnumType Name="Tier"><Member Name="Gold" Value="{value}"/></EnumType><EntityType Name="Customer">"#),
+                    )
+                    .replace(
+                        r#"<Property Name="Id" Type="Edm.Int32" Nullable="false"/></EntityType>"#,
+                        r#"<Property Name="Id" Type="Edm.Int32" Nullable="false"/><Property Name="Tier" Type="d.Tier"/></EntityType>"#,
+                    )
+                };
+                odata((with("1"), with("2")))
+            }),
             Case::new(
                 &NAVIGATION_BECAME_NULLABLE,
                 odata(edit(

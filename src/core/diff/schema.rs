@@ -161,6 +161,13 @@ pub static DEFINITION_RENAMED: Rule = Rule::new(
     "A schema moved to a definition of another name, was inlined, or was extracted into a definition, and its resolved schema is identical (the fingerprint still moves: definition names are part of it).",
 );
 
+pub static SCHEMA_RESPELLED: Rule = Rule::new(
+    "schema-respelled",
+    Info,
+    Side::Schema,
+    "A schema states the same values another way: `maximum: 9` ↔ `exclusiveMaximum: 10` on an integer, `anyOf: [T, {\"type\": \"null\"}]` ↔ T with `\"null\"` in its type.",
+);
+
 pub static READ_WRITE_ONLY_CHANGED: Rule = Rule::new(
     "read-write-only-changed",
     Breaking,
@@ -201,6 +208,13 @@ pub static REQUEST_DEFAULT_CHANGED: Rule = Rule::new(
     "The default of a request value changed, so callers that omit it get different behaviour.",
 )
 .keywords(&["default"]);
+
+pub static REQUIRED_VALUE_DEFAULT_CHANGED: Rule = Rule::new(
+    "required-value-default-changed",
+    Compatible,
+    Side::Schema,
+    "The default of a property callers were required to send changed (typically set when it became optional, as `x: T | None = None`): no existing call omitted it, so none behaves differently.",
+);
 
 pub static REQUEST_ENUM_VALUE_ADDED: Rule = Rule::new(
     "request-enum-value-added",
@@ -428,8 +442,16 @@ pub static SCHEMA_KEYWORD_CHANGED: Rule = Rule::new(
 pub type KeywordHook =
     fn(&mut SchemaDiffer, &Map<String, Value>, &Map<String, Value>, Direction, &str, &mut Emitter);
 
+/// A kind's nominal check of two schemas a caller sends (GraphQL: an argument's or input
+/// field's named type), called first on every pair of request schemas when the differ judges
+/// types nominally ([`SchemaDiffer::nominal_types`]); `true` when it judged the pair (the walk
+/// does not descend into it).
+pub type NamedTypeHook = fn(&mut SchemaDiffer, &Value, &Value, &str, &mut Emitter) -> bool;
+
 /// What the walker needs from the rest of `core/diff`, given as data (`diff::SCHEMA_WIRING`).
 pub struct SchemaWiring {
+    /// The nominal check of request schemas (GraphQL's named types).
+    pub named_type_hook: Option<NamedTypeHook>,
     /// Keywords a dedicated comparison judges (the catch-all loop skips them): every keyword a
     /// registered rule lists, but the documentation ones, plus the structural ones (`$ref`,
     /// `arguments`).
@@ -468,12 +490,21 @@ pub struct SchemaDiffer<'d> {
     old_defs: &'d BTreeMap<String, Value>,
     new_defs: &'d BTreeMap<String, Value>,
     /// (old ref, new ref, direction) already compared (or being compared: this ends cycles).
-    done: HashSet<(String, String, Direction)>,
+    /// Keyed by whether the walk is inside a value the direction never carries too: a
+    /// definition compared there (its changes side-ignored) is compared again where it is
+    /// carried.
+    done: HashSet<(String, String, Direction, bool)>,
     /// Whether a definition and everything it reaches is byte-identical on both sides.
     unchanged_closure: HashMap<String, bool>,
     /// Definitions (by pointer, either side) in which a change was reported.
     pub changed_definitions: BTreeSet<String>,
     current_definition: Vec<(String, String)>,
+    /// Whether request schemas are typed nominally (GraphQL: a variable's declared type must
+    /// name the argument's type), so [`SchemaWiring::named_type_hook`] runs.
+    nominal: bool,
+    /// Inside a schema the direction never carries (readOnly in what a caller sends,
+    /// writeOnly in what it receives): directed rules become `read-write-only-side-ignored`.
+    not_carried: bool,
 }
 
 impl<'d> SchemaDiffer<'d> {
@@ -490,7 +521,15 @@ impl<'d> SchemaDiffer<'d> {
             unchanged_closure: HashMap::new(),
             changed_definitions: BTreeSet::new(),
             current_definition: Vec::new(),
+            nominal: false,
+            not_carried: false,
         }
+    }
+
+    /// Judges request schemas nominally too (GraphQL contracts).
+    pub fn nominal_types(mut self, on: bool) -> Self {
+        self.nominal = on;
+        self
     }
 
     /// Compares two schemas found at `path`.
@@ -520,6 +559,20 @@ impl<'d> SchemaDiffer<'d> {
             self.changed_definitions.insert(o.clone());
             self.changed_definitions.insert(n.clone());
         }
+        let directed = DIRECTED
+            .iter()
+            .any(|d| std::ptr::eq(d.request, rule) || std::ptr::eq(d.response, rule));
+        if self.not_carried && directed {
+            out.emit(
+                &READ_WRITE_ONLY_SIDE_IGNORED,
+                path,
+                kind,
+                before,
+                after,
+                format!("{message} (not carried in this direction: readOnly values are never sent, writeOnly values never received)"),
+            );
+            return;
+        }
         out.emit(rule, path, kind, before, after, message);
     }
 
@@ -533,6 +586,62 @@ impl<'d> SchemaDiffer<'d> {
         depth: usize,
     ) {
         if depth > MAX_SCHEMA_DEPTH {
+            return;
+        }
+        if self.nominal && dir == Direction::Request && old != new {
+            if let Some(hook) = self.wiring.named_type_hook {
+                if hook(self, old, new, path, out) {
+                    return;
+                }
+            }
+        }
+        if old != new
+            && (null_wrapped(old, self.old_defs).is_some()
+                || null_wrapped(new, self.new_defs).is_some())
+        {
+            self.compare_nullable(old, new, dir, path, out, depth);
+            return;
+        }
+        // A bare reference on one side, the same reference wrapped in a one-branch `allOf`
+        // with keywords beside it on the other (how OData states a non-null structured return
+        // value): the referenced schemas are compared, then the keywords beside the wrapper
+        // against none.
+        let wrapped = |v: &Value| -> Option<(Value, Value)> {
+            let map = v.as_object()?;
+            let [inner] = map.get("allOf")?.as_array()?.as_slice() else {
+                return None;
+            };
+            bare_ref(inner)?;
+            let rest: Map<String, Value> = map
+                .iter()
+                .filter(|(k, _)| k.as_str() != "allOf")
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Some((inner.clone(), Value::Object(rest)))
+        };
+        // The bare side's keywords beside the reference are those of its target.
+        let beside = |bare: &Value, rest: &Value, defs: &BTreeMap<String, Value>| -> Value {
+            let target = resolve(bare, defs);
+            let keys = rest.as_object().into_iter().flat_map(|m| m.keys());
+            Value::Object(
+                keys.filter_map(|k| target.get(k).map(|v| (k.clone(), v.clone())))
+                    .collect(),
+            )
+        };
+        let lifted = match (bare_ref(old), bare_ref(new)) {
+            (Some(_), None) => wrapped(new).map(|(inner, rest)| {
+                let old_rest = beside(old, &rest, self.old_defs);
+                ((old.clone(), old_rest), (inner, rest))
+            }),
+            (None, Some(_)) => wrapped(old).map(|(inner, rest)| {
+                let new_rest = beside(new, &rest, self.new_defs);
+                ((inner, rest), (new.clone(), new_rest))
+            }),
+            _ => None,
+        };
+        if let Some(((old_inner, old_rest), (new_inner, new_rest))) = lifted {
+            self.compare_at(&old_inner, &new_inner, dir, path, out, depth + 1);
+            self.compare_keywords(&old_rest, &new_rest, dir, path, out, depth + 1);
             return;
         }
         let old_ref = ref_of(old);
@@ -562,7 +671,10 @@ impl<'d> SchemaDiffer<'d> {
                 if o == n && self.closure_unchanged(o) {
                     return;
                 }
-                if !self.done.insert((o.to_string(), n.to_string(), dir)) {
+                if !self
+                    .done
+                    .insert((o.to_string(), n.to_string(), dir, self.not_carried))
+                {
                     return;
                 }
                 // The definition maps outlive `self`'s borrow, so no copy is needed.
@@ -613,6 +725,58 @@ impl<'d> SchemaDiffer<'d> {
                 }
                 self.compare_keywords(old, new, dir, path, out, depth);
             }
+        }
+    }
+
+    /// Two schemas of which at least one is `anyOf: [T, {"type": "null"}]` (how pydantic and
+    /// FastMCP write `Optional[T]`, how GraphQL and OData write a nullable reference): judged
+    /// as T plus null before any branch pairing, so T is compared with the other side's
+    /// schema (or its T) and null gained or lost is one type change by direction.
+    fn compare_nullable(
+        &mut self,
+        old: &Value,
+        new: &Value,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
+        let (old_core, old_null) = split_null(old, self.old_defs);
+        let (new_core, new_null) = split_null(new, self.new_defs);
+        let before = out.changes.len();
+        self.compare_at(&old_core, &new_core, dir, path, out, depth + 1);
+        if old_null != new_null {
+            let rule = if dir.pick(new_null, old_null) {
+                TYPE_SAFE_SHIFT.pick(dir)
+            } else {
+                TYPE_CHANGED.pick(dir)
+            };
+            self.emit(
+                out,
+                rule,
+                &format!("{path}.type"),
+                ChangeKind::TypeChanged,
+                Some(json!(old_null)),
+                Some(json!(new_null)),
+                format!(
+                    "The schema at {path} {} null.",
+                    if new_null {
+                        "now allows"
+                    } else {
+                        "no longer allows"
+                    }
+                ),
+            );
+        } else if out.changes.len() == before && old_core == new_core {
+            self.emit(
+                out,
+                &SCHEMA_RESPELLED,
+                path,
+                ChangeKind::SchemaChanged,
+                Some(old.clone()),
+                Some(new.clone()),
+                format!("The schema at {path} allows the same values, spelled otherwise (anyOf with null)."),
+            );
         }
     }
 
@@ -736,6 +900,22 @@ impl<'d> SchemaDiffer<'d> {
                 return;
             }
         };
+        let outer = self.not_carried;
+        self.not_carried = outer || self.not_carried(Some(old), Some(new), dir);
+        self.compare_keyword_maps(o, n, dir, path, out, depth);
+        self.not_carried = outer;
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn compare_keyword_maps(
+        &mut self,
+        o: &Map<String, Value>,
+        n: &Map<String, Value>,
+        dir: Direction,
+        path: &str,
+        out: &mut Emitter,
+        depth: usize,
+    ) {
         self.compare_types(o, n, dir, path, out);
         self.compare_properties(o, n, dir, path, out, depth);
         self.compare_enum(o, n, dir, path, out);
@@ -970,6 +1150,38 @@ impl<'d> SchemaDiffer<'d> {
         for (name, old_schema) in old_props {
             let p_at = format!("{path}.properties.{name}");
             match new_props.get(name) {
+                // A request value callers had to send: its default never applied to any
+                // existing call (pydantic's `x: T` → `x: T | None = None`).
+                Some(new_schema)
+                    if dir == Direction::Request
+                        && old_required.contains(name.as_str())
+                        && old_schema.get("default") != new_schema.get("default") =>
+                {
+                    let without = |v: &Value| {
+                        let mut v = v.clone();
+                        if let Value::Object(m) = &mut v {
+                            m.remove("default");
+                        }
+                        v
+                    };
+                    self.compare_at(
+                        &without(old_schema),
+                        &without(new_schema),
+                        dir,
+                        &p_at,
+                        out,
+                        depth + 1,
+                    );
+                    self.emit(
+                        out,
+                        &REQUIRED_VALUE_DEFAULT_CHANGED,
+                        &format!("{p_at}.default"),
+                        ChangeKind::DefaultChanged,
+                        old_schema.get("default").cloned(),
+                        new_schema.get("default").cloned(),
+                        format!("The default at {p_at} changed; the value was required, so no existing call used it."),
+                    );
+                }
                 Some(new_schema) => {
                     self.compare_at(old_schema, new_schema, dir, &p_at, out, depth + 1)
                 }
@@ -1184,52 +1396,144 @@ impl<'d> SchemaDiffer<'d> {
         path: &str,
         out: &mut Emitter,
     ) {
-        for (keywords, upper) in [(UPPER_BOUNDS, true), (LOWER_BOUNDS, false)] {
-            for keyword in keywords.iter().copied() {
-                let (before, after) = (o.get(keyword), n.get(keyword));
-                if before == after {
-                    continue;
-                }
-                let shift = match (before.and_then(as_f64), after.and_then(as_f64)) {
-                    (None, Some(_)) => Shift::Tightened,
-                    (Some(_), None) => Shift::Relaxed,
-                    (Some(b), Some(a)) if keyword == "multipleOf" => {
-                        // A new step that is a multiple of the old one accepts fewer values.
-                        if b != 0.0 && (a / b).fract() == 0.0 {
-                            Shift::Tightened
-                        } else {
-                            Shift::Changed
-                        }
-                    }
-                    (Some(b), Some(a)) if a == b => Shift::Changed,
-                    (Some(b), Some(a)) => {
-                        if (a > b) == upper {
-                            Shift::Relaxed
-                        } else {
-                            Shift::Tightened
-                        }
-                    }
-                    (None, None) => Shift::Changed,
-                };
-                let word = match shift {
-                    Shift::Tightened => "tightened",
-                    Shift::Relaxed => "relaxed",
-                    Shift::Changed => "changed",
-                };
-                self.emit(
-                    out,
-                    constraint_rule(dir, shift),
-                    &format!("{path}.{keyword}"),
-                    ChangeKind::ConstraintChanged,
-                    before.cloned(),
-                    after.cloned(),
-                    format!(
-                        "{keyword} at {path} {word}: {} → {}.",
-                        show(before),
-                        show(after)
-                    ),
-                );
+        // Numeric bounds: the effective interval end, whichever keyword states it.
+        let integers = |m: &Map<String, Value>| {
+            type_set(m).is_some_and(|t| t.iter().all(|t| t == "integer" || t == "null"))
+        };
+        let integer = integers(o) && integers(n);
+        for (inclusive, exclusive, upper) in [
+            ("maximum", "exclusiveMaximum", true),
+            ("minimum", "exclusiveMinimum", false),
+        ] {
+            if o.get(inclusive) == n.get(inclusive) && o.get(exclusive) == n.get(exclusive) {
+                continue;
             }
+            let (before, after) = (
+                numeric_end(o, inclusive, exclusive, upper, integer),
+                numeric_end(n, inclusive, exclusive, upper, integer),
+            );
+            let stated = |m: &Map<String, Value>| {
+                let kept: Map<String, Value> = [inclusive, exclusive]
+                    .iter()
+                    .filter_map(|k| m.get(*k).map(|v| (k.to_string(), v.clone())))
+                    .collect();
+                (!kept.is_empty()).then_some(Value::Object(kept))
+            };
+            let keyword = if n.contains_key(exclusive) && !n.contains_key(inclusive) {
+                exclusive
+            } else if n.contains_key(inclusive) || !o.contains_key(exclusive) {
+                inclusive
+            } else {
+                exclusive
+            };
+            // One keyword on both sides (the usual case): reported as it always was, so
+            // change ids stay stable; otherwise both keywords of each side.
+            let other = if keyword == inclusive {
+                exclusive
+            } else {
+                inclusive
+            };
+            let single = !o.contains_key(other) && !n.contains_key(other);
+            let (shown_before, shown_after) = if single {
+                (o.get(keyword).cloned(), n.get(keyword).cloned())
+            } else {
+                (stated(o), stated(n))
+            };
+            let side = if upper { "upper" } else { "lower" };
+            let (rule, word) = match (before, after) {
+                (Some(Err(())), _) | (_, Some(Err(()))) => {
+                    (constraint_rule(dir, Shift::Changed), "changed")
+                }
+                (b, a) if b == a => (&SCHEMA_RESPELLED, "respelled with the same values"),
+                (b, a) => {
+                    let looser = match (b, a) {
+                        (_, None) => true,
+                        (None, Some(_)) => false,
+                        (Some(Ok(b)), Some(Ok(a))) => end_looser(b, a, upper),
+                        _ => false,
+                    };
+                    if looser {
+                        (constraint_rule(dir, Shift::Relaxed), "relaxed")
+                    } else {
+                        (constraint_rule(dir, Shift::Tightened), "tightened")
+                    }
+                }
+            };
+            let message = if single {
+                format!(
+                    "{keyword} at {path} {word}: {} → {}.",
+                    show(shown_before.as_ref()),
+                    show(shown_after.as_ref())
+                )
+            } else {
+                format!(
+                    "The {side} bound at {path} {word}: {} → {}.",
+                    show(shown_before.as_ref()),
+                    show(shown_after.as_ref())
+                )
+            };
+            self.emit(
+                out,
+                rule,
+                &format!("{path}.{keyword}"),
+                ChangeKind::ConstraintChanged,
+                shown_before,
+                shown_after,
+                message,
+            );
+        }
+        let others = UPPER_BOUNDS
+            .iter()
+            .map(|k| (*k, true))
+            .chain(LOWER_BOUNDS.iter().map(|k| (*k, false)))
+            .filter(|(k, _)| !k.ends_with("imum"));
+        for (keyword, upper) in others {
+            let (before, after) = (o.get(keyword), n.get(keyword));
+            if before == after {
+                continue;
+            }
+            let shift = match (before.and_then(as_f64), after.and_then(as_f64)) {
+                (None, Some(_)) => Shift::Tightened,
+                (Some(_), None) => Shift::Relaxed,
+                (Some(b), Some(a)) if keyword == "multipleOf" => {
+                    // A new step that is a multiple of the old one accepts fewer values; one
+                    // that divides it accepts every old value and more.
+                    if b != 0.0 && (a / b).fract() == 0.0 {
+                        Shift::Tightened
+                    } else if a != 0.0 && (b / a).fract() == 0.0 {
+                        Shift::Relaxed
+                    } else {
+                        Shift::Changed
+                    }
+                }
+                (Some(b), Some(a)) if a == b => Shift::Changed,
+                (Some(b), Some(a)) => {
+                    if (a > b) == upper {
+                        Shift::Relaxed
+                    } else {
+                        Shift::Tightened
+                    }
+                }
+                (None, None) => Shift::Changed,
+            };
+            let word = match shift {
+                Shift::Tightened => "tightened",
+                Shift::Relaxed => "relaxed",
+                Shift::Changed => "changed",
+            };
+            self.emit(
+                out,
+                constraint_rule(dir, shift),
+                &format!("{path}.{keyword}"),
+                ChangeKind::ConstraintChanged,
+                before.cloned(),
+                after.cloned(),
+                format!(
+                    "{keyword} at {path} {word}: {} → {}.",
+                    show(before),
+                    show(after)
+                ),
+            );
         }
     }
 
@@ -1255,6 +1559,15 @@ impl<'d> SchemaDiffer<'d> {
             let shift = match (&before, &after) {
                 (None, Some(_)) => Shift::Tightened,
                 (Some(_), None) => Shift::Relaxed,
+                (Some(Value::String(b)), Some(Value::String(a))) if keyword == "format" => {
+                    if width_within(b, a) {
+                        Shift::Relaxed
+                    } else if width_within(a, b) {
+                        Shift::Tightened
+                    } else {
+                        Shift::Changed
+                    }
+                }
                 _ => Shift::Changed,
             };
             let text = format!(
@@ -1861,6 +2174,155 @@ fn enum_values(schema: &Map<String, Value>) -> Option<BTreeMap<String, Value>> {
         .map(|v| [(to_canonical_string(v), v.clone())].into())
 }
 
+/// `anyOf: [T, {"type": "null"}]` (either order, no `oneOf`/`allOf` beside it), or
+/// `oneOf: [T, {"type": "null"}]` when T provably excludes null (so exactly one branch holds
+/// for every value, as with `anyOf`; `defs` resolves T's `$ref`): T and the keywords beside
+/// the wrapper (title, default, description) as one schema. `None` when `schema` is not of
+/// that shape, or when T and its siblings cannot be merged (a key on both, a `$ref` with
+/// siblings).
+fn null_wrapped(schema: &Value, defs: &BTreeMap<String, Value>) -> Option<Value> {
+    let map = schema.as_object()?;
+    let (keyword, branches) = match (map.get("anyOf"), map.get("oneOf")) {
+        (Some(Value::Array(b)), None) => ("anyOf", b),
+        (None, Some(Value::Array(b))) => ("oneOf", b),
+        _ => return None,
+    };
+    let null = json!({"type": "null"});
+    let core = match branches.as_slice() {
+        [t, x] | [x, t] if *x == null && *t != null => t.as_object()?,
+        _ => return None,
+    };
+    if keyword == "oneOf" {
+        let target = resolve(&Value::Object(core.clone()), defs).clone();
+        let excludes_null = target
+            .as_object()
+            .and_then(type_set)
+            .is_some_and(|types| !types.contains("null"));
+        if !excludes_null {
+            return None;
+        }
+    }
+    let siblings: Map<String, Value> = map
+        .iter()
+        .filter(|(k, _)| k.as_str() != keyword)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if siblings.is_empty() {
+        return Some(Value::Object(core.clone()));
+    }
+    if core.contains_key("$ref")
+        || ["oneOf", "allOf", "type"]
+            .iter()
+            .any(|k| siblings.contains_key(*k))
+        || siblings.keys().any(|k| core.contains_key(k))
+    {
+        return None;
+    }
+    let mut merged = core.clone();
+    merged.extend(siblings);
+    Some(Value::Object(merged))
+}
+
+/// A schema as (its values other than null, whether it allows null): the T of
+/// `anyOf: [T, null]`, or the schema with `"null"` taken out of its `type`.
+fn split_null(schema: &Value, defs: &BTreeMap<String, Value>) -> (Value, bool) {
+    if let Some(core) = null_wrapped(schema, defs) {
+        let (core, _) = split_null(&core, defs);
+        return (core, true);
+    }
+    let Some(Value::Array(types)) = schema.get("type") else {
+        return (schema.clone(), false);
+    };
+    let kept: Vec<&Value> = types
+        .iter()
+        .filter(|t| t.as_str() != Some("null"))
+        .collect();
+    if kept.len() == types.len() || kept.is_empty() {
+        return (schema.clone(), false);
+    }
+    let mut core = schema.clone();
+    core["type"] = match kept.as_slice() {
+        [one] => (*one).clone(),
+        _ => Value::Array(kept.into_iter().cloned().collect()),
+    };
+    (core, true)
+}
+
+/// Whether every value of numeric format `narrow` is a value of format `wide`: the integer
+/// widths (`int8` ⊂ `int16` ⊂ `int32` ⊂ `int64`, `uint8` ⊂ `int16`; OData's `Edm.SByte`,
+/// `Edm.Byte`, `Edm.Int16`, `Edm.Int32`, `Edm.Int64`) and the float widths (`float` ⊂
+/// `double`; OData's `Edm.Single`, `Edm.Double`).
+fn width_within(narrow: &str, wide: &str) -> bool {
+    let width = |f: &str| match f {
+        "int8" => Some(("int", 8)),
+        "uint8" => Some(("uint", 8)),
+        "int16" => Some(("int", 16)),
+        "int32" => Some(("int", 32)),
+        "int64" => Some(("int", 64)),
+        "float" => Some(("float", 32)),
+        "double" => Some(("float", 64)),
+        _ => None,
+    };
+    match (width(narrow), width(wide)) {
+        (Some((nf, nb)), Some((wf, wb))) => nb < wb && (nf == wf || (nf == "uint" && wf == "int")),
+        _ => false,
+    }
+}
+
+/// One end of a numeric interval: the bound and whether it is exclusive.
+type End = (f64, bool);
+
+/// The effective end of `schema`'s interval on one side (`upper`: the maximum), from its
+/// inclusive and exclusive keywords (the tighter when both are stated). For integers an
+/// exclusive `n` is the inclusive `n - 1` (`n + 1` below) and a fractional bound is rounded
+/// inward, so `maximum: 9` and `exclusiveMaximum: 10` are the same set. `None`: unbounded;
+/// `Some(Err)`: a bound that is not a number.
+fn numeric_end(
+    schema: &Map<String, Value>,
+    inclusive: &str,
+    exclusive: &str,
+    upper: bool,
+    integer: bool,
+) -> Option<Result<End, ()>> {
+    let read = |k: &str, excl: bool| {
+        schema.get(k).map(|v| {
+            as_f64(v)
+                .map(|x| normal_end((x, excl), upper, integer))
+                .ok_or(())
+        })
+    };
+    match (read(inclusive, false), read(exclusive, true)) {
+        (None, None) => None,
+        (Some(Err(())), _) | (_, Some(Err(()))) => Some(Err(())),
+        (Some(Ok(a)), None) | (None, Some(Ok(a))) => Some(Ok(a)),
+        (Some(Ok(a)), Some(Ok(b))) => Some(Ok(if end_looser(a, b, upper) { a } else { b })),
+    }
+}
+
+/// An end in its one spelling: integers have no exclusive ends.
+fn normal_end((x, exclusive): End, upper: bool, integer: bool) -> End {
+    if !integer {
+        return (x, exclusive);
+    }
+    let step = if upper { -1.0 } else { 1.0 };
+    let rounded = if upper { x.floor() } else { x.ceil() };
+    if exclusive && rounded == x {
+        (x + step, false)
+    } else {
+        (rounded, false)
+    }
+}
+
+/// Whether end `b` admits more values than end `a` (a larger maximum, a smaller minimum; at the
+/// same number, inclusive over exclusive).
+fn end_looser(a: End, b: End, upper: bool) -> bool {
+    if a.0 == b.0 {
+        a.1 && !b.1
+    } else {
+        (b.0 > a.0) == upper
+    }
+}
+
 fn as_f64(v: &Value) -> Option<f64> {
     v.as_number()
         .and_then(|n| n.to_string().parse::<f64>().ok())
@@ -1869,6 +2331,7 @@ fn as_f64(v: &Value) -> Option<f64> {
 /// Every rule of this file (the registry lists the families, `rules::FAMILIES`).
 pub static RULES: &[&Rule] = &[
     &DEFINITION_RENAMED,
+    &SCHEMA_RESPELLED,
     &READ_WRITE_ONLY_CHANGED,
     &READ_WRITE_ONLY_SIDE_IGNORED,
     &REQUEST_BRANCH_ADDED,
@@ -1877,6 +2340,7 @@ pub static RULES: &[&Rule] = &[
     &REQUEST_CONSTRAINT_RELAXED,
     &REQUEST_CONSTRAINT_TIGHTENED,
     &REQUEST_DEFAULT_CHANGED,
+    &REQUIRED_VALUE_DEFAULT_CHANGED,
     &REQUEST_ENUM_VALUE_ADDED,
     &REQUEST_ENUM_VALUE_REMOVED,
     &REQUEST_PROPERTY_ADDED_OPTIONAL,
@@ -2115,8 +2579,31 @@ pub(super) mod cases {
             Case::new(
                 &RESPONSE_CONSTRAINT_CHANGED,
                 openapi(|d| {
-                    at(d, PET)["properties"]["id"]["format"] = json!("int32");
+                    at(d, PET)["properties"]["id"]["format"] = json!("unix-time");
                 }),
+            ),
+            Case::new(
+                &REQUIRED_VALUE_DEFAULT_CHANGED,
+                openapi(|d| {
+                    at(d, NEW_PET)["properties"]["name"]["default"] = json!("rex");
+                }),
+            ),
+            Case::new(
+                &SCHEMA_RESPELLED,
+                both(
+                    |d| at(d, NEW_PET)["properties"]["age"]["maximum"] = json!(9),
+                    |d| at(d, NEW_PET)["properties"]["age"]["exclusiveMaximum"] = json!(10),
+                ),
+            ),
+            Case::new(
+                &SCHEMA_RESPELLED,
+                both(
+                    |d| at(d, NEW_PET)["properties"]["tag"]["type"] = json!(["null", "string"]),
+                    |d| {
+                        at(d, NEW_PET)["properties"]["tag"] =
+                            json!({"anyOf": [{"type": "string"}, {"type": "null"}]})
+                    },
+                ),
             ),
             Case::new(
                 &RESPONSE_CONSTRAINT_RELAXED,
@@ -2289,6 +2776,7 @@ pub(super) mod cases {
             crate::core::normalize::odata::NULLABLE_KEYWORD,
             crate::core::normalize::odata::CONTAINS_TARGET_KEYWORD,
             crate::core::normalize::odata::IMMUTABLE_KEYWORD,
+            crate::core::normalize::odata::MEMBER_VALUES_KEYWORD,
         ];
         compared.extend(UPPER_BOUNDS);
         compared.extend(LOWER_BOUNDS);

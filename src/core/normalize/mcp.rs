@@ -4,7 +4,11 @@
 //! "resourceTemplates": [...], "resources": [...], "capabilities": {...}, "instructions": ...,
 //! "serverInfo": ..., "protocolVersion": ..., "transport": ..., "url": ...}`), a bare
 //! `tools/list` result (`{"tools": [...]}`) or a whole JSON-RPC response
-//! (`{"jsonrpc": "2.0", "result": {"tools": [...]}}`), as JSON or YAML. Every key but `tools`
+//! (`{"jsonrpc": "2.0", "result": {"tools": [...]}}`), as JSON or YAML. Two shapes projects
+//! publish are read as the tool list they hold ([`enveloped`]): a bare array of tools
+//! (docker/mcp-registry's `tools.json`) exactly as `{"tools": [...]}`, and a single tool object
+//! (github-mcp-server's `__toolsnaps__`, recognised by `name` plus `inputSchema`) as a one-tool
+//! list; both have the fingerprint of the `{"tools": [...]}` they stand for. Every key but `tools`
 //! is optional; `prompts`, `resourceTemplates` and `resources` are each the array of the
 //! corresponding `*/list` result, and an absent `capabilities` means unknown (not none).
 //!
@@ -137,8 +141,26 @@ pub fn normalize_sharing(
     super::streaming_from_threshold(
         bytes,
         || streaming(watch, bytes, shared),
-        || normalize_with(watch, &parse_document(bytes)?, None, shared),
+        || normalize_with(watch, &enveloped(parse_document(bytes)?), None, shared),
     )
+}
+
+/// `root` as a tool-list snapshot: a bare array of tools becomes `{"tools": [...]}`, a single
+/// tool object (an object with `name` and `inputSchema`, no `tools` and no `result`) becomes
+/// `{"tools": [tool]}`; any other document is returned as it is.
+pub fn enveloped(root: Value) -> Value {
+    match root {
+        Value::Array(tools) => json!({ "tools": tools }),
+        Value::Object(doc)
+            if doc.contains_key("name")
+                && doc.contains_key("inputSchema")
+                && !doc.contains_key("tools")
+                && !doc.contains_key("result") =>
+        {
+            json!({ "tools": [doc] })
+        }
+        other => other,
+    }
 }
 
 /// [`normalize`] of a JSON tool list without its `tools` array ever being one tree: the
@@ -163,8 +185,19 @@ fn streaming(watch: &str, bytes: &[u8], shared: SharedEndpoints<'_>) -> Option<T
     normalize_with(watch, &deferred.root, Some(&deferred), shared).ok()
 }
 
+/// [`normalize`] of a parsed document (the snapshot shapes of [`enveloped`] included).
 pub fn normalize_value(watch: &str, root: &Value) -> Result<ToolSpec, NormalizeError> {
-    normalize_with(watch, root, None, SharedEndpoints::default())
+    match root {
+        Value::Object(doc) if doc.contains_key("tools") || doc.contains_key("result") => {
+            normalize_with(watch, root, None, SharedEndpoints::default())
+        }
+        _ => normalize_with(
+            watch,
+            &enveloped(root.clone()),
+            None,
+            SharedEndpoints::default(),
+        ),
+    }
 }
 
 /// [`normalize_value`], with the tools read from `deferred` when given (the root then has no
@@ -823,7 +856,10 @@ mod tests {
     #[test]
     fn malformed_lists_are_errors() {
         for bad in [
-            json!([]),
+            json!([1]),
+            json!([{"description": "no name"}]),
+            json!({"name": "a"}),
+            json!({"name": "a", "inputSchema": "object"}),
             json!({"tools": {}}),
             json!({"tools": [{"description": "no name"}]}),
             json!({"tools": [{"name": "a"}, {"name": "a"}]}),
@@ -832,5 +868,37 @@ mod tests {
         ] {
             assert!(normalize_value("ns.srv", &bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_bare_tool_array_and_a_single_tool_read_as_their_tool_list() {
+        let tools = json!([
+            {"name": "b", "inputSchema": {"type": "object", "properties": {"x": {"type": "string"}}}},
+            {"name": "a", "description": "A.", "inputSchema": {"type": "object"},
+             "annotations": {"readOnlyHint": true}}
+        ]);
+        let listed = spec(json!({ "tools": tools.clone() }));
+        let bare = normalize("ns.srv", tools.to_string().as_bytes()).unwrap();
+        assert_eq!(bare, listed);
+        assert_eq!(tool_fingerprint(&bare), tool_fingerprint(&listed));
+        assert_eq!(spec(tools.clone()), listed);
+        // YAML too.
+        let yaml = "- name: a\n  inputSchema: {type: object}\n";
+        assert_eq!(
+            normalize("ns.srv", yaml.as_bytes()).unwrap(),
+            spec(json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}))
+        );
+        // An empty array is an empty tool list.
+        assert_eq!(spec(json!([])), spec(json!({"tools": []})));
+
+        let one = tools[1].clone();
+        let single = normalize("ns.srv", one.to_string().as_bytes()).unwrap();
+        let as_list = spec(json!({ "tools": [one.clone()] }));
+        assert_eq!(single, as_list);
+        assert_eq!(tool_fingerprint(&single), tool_fingerprint(&as_list));
+        assert_eq!(spec(one), as_list);
+        // A snapshot whose tools key is present is never read as one tool.
+        let named = spec(json!({"name": "x", "inputSchema": {}, "tools": []}));
+        assert!(named.endpoints.is_empty());
     }
 }

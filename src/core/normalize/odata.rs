@@ -60,6 +60,8 @@ pub const ANNOTATIONS_KEYWORD: &str = "x-odata-annotations";
 pub const FACETS_KEYWORD: &str = "x-odata-facets";
 /// Schema keyword of an explicit `Nullable="false"` on a navigation property or return type.
 pub const NULLABLE_KEYWORD: &str = "x-odata-nullable";
+/// Schema keyword of an enum type's member values (`{"Name": "value"}`, as declared).
+pub const MEMBER_VALUES_KEYWORD: &str = "odata:MemberValues";
 /// Schema keyword of a containment navigation property (`ContainsTarget="true"`).
 pub const CONTAINS_TARGET_KEYWORD: &str = "x-odata-contains-target";
 /// Schema keyword of a `Core.Immutable` property (settable on insert, never on update).
@@ -392,7 +394,7 @@ impl Model {
                             .collect();
                         if !values.is_empty() {
                             // Member values are how an enum travels in some formats.
-                            schema["odata:MemberValues"] = Value::Object(values);
+                            schema[MEMBER_VALUES_KEYWORD] = Value::Object(values);
                         }
                         let qualified = format!("{ns}.{name}");
                         model.annotate_schema(&qualified, &mut schema);

@@ -82,8 +82,10 @@ impl TypeRef {
 }
 
 /// A directive applied to a type, field, argument, enum value or input field (`@key(fields:
-/// "id")`), other than the ones the model reads itself (`@deprecated`, `@oneOf`,
-/// `@specifiedBy`). Arguments as JSON (literals decoded like defaults).
+/// "id")`), other than the ones the model reads itself where it reads them (`@deprecated` on
+/// fields, arguments, input fields and enum values, `@oneOf` on input objects, `@specifiedBy`
+/// on scalars; anywhere else they are kept as any other usage, since `FINGERPRINT_VERSION`
+/// 2). Arguments as JSON (literals decoded like defaults).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Applied {
     pub name: String,

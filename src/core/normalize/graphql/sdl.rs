@@ -78,13 +78,13 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
                 schema.description = description(s.description())?;
                 schema
                     .schema_directives
-                    .extend(applied(s.directives(), "schema")?);
+                    .extend(applied(s.directives(), "schema", &[])?);
             }
             cst::Definition::ScalarTypeDefinition(t) => {
                 let name = name_of(t.name(), "scalar")?;
                 let mut def = TypeDef::new(TypeKind::Scalar, description(t.description())?);
                 def.specified_by = specified_by(t.directives(), &name)?;
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &["specifiedBy"])?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::ObjectTypeDefinition(t) => {
@@ -92,35 +92,35 @@ pub(super) fn read(text: &str, recursion: usize, tokens: usize) -> Result<Schema
                 let mut def = TypeDef::new(TypeKind::Object, description(t.description())?);
                 def.interfaces = implements(t.implements_interfaces())?;
                 def.fields = fields(&name, t.fields_definition())?;
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &[])?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::InterfaceTypeDefinition(t) => {
                 let name = name_of(t.name(), "interface")?;
                 let mut def = TypeDef::new(TypeKind::Interface, description(t.description())?);
                 def.fields = fields(&name, t.fields_definition())?;
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &[])?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::UnionTypeDefinition(t) => {
                 let name = name_of(t.name(), "union")?;
                 let mut def = TypeDef::new(TypeKind::Union, description(t.description())?);
                 def.members = members(t.union_member_types())?;
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &[])?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::EnumTypeDefinition(t) => {
                 let name = name_of(t.name(), "enum")?;
                 let mut def = TypeDef::new(TypeKind::Enum, description(t.description())?);
                 def.values = enum_values(t.enum_values_definition())?;
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &[])?;
                 insert(&mut schema, name, def)?;
             }
             cst::Definition::InputObjectTypeDefinition(t) => {
                 let name = name_of(t.name(), "input")?;
                 let mut def = TypeDef::new(TypeKind::InputObject, description(t.description())?);
                 def.one_of = has_directive(t.directives(), "oneOf");
-                def.directives = applied(t.directives(), &name)?;
+                def.directives = applied(t.directives(), &name, &["oneOf"])?;
                 def.input_fields = input_values(
                     &name,
                     t.input_fields_definition()
@@ -172,7 +172,7 @@ fn apply_extension(
             }
             schema
                 .schema_directives
-                .extend(applied(s.directives(), "extend schema")?);
+                .extend(applied(s.directives(), "extend schema", &[])?);
             return Ok(());
         }
         cst::Definition::ScalarTypeExtension(t) => {
@@ -185,7 +185,8 @@ fn apply_extension(
             if let Some(url) = specified_by(t.directives(), &name)? {
                 def.specified_by = Some(url);
             }
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives
+                .extend(applied(t.directives(), &name, &["specifiedBy"])?);
             return Ok(());
         }
         cst::Definition::ObjectTypeExtension(t) => {
@@ -220,19 +221,19 @@ fn apply_extension(
             def.interfaces
                 .extend(implements(t.implements_interfaces())?);
             def.fields.extend(fields(&name, t.fields_definition())?);
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives.extend(applied(t.directives(), &name, &[])?);
         }
         cst::Definition::InterfaceTypeExtension(t) => {
             def.fields.extend(fields(&name, t.fields_definition())?);
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives.extend(applied(t.directives(), &name, &[])?);
         }
         cst::Definition::UnionTypeExtension(t) => {
             def.members.extend(members(t.union_member_types())?);
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives.extend(applied(t.directives(), &name, &[])?);
         }
         cst::Definition::EnumTypeExtension(t) => {
             def.values.extend(enum_values(t.enum_values_definition())?);
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives.extend(applied(t.directives(), &name, &[])?);
         }
         cst::Definition::InputObjectTypeExtension(t) => {
             def.input_fields.extend(input_values(
@@ -241,7 +242,8 @@ fn apply_extension(
                     .map(|d| d.input_value_definitions()),
             )?);
             def.one_of |= has_directive(t.directives(), "oneOf");
-            def.directives.extend(applied(t.directives(), &name)?);
+            def.directives
+                .extend(applied(t.directives(), &name, &["oneOf"])?);
         }
         _ => {}
     }
@@ -381,13 +383,19 @@ fn directive_args(
     Ok(args)
 }
 
-/// The directives applied, but the ones the model reads itself (`@deprecated`, `@oneOf`,
-/// `@specifiedBy`).
-fn applied(d: Option<cst::Directives>, at: &str) -> Result<Vec<Applied>, NormalizeError> {
+/// The directives applied, but the ones the model reads itself at this position (`read`:
+/// `@deprecated` on fields, arguments, input fields and enum values, `@oneOf` on input
+/// objects, `@specifiedBy` on scalars). Every other usage is kept, a built-in's too (issue 30:
+/// `@oneOf` on a field or a union was dropped, so adding it read as identical).
+fn applied(
+    d: Option<cst::Directives>,
+    at: &str,
+    read: &[&str],
+) -> Result<Vec<Applied>, NormalizeError> {
     let mut out = Vec::new();
     for directive in d.into_iter().flat_map(|d| d.directives()) {
         let name = name_of(directive.name(), at)?;
-        if ["deprecated", "oneOf", "specifiedBy"].contains(&name.as_str()) {
+        if read.contains(&name.as_str()) {
             continue;
         }
         out.push(Applied {
@@ -453,7 +461,7 @@ fn fields(owner: &str, f: Option<cst::FieldsDefinition>) -> Result<Vec<Field>, N
             )?,
             ty: type_ref(field.ty(), &at)?,
             deprecated: deprecation(field.directives(), &at)?,
-            directives: applied(field.directives(), &at)?,
+            directives: applied(field.directives(), &at, &["deprecated"])?,
             name,
         });
     }
@@ -481,7 +489,7 @@ fn input_values(
             ty: type_ref(v.ty(), &at)?,
             default,
             deprecated: deprecation(v.directives(), &at)?,
-            directives: applied(v.directives(), &at)?,
+            directives: applied(v.directives(), &at, &["deprecated"])?,
             name,
         });
     }
@@ -496,7 +504,7 @@ fn enum_values(e: Option<cst::EnumValuesDefinition>) -> Result<Vec<EnumValue>, N
         out.push(EnumValue {
             description: description(v.description())?,
             deprecated: deprecation(v.directives(), &name)?,
-            directives: applied(v.directives(), &name)?,
+            directives: applied(v.directives(), &name, &["deprecated"])?,
             name,
         });
     }

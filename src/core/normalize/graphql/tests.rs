@@ -174,12 +174,30 @@ fn nullability_follows_direction() {
         &BASE.replace("search(f: Filter)", "search(f: Filter!)"),
     );
     assert_eq!(r.compatibility, Compatibility::Breaking);
-    // List items: [Post] → [Post!] narrows a response, fine.
+    // List items: [Post] → [Post!] narrows a response, fine (issue 30: the item is judged as
+    // Post plus null, not as a composition change); [Post!] → [Post] widens it.
     let r = diff(BASE, &BASE.replace("[Post]", "[Post!]"));
     assert_eq!(
         r.compatibility,
-        Compatibility::Breaking,
-        "anyOf → bare ref is a composition change (conservative)"
+        Compatibility::Compatible,
+        "{:?}",
+        rules(&r)
+    );
+    assert!(
+        rules(&r)
+            .iter()
+            .all(|(rule, _)| rule == "response-type-narrowed"),
+        "{:?}",
+        rules(&r)
+    );
+    let r = diff(&BASE.replace("[Post]", "[Post!]"), BASE);
+    assert_eq!(r.compatibility, Compatibility::Breaking, "{:?}", rules(&r));
+    assert!(
+        rules(&r)
+            .iter()
+            .all(|(rule, _)| rule == "response-type-changed"),
+        "{:?}",
+        rules(&r)
     );
 }
 
