@@ -141,7 +141,10 @@ pub fn router(shared: Arc<Shared>) -> Router {
         .route("/ui/reviews/{id}/reject", post(reject).layer(form()))
         .route(
             "/ui/csp-report",
-            post(csp_report).layer(middleware::from_fn_with_state((CSP_BODY_MAX, within), read_body)),
+            post(csp_report).layer(middleware::from_fn_with_state(
+                (CSP_BODY_MAX, within),
+                read_body,
+            )),
         )
         .layer(middleware::from_fn_with_state(ui.clone(), guard))
         .with_state(ui)

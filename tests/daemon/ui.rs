@@ -768,3 +768,58 @@ fn ui_under_a_path_prefix_with_single_sign_on_paging_compare_and_csp_reports() {
     );
     assert!(!d.log_text().contains("secret-path"));
 }
+
+/// A pruned review (`[storage] keep_reviews`) has a page of its own: its summary and state,
+/// the note that its candidate and report were dropped, and no decision forms.
+#[test]
+fn a_pruned_review_says_so_and_offers_no_decision() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    sb.write_file("bob.token", BOB_FILE_TOKEN.as_bytes());
+    sb.write_config(&reviewer_config("").replace("[storage]\n", "[storage]\nkeep_reviews = 1\n"));
+    let (run, _) = sb.check(&[]);
+    run.assert_code(0);
+    // Three flaps: each queues a review that the return to v1 supersedes.
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        sb.write_file(
+            "pets.json",
+            &Pets {
+                show_by_id: false,
+                ..Pets::v1()
+            }
+            .bytes(),
+        );
+        let (_, out) = sb.check(&[]);
+        assert_eq!(out["outcomes"][0]["action"], "pending_review", "{out}");
+        ids.push(out["outcomes"][0]["review_id"].as_i64().unwrap());
+        sb.write_file("pets.json", &Pets::v1().bytes());
+        let (_, out) = sb.check(&[]);
+        assert_eq!(out["outcomes"][0]["action"], "unchanged", "{out}");
+    }
+    assert_eq!(sb.pending_show(ids[0])["pruned"], true);
+    let d = start_with_reviewers(&sb);
+    let cookie = format!("sw_session={}", sign_in(&d, ALICE_TOKEN));
+    let (status, _, pruned) = form_request(
+        &d,
+        "GET",
+        &format!("/ui/reviews/{}", ids[0]),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200, "{pruned}");
+    assert!(pruned.contains("Pruned at"), "{pruned}");
+    assert!(pruned.contains("Superseded"), "{pruned}");
+    assert!(!pruned.contains("/accept\""), "{pruned}");
+    // The newest closed review keeps its report.
+    let (status, _, kept) = form_request(
+        &d,
+        "GET",
+        &format!("/ui/reviews/{}", ids[2]),
+        &[("Cookie", &cookie)],
+        None,
+    );
+    assert_eq!(status, 200);
+    assert!(!kept.contains("Pruned at"), "{kept}");
+    assert!(kept.contains("/pets/{petId}"), "{kept}");
+}
