@@ -126,8 +126,7 @@ pub async fn serve(
         };
         let task = connection(
             next_id,
-            stream,
-            peer,
+            (stream, peer),
             app.clone(),
             probe_only,
             read_timeout,
@@ -158,8 +157,7 @@ fn is_probe(path: &str) -> bool {
 
 fn connection(
     id: u64,
-    stream: tokio::net::TcpStream,
-    peer: std::net::SocketAddr,
+    (stream, peer): (tokio::net::TcpStream, std::net::SocketAddr),
     app: Router,
     probe_only: bool,
     read_timeout: Duration,
