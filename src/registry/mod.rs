@@ -324,6 +324,49 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// The columns of a `tool_versions` row that make its contract.
+pub(crate) struct StoredVersion {
+    pub json: String,
+    pub gz: Option<Vec<u8>>,
+    pub kind: Option<String>,
+    pub digest: Option<String>,
+    pub fingerprint: String,
+    pub fp_version: i64,
+}
+
+/// The contract of version `version` of `tool` from its row. A contract read from its source
+/// must be the one recorded (tampering): a mismatch under this fingerprint version is a bad row.
+pub(crate) fn stored_version(
+    conn: &Connection,
+    tool: &str,
+    version: i64,
+    row: StoredVersion,
+) -> Result<ToolSpec> {
+    let key = format!("{tool}@{version}");
+    let from_source = row.kind.as_deref().map(|k| (k, row.digest.as_deref()));
+    let spec = stored_spec(
+        conn,
+        ("tool_versions", &key, tool),
+        &row.json,
+        row.gz,
+        from_source,
+        SharedEndpoints::default(),
+    )?;
+    if from_source.is_some()
+        && row.json.is_empty()
+        && row.fp_version == FINGERPRINT_VERSION
+        && tool_fingerprint(&spec) != row.fingerprint
+    {
+        return Err(RegistryError::BadRow {
+            table: "tool_versions",
+            key,
+            problem: "the stored fingerprint does not match the contract read from its source"
+                .into(),
+        });
+    }
+    Ok(spec)
+}
+
 impl Registry {
     /// Opens (creating if needed) the registry at `path`: WAL, foreign keys, busy timeout,
     /// `quick_check`, migrations, and re-fingerprinting of snapshots from older projections.
@@ -553,28 +596,15 @@ impl Registry {
         rows.into_iter()
             .map(
                 |((version, compatibility, json, gz), (kind, digest, fingerprint, fp_version))| {
-                    let key = format!("{tool}@{version}");
-                    let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
-                    let spec = stored_spec(
-                        &self.conn,
-                        ("tool_versions", &key, tool),
-                        &json,
+                    let row = StoredVersion {
+                        json,
                         gz,
-                        from_source,
-                        SharedEndpoints::default(),
-                    )?;
-                    // A contract read from its source must be the one recorded (tampering).
-                    if from_source.is_some()
-                        && json.is_empty()
-                        && fp_version == FINGERPRINT_VERSION
-                        && tool_fingerprint(&spec) != fingerprint
-                    {
-                        return Err(RegistryError::BadRow {
-                            table: "tool_versions",
-                            key,
-                            problem: "the stored fingerprint does not match the contract read from its source".into(),
-                        });
-                    }
+                        kind,
+                        digest,
+                        fingerprint,
+                        fp_version,
+                    };
+                    let spec = stored_version(&self.conn, tool, version, row)?;
                     Ok((version, compatibility, spec))
                 },
             )

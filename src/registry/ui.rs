@@ -3,10 +3,8 @@
 //! `registry_version`), one stored version of a contract at a time, and a review's candidate
 //! document (for source lines).
 
-use super::{codec, stored_spec, tool_fingerprint, RegistryError, Result, UiSession};
-use super::{Registry, FINGERPRINT_VERSION};
+use super::{codec, Registry, Result, UiSession};
 use crate::core::model::ToolSpec;
-use crate::core::normalize::SharedEndpoints;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 impl Registry {
@@ -82,29 +80,15 @@ impl Registry {
         let Some((json, gz, kind, digest, fingerprint, fp_version)) = row else {
             return Ok(None);
         };
-        let key = format!("{tool}@{version}");
-        let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
-        let spec = stored_spec(
-            &self.conn,
-            ("tool_versions", &key, tool),
-            &json,
+        let row = super::StoredVersion {
+            json,
             gz,
-            from_source,
-            SharedEndpoints::default(),
-        )?;
-        if from_source.is_some()
-            && json.is_empty()
-            && fp_version == FINGERPRINT_VERSION
-            && tool_fingerprint(&spec) != fingerprint
-        {
-            return Err(RegistryError::BadRow {
-                table: "tool_versions",
-                key,
-                problem: "the stored fingerprint does not match the contract read from its source"
-                    .into(),
-            });
-        }
-        Ok(Some(spec))
+            kind,
+            digest,
+            fingerprint,
+            fp_version,
+        };
+        super::stored_version(&self.conn, tool, version, row).map(Some)
     }
 
     /// The candidate document of a review as it was read (for source lines), when stored.

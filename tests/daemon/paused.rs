@@ -299,26 +299,31 @@ async fn max_concurrency_bounds_refreshes_in_flight() {
     d.stop().await;
 }
 
+/// A daemon of one 1 s watch with `drain_timeout`, whose refreshes take `takes`, once its
+/// first refresh is running.
+async fn mid_refresh(drain_timeout: &str, takes: Duration) -> (Sandbox, InProcess) {
+    let sb = Sandbox::new();
+    sb.write_config(
+        &config_text(&file_watch("slow.api", "unused.json", "1s"), "").replace(
+            "drain_timeout = \"2s\"",
+            &format!("drain_timeout = \"{drain_timeout}\""),
+        ),
+    );
+    let starts: Starts = Arc::default();
+    let d = InProcess::start(&sb, sleeping(starts.clone(), takes, Arc::default())).await;
+    while starts.lock().unwrap().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (sb, d)
+}
+
 /// A stop drains: refreshes in flight finish within `drain_timeout` (2 s in `config_text`),
 /// a refresh still running at the deadline is abandoned and logged, and a second stop ends
 /// the drain at once.
 #[tokio::test(start_paused = true)]
 async fn a_stop_drains_within_the_deadline_and_a_second_stop_ends_it() {
     // Refreshes of 1.5 s: the drain waits for them to finish.
-    let sb = Sandbox::new();
-    sb.write_config(&config_text(
-        &file_watch("slow.api", "unused.json", "1s"),
-        "",
-    ));
-    let starts: Starts = Arc::default();
-    let d = InProcess::start(
-        &sb,
-        sleeping(starts.clone(), Duration::from_millis(1500), Arc::default()),
-    )
-    .await;
-    while starts.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_sb, d) = mid_refresh("2s", Duration::from_millis(1500)).await;
     let (stopped, took) = d.stop().await;
     assert_eq!(
         stopped,
@@ -334,20 +339,7 @@ async fn a_stop_drains_within_the_deadline_and_a_second_stop_ends_it() {
     );
 
     // A refresh of two minutes: abandoned at the 2 s deadline.
-    let sb = Sandbox::new();
-    sb.write_config(&config_text(
-        &file_watch("slow.api", "unused.json", "1s"),
-        "",
-    ));
-    let starts: Starts = Arc::default();
-    let d = InProcess::start(
-        &sb,
-        sleeping(starts.clone(), Duration::from_secs(120), Arc::default()),
-    )
-    .await;
-    while starts.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_sb, d) = mid_refresh("2s", Duration::from_secs(120)).await;
     let logs = d.logs.clone();
     let (stopped, took) = d.stop().await;
     assert_eq!(stopped.abandoned, 1);
@@ -366,20 +358,7 @@ async fn a_stop_drains_within_the_deadline_and_a_second_stop_ends_it() {
     );
 
     // A 300 s drain deadline, ended by a second stop.
-    let sb = Sandbox::new();
-    sb.write_config(
-        &config_text(&file_watch("slow.api", "unused.json", "1s"), "")
-            .replace("drain_timeout = \"2s\"", "drain_timeout = \"300s\""),
-    );
-    let starts: Starts = Arc::default();
-    let d = InProcess::start(
-        &sb,
-        sleeping(starts.clone(), Duration::from_secs(120), Arc::default()),
-    )
-    .await;
-    while starts.lock().unwrap().is_empty() {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let (_sb, d) = mid_refresh("300s", Duration::from_secs(120)).await;
     let start = Instant::now();
     d.send(Event::Stop("SIGTERM")).await;
     tokio::time::sleep(Duration::from_secs(10)).await;
