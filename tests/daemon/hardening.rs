@@ -112,45 +112,6 @@ fn h2_silent_sockets_neither_starve_healthz_nor_refreshes() {
     assert!(status.success());
 }
 
-/// H6: a registry deleted under the running daemon fails closed: an ERROR log, `/readyz` not
-/// ready, no refresh, and the file is never re-created (it used to be, with the watch
-/// "registered" again as a new trusted baseline, no review).
-#[test]
-fn h6_a_registry_deleted_under_the_daemon_fails_closed() {
-    let sb = Sandbox::new();
-    sb.write_file("pets.json", &Pets::v1().bytes());
-    sb.write_config(&config_text(
-        &file_watch("acme.pets", "pets.json", "1s"),
-        "",
-    ));
-    let mut daemon = Daemon::start(&sb, None);
-    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
-    daemon.wait_for_log("refresh", |v| v["action"] == "unchanged");
-    assert_eq!(daemon.get("/readyz").0, 200);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(sb.path(&format!("registry.sqlite3{suffix}")));
-    }
-    let lost = daemon.wait_for_log("registry_replaced", |_| true);
-    assert_eq!(lost["level"], "ERROR", "{lost}");
-    assert_eq!(lost["what"], "deleted", "{lost}");
-    assert_eq!(daemon.get("/readyz").0, 503);
-    let refreshes = daemon.count_events("refresh");
-    std::thread::sleep(Duration::from_secs(3));
-    assert_eq!(
-        daemon.count_events("refresh"),
-        refreshes,
-        "{}",
-        daemon.log_text()
-    );
-    assert!(
-        !sb.path("registry.sqlite3").exists(),
-        "the registry was re-created"
-    );
-    assert_eq!(daemon.get("/healthz").0, 200);
-    let (status, _) = daemon.terminate(PATIENCE);
-    assert!(status.success());
-}
-
 /// H11: the daemon refuses to start with `admin_token_env` naming an unset variable, and with
 /// an API on every interface without an admin token (both used to start, review actions
 /// silently disabled / the API open to the network).

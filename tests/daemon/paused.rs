@@ -34,7 +34,7 @@ struct InProcess {
     logs: Arc<Mutex<Vec<u8>>>,
     // The capture is this thread's default subscriber (the paused runtime runs every task
     // of the daemon on this thread).
-    _guard: tracing::subscriber::DefaultGuard,
+    _guard: tracing::dispatcher::DefaultGuard,
 }
 
 /// Log lines into a shared buffer.
@@ -50,6 +50,18 @@ impl std::io::Write for Capture {
     }
 }
 
+/// JSON log lines (the daemon's own events at DEBUG) into `logs`.
+fn capture(logs: Arc<Mutex<Vec<u8>>>) -> tracing::Dispatch {
+    tracing::Dispatch::new(
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("info,schemawatch=debug"))
+            .with_writer(move || Capture(logs.clone()))
+            .json()
+            .flatten_event(true)
+            .finish(),
+    )
+}
+
 impl InProcess {
     /// Starts the daemon on `sb`'s config, its refresher mapped by `refresher`.
     async fn start(
@@ -57,14 +69,17 @@ impl InProcess {
         refresher: impl FnOnce(Refresher) -> Refresher + Send + 'static,
     ) -> InProcess {
         let logs = Arc::new(Mutex::new(Vec::new()));
-        let sink = logs.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("info,schemawatch=debug"))
-            .with_writer(move || Capture(sink.clone()))
-            .json()
-            .flatten_event(true)
-            .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
+        InProcess::start_logging(sb, refresher, capture(logs.clone()), logs).await
+    }
+
+    /// [`InProcess::start`] logging through `dispatch` (which writes into `logs`).
+    async fn start_logging(
+        sb: &Sandbox,
+        refresher: impl FnOnce(Refresher) -> Refresher + Send + 'static,
+        dispatch: tracing::Dispatch,
+        logs: Arc<Mutex<Vec<u8>>>,
+    ) -> InProcess {
+        let guard = tracing::dispatcher::set_default(&dispatch);
         let config = Config::load(&sb.config).expect("config loads");
         let (events_tx, events_rx) = mpsc::channel(4);
         let (listening_tx, listening_rx) = oneshot::channel();
@@ -108,6 +123,23 @@ impl InProcess {
         self.send(Event::Stop("SIGTERM")).await;
         let stopped = self.task.await.expect("no panic").expect("a clean stop");
         (stopped, start.elapsed())
+    }
+
+    /// The status of `GET path` on the daemon's API.
+    async fn get_status(&self, path: &str) -> u16 {
+        let mut stream = tokio::net::TcpStream::connect(self.api).await.unwrap();
+        let request = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.api
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        stream.read_to_end(&mut answer).await.unwrap();
+        let text = String::from_utf8_lossy(&answer);
+        text.split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("GET {path}: {text}"))
     }
 
     /// `GET path` on the daemon's API, from this runtime.
@@ -466,4 +498,70 @@ async fn the_summary_comes_every_interval_with_the_counts() {
     assert_eq!(by_status["unchanged"], 1, "{last}");
     assert_eq!(d.get_json("/v1/summary").await["by_status"], by_status);
     d.stop().await;
+}
+
+/// docs/reliability.md H6: a registry deleted under the running daemon fails closed: an ERROR
+/// log, `/readyz` not ready, no refresh from then on, and the file is never re-created (it
+/// used to be, with the watch "registered" again as a new trusted baseline, no review).
+#[test]
+fn h6_a_registry_deleted_under_the_daemon_fails_closed() {
+    // The deletion is noticed by the recount, on the blocking pool: its threads log into the
+    // same capture (a thread default reaches only the thread that sets it).
+    let logs = Arc::new(Mutex::new(Vec::new()));
+    let dispatch = capture(logs.clone());
+    let for_blocking = dispatch.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        // The guard lives as long as the thread: the pool's threads end with the runtime.
+        .on_thread_start(move || std::mem::forget(tracing::dispatcher::set_default(&for_blocking)))
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let sb = Sandbox::new();
+        sb.write_file("pets.json", &Pets::v1().bytes());
+        sb.write_config(&config_text(
+            &file_watch("acme.pets", "pets.json", "1s"),
+            "",
+        ));
+        let d = InProcess::start_logging(&sb, |real| real, dispatch, logs).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let actions: Vec<Value> = d
+            .events_named("refresh")
+            .iter()
+            .map(|v| v["action"].clone())
+            .collect();
+        assert!(
+            actions.contains(&Value::from("registered"))
+                && actions.contains(&Value::from("unchanged")),
+            "{actions:?}"
+        );
+        assert_eq!(d.get_status("/readyz").await, 200);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(sb.path(&format!("registry.sqlite3{suffix}")));
+        }
+        let deleted_at = Instant::now();
+        while d.events_named("registry_replaced").is_empty() {
+            assert!(
+                deleted_at.elapsed() < Duration::from_secs(60),
+                "never noticed"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let lost = &d.events_named("registry_replaced")[0];
+        assert_eq!(lost["level"], "ERROR", "{lost}");
+        assert_eq!(lost["what"], "deleted", "{lost}");
+        assert_eq!(d.get_status("/readyz").await, 503);
+        // Thirty intervals later: not one refresh, and no new registry.
+        let refreshes = d.events_named("refresh").len();
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert_eq!(d.events_named("refresh").len(), refreshes);
+        assert!(
+            !sb.path("registry.sqlite3").exists(),
+            "the registry was re-created"
+        );
+        assert_eq!(d.get_status("/healthz").await, 200);
+        let (stopped, _) = d.stop().await;
+        assert_eq!(stopped.abandoned, 0);
+    });
 }
