@@ -268,15 +268,10 @@ where
     T: Send + 'static,
     F: FnOnce(&mut Registry, &crate::config::Config) -> Result<T, ApiError> + Send + 'static,
 {
-    tokio::task::spawn_blocking(move || {
-        let mut registry = shared.take_registry()?;
-        let config = shared.config();
-        let result = work(&mut registry, &config);
-        shared.give_back(registry);
-        result
-    })
-    .await
-    .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
+    shared
+        .on_registry(work)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
 }
 
 /// Most rows one page holds (`limit=`).

@@ -361,6 +361,28 @@ impl Shared {
     }
 
     /// Returns a connection to the pool (at most `max_concurrency + 2` are kept).
+    /// Runs `work` on the blocking pool with a pooled registry connection, given back after.
+    /// The outer `Err` only when the task itself failed (a panic).
+    pub async fn on_registry<T, E, F>(
+        self: &Arc<Self>,
+        work: F,
+    ) -> Result<Result<T, E>, tokio::task::JoinError>
+    where
+        T: Send + 'static,
+        E: From<RegistryError> + Send + 'static,
+        F: FnOnce(&mut Registry, &Config) -> Result<T, E> + Send + 'static,
+    {
+        let shared = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut registry = shared.take_registry()?;
+            let config = shared.config();
+            let result = work(&mut registry, &config);
+            shared.give_back(registry);
+            result
+        })
+        .await
+    }
+
     pub fn give_back(&self, registry: Registry) {
         let cap = self.config().daemon.max_concurrency + 2;
         let mut pool = match self.pool.lock() {

@@ -283,16 +283,10 @@ where
     T: Send + 'static,
     F: FnOnce(&mut Registry, &Config) -> Result<T, UiError> + Send + 'static,
 {
-    let shared = ui.shared.clone();
-    tokio::task::spawn_blocking(move || {
-        let mut registry = shared.take_registry()?;
-        let config = shared.config();
-        let result = work(&mut registry, &config);
-        shared.give_back(registry);
-        result
-    })
-    .await
-    .map_err(|_| UiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
+    ui.shared
+        .on_registry(work)
+        .await
+        .map_err(|_| UiError::new(StatusCode::INTERNAL_SERVER_ERROR, "request task failed"))?
 }
 
 fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {

@@ -125,8 +125,8 @@ impl InProcess {
         (stopped, start.elapsed())
     }
 
-    /// The status of `GET path` on the daemon's API.
-    async fn get_status(&self, path: &str) -> u16 {
+    /// `GET path` on the daemon's API, from this runtime: the status and the body.
+    async fn get(&self, path: &str) -> (u16, String) {
         let mut stream = tokio::net::TcpStream::connect(self.api).await.unwrap();
         let request = format!(
             "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
@@ -135,27 +135,26 @@ impl InProcess {
         stream.write_all(request.as_bytes()).await.unwrap();
         let mut answer = Vec::new();
         stream.read_to_end(&mut answer).await.unwrap();
-        let text = String::from_utf8_lossy(&answer);
-        text.split_whitespace()
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+        let status = head
+            .split_whitespace()
             .nth(1)
             .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("GET {path}: {text}"))
+            .unwrap_or_else(|| panic!("GET {path}: {text}"));
+        (status, body.to_string())
     }
 
-    /// `GET path` on the daemon's API, from this runtime.
+    /// The status of `GET path`.
+    async fn get_status(&self, path: &str) -> u16 {
+        self.get(path).await.0
+    }
+
+    /// The JSON of `GET path`, which must answer 200.
     async fn get_json(&self, path: &str) -> Value {
-        let mut stream = tokio::net::TcpStream::connect(self.api).await.unwrap();
-        let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
-            self.api
-        );
-        stream.write_all(request.as_bytes()).await.unwrap();
-        let mut answer = Vec::new();
-        stream.read_to_end(&mut answer).await.unwrap();
-        let text = String::from_utf8_lossy(&answer);
-        let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-        assert!(head.starts_with("HTTP/1.1 200"), "GET {path}: {text}");
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
+        let (status, body) = self.get(path).await;
+        assert_eq!(status, 200, "GET {path}: {body}");
+        serde_json::from_str(&body).unwrap_or_else(|e| panic!("GET {path}: {e}: {body}"))
     }
 }
 
