@@ -1,11 +1,11 @@
 //! Parameter rules: a parameter added, removed, made required or optional, reordered (JSON-RPC
 //! positions) or serialized differently; its schema goes to the schema walker.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{ParameterSpec, Severity::*};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
