@@ -937,10 +937,8 @@ mod tests {
         // The registry says otherwise (another process wrote): a recount moves the watch.
         let mut r = shared.take_registry().unwrap();
         r.record_watch(&WatchState {
-            watch: "ns.w2".into(),
-            kind: "openapi".into(),
             status: WatchStatus::Stale,
-            ..WatchState::default()
+            ..WatchState::new("ns.w2", crate::core::model::Kind::Openapi)
         })
         .unwrap();
         shared.give_back(r);

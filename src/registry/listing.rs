@@ -2,6 +2,7 @@
 //! query, so answering for 10,000 watches costs one pass, not three queries per watch.
 
 use super::{Registry, Result, ReviewState, WatchState};
+use crate::core::model::Compatibility;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,7 +14,7 @@ pub struct ReviewHead {
     pub id: i64,
     pub watch: String,
     pub state: ReviewState,
-    pub compatibility: String,
+    pub compatibility: Compatibility,
     pub change_count: i64,
     pub created_at: String,
     pub base_registry_version: i64,
@@ -169,7 +170,7 @@ impl super::Review {
             id: self.id,
             watch: self.watch.clone(),
             state: self.state,
-            compatibility: self.compatibility.clone(),
+            compatibility: self.compatibility,
             change_count: self.change_count,
             created_at: self.created_at.clone(),
             base_registry_version: self.base_registry_version,

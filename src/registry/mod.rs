@@ -22,7 +22,7 @@ pub use upgrade::LOGGED_PATHS;
 pub use codec::source_digest;
 pub use conditional::Conditional;
 pub use listing::ReviewHead;
-pub use state::{ReviewState, WatchStatus};
+pub use state::{ReviewState, UnknownText, Via, WatchStatus};
 
 /// `[storage] keep_reviews` when not configured: closed reviews per watch that keep their
 /// candidate and report.
@@ -67,7 +67,7 @@ impl StoredSource {
 
 use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
-use crate::core::model::{Compatibility, DriftReport, ToolSpec};
+use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 use serde::Serialize;
@@ -77,7 +77,11 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 pub enum RegistryError {
     #[error("registry database: {0}")]
-    Sqlite(#[from] rusqlite::Error),
+    Sqlite(#[source] rusqlite::Error),
+    /// A stored text column names no value of its type (a row written by a newer release, or
+    /// edited by hand): the row is refused, never guessed at.
+    #[error("registry row holds an {0}")]
+    UnknownValue(UnknownText),
     #[error("registry integrity check failed: {0}")]
     Corrupt(String),
     #[error("registry row {table}/{key} is invalid: {problem}")]
@@ -136,6 +140,22 @@ pub enum RegistryError {
 
 pub type Result<T> = std::result::Result<T, RegistryError>;
 
+impl From<rusqlite::Error> for RegistryError {
+    fn from(e: rusqlite::Error) -> RegistryError {
+        match e {
+            rusqlite::Error::FromSqlConversionFailure(i, t, inner) => {
+                match inner.downcast::<UnknownText>() {
+                    Ok(unknown) => RegistryError::UnknownValue(*unknown),
+                    Err(inner) => RegistryError::Sqlite(rusqlite::Error::FromSqlConversionFailure(
+                        i, t, inner,
+                    )),
+                }
+            }
+            other => RegistryError::Sqlite(other),
+        }
+    }
+}
+
 /// The accepted contract of one tool.
 #[derive(Debug, Clone)]
 pub struct StoredTool {
@@ -170,7 +190,7 @@ pub struct HistoryEntry {
     pub registry_version: i64,
     pub fingerprint: String,
     pub applied_at: String,
-    pub compatibility: Option<String>,
+    pub compatibility: Option<Compatibility>,
     pub review_id: Option<i64>,
     pub reviewer: Option<String>,
     pub reason: Option<String>,
@@ -183,28 +203,7 @@ pub struct HistoryEntry {
     /// How the reviewer of an accepted version was identified: `cli`, `admin` or `reviewer`
     /// (absent on other rows and on rows written before issue 32).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub via: Option<String>,
-}
-
-/// How the name recorded with a decision was established.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Via {
-    /// A local shell's free-text `--reviewer` (a local shell is trusted).
-    Cli,
-    /// The admin token, naming a reviewer in the request.
-    Admin,
-    /// A `[[reviewer]]`'s own token (a bearer token, a UI session, or a trusted proxy's header).
-    Reviewer,
-}
-
-impl Via {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Via::Cli => "cli",
-            Via::Admin => "admin",
-            Via::Reviewer => "reviewer",
-        }
-    }
+    pub via: Option<Via>,
 }
 
 /// A UI session, as looked up by its cookie.
@@ -214,16 +213,32 @@ pub struct UiSession {
     pub expires_at: i64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct WatchState {
     pub watch: String,
-    pub kind: String,
+    pub kind: Kind,
     pub status: WatchStatus,
-    pub last_compatibility: Option<String>,
+    pub last_compatibility: Option<Compatibility>,
     pub last_checked_at: Option<String>,
     pub last_error: Option<String>,
     pub consecutive_failures: i64,
     pub source_identity: Option<String>,
+}
+
+impl WatchState {
+    /// A watch known to the registry and never refreshed: `idle`, no error, no verdict.
+    pub fn new(watch: &str, kind: Kind) -> WatchState {
+        WatchState {
+            watch: watch.to_string(),
+            kind,
+            status: WatchStatus::Idle,
+            last_compatibility: None,
+            last_checked_at: None,
+            last_error: None,
+            consecutive_failures: 0,
+            source_identity: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -231,7 +246,7 @@ pub struct Review {
     pub id: i64,
     pub watch: String,
     pub state: ReviewState,
-    pub compatibility: String,
+    pub compatibility: Compatibility,
     pub change_count: i64,
     pub created_at: String,
     pub base_registry_version: i64,
@@ -328,7 +343,7 @@ pub fn now_rfc3339() -> String {
 pub(crate) struct StoredVersion {
     pub json: String,
     pub gz: Option<Vec<u8>>,
-    pub kind: Option<String>,
+    pub kind: Option<Kind>,
     pub digest: Option<String>,
     pub fingerprint: String,
     pub fp_version: i64,
@@ -343,7 +358,7 @@ pub(crate) fn stored_version(
     row: StoredVersion,
 ) -> Result<ToolSpec> {
     let key = format!("{tool}@{version}");
-    let from_source = row.kind.as_deref().map(|k| (k, row.digest.as_deref()));
+    let from_source = row.kind.map(|k| (k, row.digest.as_deref()));
     let spec = stored_spec(
         conn,
         ("tool_versions", &key, tool),
@@ -575,15 +590,15 @@ impl Registry {
 
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
     /// applied with, contract).
-    pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<String>, ToolSpec)>> {
+    pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<Compatibility>, ToolSpec)>> {
         let mut stmt = self.conn.prepare(
             "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
                     fingerprint, fingerprint_version
              FROM tool_versions WHERE tool = ?1 ORDER BY version",
         )?;
         type Row = (
-            (i64, Option<String>, String, Option<Vec<u8>>),
-            (Option<String>, Option<String>, String, i64),
+            (i64, Option<Compatibility>, String, Option<Vec<u8>>),
+            (Option<Kind>, Option<String>, String, i64),
         );
         let rows: Vec<Row> = stmt
             .query_map([tool], |r| {
@@ -823,7 +838,7 @@ impl Registry {
         let tx = self.write_tx()?;
         let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
-        supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
+        supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
         events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
             EventKind::ProjectionUpgrade
@@ -832,7 +847,7 @@ impl Registry {
         } else {
             EventKind::Applied
         };
-        let mut data = EventData::for_watch(&state.watch, &state.kind);
+        let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
         if let Some(report) = report {
             data = data.with_report(report);
         } else {
@@ -858,7 +873,7 @@ impl Registry {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         // The source is back at the accepted contract: an open review no longer describes it.
-        supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
+        supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
         events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         if let Some((digest, etag, last_modified)) = validators {
             store_validators(&tx, &state.watch, digest, etag, last_modified)?;
@@ -1007,7 +1022,7 @@ impl Registry {
                      VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, NULL, ?13)",
                     params![
                         state.watch,
-                        report.compatibility.as_str(),
+                        report.compatibility,
                         report.change_count() as i64,
                         now,
                         base.registry_version,
@@ -1018,18 +1033,19 @@ impl Registry {
                         (!derived).then(|| codec::gz_json(candidate)),
                         codec::gz_json(report),
                         source.digest,
-                        derived.then(|| candidate.kind.as_str()),
+                        derived.then_some(candidate.kind),
                     ],
                 )?;
                 let id = tx.last_insert_rowid();
                 failpoint::hit("review.after_insert")?;
                 if let Some(old) = superseded {
-                    let mut data = EventData::for_watch(&state.watch, &state.kind);
+                    let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
                     data.review_id = Some(old);
                     data.superseded_by = Some(id);
                     events::emit(&tx, &routes, EventKind::ReviewSuperseded, &data)?;
                 }
-                let mut data = EventData::for_watch(&state.watch, &state.kind).with_report(report);
+                let mut data =
+                    EventData::for_watch(&state.watch, state.kind.as_str()).with_report(report);
                 data.review_id = Some(id);
                 data.registry_version = Some(base.registry_version);
                 events::emit(&tx, &routes, EventKind::PendingReview, &data)?;
@@ -1078,7 +1094,7 @@ impl Registry {
                     FINGERPRINT_VERSION,
                     codec::gz_json(candidate),
                     codec::gz_json(report),
-                    report.compatibility.as_str(),
+                    report.compatibility,
                     report.change_count() as i64,
                 ],
             )?;
@@ -1194,13 +1210,13 @@ impl Registry {
             params![
                 serde_json::to_string(&accepted).unwrap_or_default(),
                 version,
-                via.as_str()
+                via
             ],
         )?;
         let now = now_rfc3339();
         tx.execute(
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Accepted, via.as_str()],
+            params![id, now, reviewer, reason, ReviewState::Accepted, via],
         )?;
         release_sources(&tx, source.digest.into_iter().collect())?;
         tx.execute(
@@ -1240,7 +1256,7 @@ impl Registry {
         let now = now_rfc3339();
         tx.execute(
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Rejected, via.as_str()],
+            params![id, now, reviewer, reason, ReviewState::Rejected, via],
         )?;
         let digest: Option<String> = tx.query_row(
             "SELECT source_digest FROM reviews WHERE id = ?1",
@@ -1274,7 +1290,7 @@ impl Registry {
     pub fn forget(&mut self, watch: &str) -> Result<bool> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
-        let kind: Option<String> = tx
+        let kind: Option<Kind> = tx
             .query_row(
                 "SELECT kind FROM watch_state WHERE watch = ?1",
                 [watch],
@@ -1307,7 +1323,7 @@ impl Registry {
             )?;
         }
         if removed > 0 {
-            let mut data = EventData::for_watch(watch, kind.as_deref().unwrap_or(""));
+            let mut data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
             if had_tool {
                 data.registry_version = Some(tx.query_row(
                     "SELECT registry_version FROM registry_head WHERE id = 1",
@@ -1326,7 +1342,7 @@ impl Registry {
     pub fn reset(&mut self, watch: &str) -> Result<bool> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
-        let kind: Option<String> = tx
+        let kind: Option<Kind> = tx
             .query_row(
                 "SELECT kind FROM watch_state WHERE watch = ?1",
                 [watch],
@@ -1339,7 +1355,7 @@ impl Registry {
             params![watch, WatchStatus::Idle],
         )?;
         if n > 0 {
-            let data = EventData::for_watch(watch, kind.as_deref().unwrap_or(""));
+            let data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
             events::emit(&tx, &routes, EventKind::WatchReset, &data)?;
         }
         tx.commit()?;
@@ -1423,7 +1439,7 @@ impl Registry {
                 String,
                 String,
                 Option<Vec<u8>>,
-                Option<String>,
+                Option<Kind>,
                 Option<String>,
             );
             let rows: Vec<Row> = tx
@@ -1443,7 +1459,7 @@ impl Registry {
                 })?
                 .collect::<rusqlite::Result<_>>()?;
             for (key, name, json, gz, kind, digest) in rows {
-                let from_source = kind.as_deref().map(|k| (k, digest.as_deref()));
+                let from_source = kind.map(|k| (k, digest.as_deref()));
                 let read = match table {
                     // A new `tools` row keeps its contract in the current history row.
                     "tools" => read_tool(&tx, &key).map(|t| t.map(|t| tool_fingerprint(&t.spec))),
@@ -1509,7 +1525,7 @@ fn candidate_key(spec: &ToolSpec) -> String {
 }
 
 /// A row's contract read from its source: the `source_kind` and `source_digest` columns.
-type FromSource<'a> = Option<(&'a str, Option<&'a str>)>;
+type FromSource<'a> = Option<(Kind, Option<&'a str>)>;
 
 /// A stored contract: its source normalized again (`from_source`, rows of migration 0004 on
 /// whose document could be re-read), compressed JSON (`gz`, rows of migration 0003 on) or text
@@ -1541,7 +1557,7 @@ fn stored_spec(
 fn source_spec(
     conn: &Connection,
     (table, key, name): (&'static str, &str, &str),
-    kind: &str,
+    kind: Kind,
     digest: Option<&str>,
     shared: SharedEndpoints<'_>,
 ) -> Result<ToolSpec> {
@@ -1552,8 +1568,6 @@ fn source_spec(
     };
     let digest =
         digest.ok_or_else(|| bad("no source digest for a contract read from its source".into()))?;
-    let kind = crate::core::model::Kind::parse(kind)
-        .ok_or_else(|| bad(format!("unknown source kind {kind:?}")))?;
     let gz: Vec<u8> = conn
         .query_row("SELECT gz FROM sources WHERE digest = ?1", [digest], |r| {
             r.get(0)
@@ -1704,7 +1718,7 @@ fn read_tool_given(
 ) -> Result<Option<StoredTool>> {
     type Row = (
         (i64, i64, String, i64, String, String),
-        (Option<Vec<u8>>, Option<String>, Option<String>, bool),
+        (Option<Vec<u8>>, Option<Kind>, Option<String>, bool),
     );
     let row: Option<Row> = conn
         .query_row(
@@ -1739,8 +1753,8 @@ fn read_tool_given(
     // An older row keeps its text; a new one has '' there and the contract in the current
     // history row (compressed, or read from its source).
     let gz = if json.is_empty() { gz } else { None };
-    let from_source = match (&source_kind, json.is_empty() && gz.is_none()) {
-        (Some(kind), true) => Some((kind.as_str(), source_digest.as_deref())),
+    let from_source = match (source_kind, json.is_empty() && gz.is_none()) {
+        (Some(kind), true) => Some((kind, source_digest.as_deref())),
         _ => None,
     };
     if json.is_empty() && gz.is_none() && (from_source.is_none() || !has_row) {
@@ -1800,11 +1814,11 @@ fn read_tool_given(
 
 fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
     type Row = (
-        (String, ReviewState, String, i64, String, i64),
+        (String, ReviewState, Compatibility, i64, String, i64),
         (Option<String>, String, String, String),
         (Option<String>, Option<String>, Option<String>),
         (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>),
-        (Option<String>, Option<String>, i64),
+        (Option<Kind>, Option<String>, i64),
     );
     let row: Option<Row> = conn
         .query_row(
@@ -1854,9 +1868,7 @@ fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
     let (candidate, report) = if pruned_at.is_some() {
         (None, None)
     } else {
-        let from_source = source_kind
-            .as_deref()
-            .map(|k| (k, source_digest.as_deref()));
+        let from_source = source_kind.map(|k| (k, source_digest.as_deref()));
         let candidate = stored_spec(
             conn,
             ("reviews", &key, &watch),
@@ -1968,7 +1980,7 @@ fn apply_in(
         "INSERT OR REPLACE INTO tools (name, kind, position, version, registry_version, fingerprint,
             fingerprint_version, spec_json, applied_at, spec_gz, source_digest, source_gz)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, NULL)",
-        params![name, spec.kind.as_str(), position, next_tool_version, new_head, fingerprint,
+        params![name, spec.kind, position, next_tool_version, new_head, fingerprint,
             FINGERPRINT_VERSION, now, source.digest],
     )?;
     tx.execute(
@@ -1983,13 +1995,13 @@ fn apply_in(
             fingerprint,
             FINGERPRINT_VERSION,
             now,
-            provenance.compatibility.map(|c| c.as_str()),
+            provenance.compatibility,
             provenance.review_id,
             provenance.reviewer,
             provenance.reason,
             gz,
             source.digest,
-            derived.then(|| spec.kind.as_str()),
+            derived.then_some(spec.kind),
         ],
     )?;
     tx.execute(
@@ -2011,7 +2023,7 @@ fn supersede_open_reviews(
     tx: &Transaction<'_>,
     routes: &crate::core::event::Routes,
     watch: &str,
-    kind: &str,
+    kind: Kind,
     superseded_by: Option<i64>,
 ) -> Result<()> {
     let open: Vec<i64> = tx
@@ -2019,7 +2031,7 @@ fn supersede_open_reviews(
         .query_map(params![watch, ReviewState::Open], |r| r.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for id in open {
-        let mut data = EventData::for_watch(watch, kind);
+        let mut data = EventData::for_watch(watch, kind.as_str());
         data.review_id = Some(id);
         data.superseded_by = superseded_by;
         events::emit(tx, routes, EventKind::ReviewSuperseded, &data)?;
