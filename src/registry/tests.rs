@@ -3,7 +3,9 @@
 
 use super::*;
 use crate::core::diff::classify;
+use crate::core::fingerprint::tool_fingerprint;
 use crate::core::normalize::openapi::normalize;
+use std::path::{Path, PathBuf};
 
 fn doc(max: u32) -> String {
     format!(
