@@ -370,3 +370,56 @@ fn table_name(table: &str) -> &'static str {
         _ => "reviews",
     }
 }
+
+/// The registry a process opened at startup, to ask later whether it is still that one (a
+/// registry deleted or replaced under a running daemon is never written to or re-created:
+/// docs/reliability.md H6). SQLite: the file's (device, inode) at the configured path.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+/// How the registry opened at startup was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    Deleted,
+    Replaced,
+}
+
+impl Lost {
+    /// The word logs and errors use (`registry_replaced`'s `what`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lost::Deleted => "deleted",
+            Lost::Replaced => "replaced",
+        }
+    }
+}
+
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
+}
+
+impl Opened {
+    /// The registry at `path` as it is now (right after opening it).
+    pub fn at(path: &Path) -> Opened {
+        Opened {
+            path: path.to_path_buf(),
+            identity: file_identity(path).ok(),
+        }
+    }
+
+    /// Whether the registry there is still the one opened: `None` when it is, or when that
+    /// cannot be known (a stat error is not evidence of a replacement).
+    pub fn lost(&self) -> Option<Lost> {
+        match (file_identity(&self.path), self.identity) {
+            (Ok(now), Some(then)) if now == then => None,
+            (Ok(_), Some(_)) => Some(Lost::Replaced),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some(Lost::Deleted),
+            _ => None,
+        }
+    }
+}

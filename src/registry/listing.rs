@@ -21,6 +21,11 @@ pub struct ReviewHead {
     pub candidate_fingerprint: String,
 }
 
+/// What [`Registry::change_token`] answers: compared for equality with an earlier token of the
+/// same connection, never read as a number (a backend may count differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeToken(i64);
+
 /// Page cache of each pooled connection, in KiB.
 pub const POOLED_CACHE_KIB: i64 = 256;
 
@@ -58,12 +63,16 @@ impl Registry {
             .optional()?)
     }
 
-    /// `PRAGMA data_version`: changes when another connection (of this process or another)
-    /// committed since this connection last looked.
-    pub fn data_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    /// The registry's change token: differs from the one this connection read last when
+    /// another connection (of this process or another) committed since. The daemon's recount
+    /// and the gateway's contract reader compare tokens on a connection that never writes; a
+    /// token means nothing across connections or backends (SQLite: `PRAGMA data_version`).
+    pub fn change_token(&self) -> Result<ChangeToken> {
+        Ok(ChangeToken(self.conn.query_row(
+            "PRAGMA data_version",
+            [],
+            |r| r.get(0),
+        )?))
     }
 
     /// Every stored watch state, by watch name, in one query.

@@ -38,7 +38,8 @@ use contracts::{
     apply_in, candidate_key, read_tool, stored_json, stored_spec, stored_version, StoredVersion,
 };
 use lifecycle::stable_plans;
-pub use listing::ReviewHead;
+pub use lifecycle::{Lost, Opened};
+pub use listing::{ChangeToken, ReviewHead};
 use reviews::{read_review, review_source, supersede_open_reviews};
 pub use sources::StoredSource;
 use sources::{digests, release_sources, source_spec, store_source};
