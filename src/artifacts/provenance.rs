@@ -29,7 +29,12 @@ pub fn stamp(mut artifact: Value, report: &DriftReport, scope: &str) -> Value {
             } else {
                 ""
             };
-            json!(format!("{} {} [{}]{why}", c.severity.as_str(), c.path, c.rule))
+            json!(format!(
+                "{} {} [{}]{why}",
+                c.severity.as_str(),
+                c.path,
+                c.rule
+            ))
         })
         .collect();
     let rebuttal = match report.compatibility {

@@ -192,7 +192,10 @@ impl Gate<'_> {
 
     /// Changes demoted as outside the consumer's scope (`uses`).
     pub fn out_of_scope(&self) -> usize {
-        self.changes.iter().filter(|c| c.change.out_of_scope).count()
+        self.changes
+            .iter()
+            .filter(|c| c.change.out_of_scope)
+            .count()
     }
 
     /// The `"gate"` object of `diff --json`.

@@ -112,9 +112,8 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
     policy.severity.extend(overrides);
     if let Some(path) = &args.uses {
         let source = schemawatch::config::UsesSource::File(path.clone());
-        policy.uses = Some(
-            read_uses(&source, args.watch.as_deref()).map_err(|e| anyhow!("--uses: {e}"))?,
-        );
+        policy.uses =
+            Some(read_uses(&source, args.watch.as_deref()).map_err(|e| anyhow!("--uses: {e}"))?);
     }
     if args.strict {
         policy.uses = None;

@@ -33,14 +33,18 @@ pub fn read_uses_file(path: &Path, watch: Option<&str>) -> Result<Uses, String> 
             .map(|id| id.split_once('/').map_or(id.as_str(), |(_, name)| name));
         return Ok(Uses::new(names));
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read uses file {shown}: {e}"))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("cannot read uses file {shown}: {e}"))?;
     if text.trim_start().starts_with('{') {
         let (_, tools) = crate::artifacts::pin::parse(&text)
             .map_err(|_| format!("uses file {shown}: not a valid pin file"))?;
         let mut by_watch: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
         for tool in &tools {
-            let id = tool.record.tool_id.strip_prefix("tool:").unwrap_or(&tool.record.tool_id);
+            let id = tool
+                .record
+                .tool_id
+                .strip_prefix("tool:")
+                .unwrap_or(&tool.record.tool_id);
             if let Some((w, name)) = id.split_once('/') {
                 by_watch.entry(w).or_default().push(name);
             }

@@ -119,7 +119,11 @@ impl<'o> Emitter<'o> {
             path: path.to_string(),
             kind: kind.as_str().to_string(),
             rule: rule.id.to_string(),
-            severity: if out_of_scope { Severity::Info } else { severity },
+            severity: if out_of_scope {
+                Severity::Info
+            } else {
+                severity
+            },
             before: before.map(ValueOrd),
             after: after.map(ValueOrd),
             message,

@@ -38,10 +38,10 @@ pub use contract::SurfaceClassification;
 pub use emit::Emitter;
 
 use crate::core::fingerprint::SpecIndex;
-use crate::core::scope::{Scope, Uses};
 use crate::core::model::{
     Compatibility, DriftReport, EndpointSpec, EndpointSubKind, Kind, ToolSpec,
 };
+use crate::core::scope::{Scope, Uses};
 use change_kind::ChangeKind;
 use emit::RuleSwap;
 use pair::{match_endpoints, EndpointPair};
@@ -127,7 +127,10 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         };
     }
     let hooks = kind_hooks(new.kind);
-    let scope = policy.uses.as_ref().map(|uses| Scope::resolve(uses, old, new));
+    let scope = policy
+        .uses
+        .as_ref()
+        .map(|uses| Scope::resolve(uses, old, new));
     let mut out = Emitter::new(&policy.severity)
         .for_kind(new.kind, hooks.swap)
         .with_scope(scope.as_ref());
