@@ -433,6 +433,7 @@ fn diff_config_watch_applies_the_watch_uses_and_the_daemon_only_reports_demoted_
 #[test]
 fn config_errors_name_the_scope_settings() {
     let sb = Sandbox::new();
+    sb.write_file("surface.toml", b"read_only = []\n");
     let cfg = sb.config_arg();
     for (extra, needle) in [
         ("uses = []\n", "uses is empty"),
@@ -441,6 +442,8 @@ fn config_errors_name_the_scope_settings() {
             "at most one of `uses` or `uses_file`",
         ),
         ("apply_out_of_scope = true\n", "need `uses` or `uses_file`"),
+        ("uses_file = \"missing.txt\"\n", "cannot read uses file"),
+        ("uses_file = \"surface.toml\"\n", "needs a bucket"),
     ] {
         sb.write_config(&format!(
             "[[watch]]\nname = \"acme.w\"\nkind = \"openapi\"\npath = \"a.json\"\n{extra}"
@@ -475,4 +478,29 @@ fn a_typo_in_a_watch_uses_fails_the_refresh_and_names_the_entry() {
     let (run, check) = sb.check(&[]);
     run.assert_code(0);
     assert_eq!(only_outcome(&check)["action"], "report_only", "{check}");
+}
+
+#[test]
+fn a_classification_bucket_is_a_uses_file() {
+    let sb = Sandbox::new();
+    let (o, n) = (
+        write(&sb, "old.json", &old_doc()),
+        write(&sb, "new.json", &new_doc()),
+    );
+    let surface = sb.write_file(
+        "surface.toml",
+        b"read_only = [\"acme.pets/listOrders\"]\nreal_dispatch = [\"acme.pets/listPets\"]\n",
+    );
+    let surface = surface.to_string_lossy().into_owned();
+    let verdict = |bucket: &str| {
+        let uses = format!("{surface}#{bucket}");
+        let run = sb.run(&["diff", &o, &n, "--uses", &uses, "--json"]);
+        run.assert_code(0);
+        run.json()["compatibility"].as_str().unwrap().to_string()
+    };
+    assert_eq!(verdict("read_only"), "breaking");
+    assert_eq!(verdict("real_dispatch"), "compatible");
+    let run = sb.run(&["diff", &o, &n, "--uses", &surface]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(run.stderr_text().contains("needs a bucket"));
 }
