@@ -163,7 +163,10 @@ fn reach(spec: &ToolSpec, roots: Vec<&Value>, seeds: Vec<String>) -> HashSet<Str
 }
 
 /// Rules whose changes are never out of scope: the contract as a whole (where calls go, what
-/// the server tells a model, what it can do), authentication, hidden text.
+/// the server tells a model, what it can do), hidden text. A security scheme's definition is
+/// part of every requirement naming it (`normalize::openapi`), so a scheme change shows as
+/// `security-requirements-changed` at each used endpoint too, in scope there; at an unused
+/// endpoint that change is out of scope like any other.
 const ALWAYS_IN_SCOPE: &[&str] = &[
     "capabilities-changed",
     "capability-lost",
@@ -171,7 +174,6 @@ const ALWAYS_IN_SCOPE: &[&str] = &[
     "execution-target-changed",
     "hidden-text-added",
     "instructions-changed",
-    "security-requirements-changed",
 ];
 
 /// MCP rules for text that reaches a model and for new tools, prompts and resources.
@@ -200,4 +202,57 @@ pub fn never_out_of_scope(
         || ALWAYS_IN_SCOPE.contains(&rule)
         || (kind == Some(Kind::Mcp)
             && (severity == Severity::Security || MCP_ALWAYS_IN_SCOPE.contains(&rule)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_uses_file_skips_comments_and_blank_lines_and_sorts_its_entries() {
+        let uses = parse_uses_lines("# ours\n\n  listPets \nGET /pets/{}\nlistPets\n");
+        let entries: Vec<&str> = uses.entries.iter().map(String::as_str).collect();
+        assert_eq!(entries, ["GET /pets/{}", "listPets"]);
+    }
+
+    #[test]
+    fn contract_level_and_mcp_security_changes_are_never_out_of_scope() {
+        use Severity::*;
+        assert!(never_out_of_scope(
+            None,
+            "extension-changed",
+            true,
+            Breaking
+        ));
+        assert!(never_out_of_scope(
+            Some(Kind::Openapi),
+            "execution-target-changed",
+            false,
+            Security
+        ));
+        assert!(!never_out_of_scope(
+            Some(Kind::Openapi),
+            "endpoint-added-write",
+            false,
+            Security
+        ));
+        assert!(never_out_of_scope(
+            Some(Kind::Mcp),
+            "endpoint-removed",
+            false,
+            Security
+        ));
+        assert!(never_out_of_scope(
+            Some(Kind::Mcp),
+            "tool-description-changed",
+            false,
+            Info
+        ));
+        assert!(!never_out_of_scope(
+            Some(Kind::Mcp),
+            "endpoint-removed",
+            false,
+            Breaking
+        ));
+    }
 }

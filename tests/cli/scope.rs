@@ -504,3 +504,35 @@ fn a_classification_bucket_is_a_uses_file() {
     assert_eq!(run.code, 2, "{}", run.describe());
     assert!(run.stderr_text().contains("needs a bucket"));
 }
+
+#[test]
+fn a_security_scheme_change_stays_in_scope_at_the_used_endpoint() {
+    let sb = Sandbox::new();
+    let mut old = old_doc();
+    old["components"]["securitySchemes"] =
+        json!({"key": {"type": "apiKey", "in": "header", "name": "X-Key"}});
+    old["paths"]["/pets"]["get"]["security"] = json!([{"key": []}]);
+    old["paths"]["/orders"]["get"]["security"] = json!([{"key": []}]);
+    // The provider drops auth from an endpoint the consumer never calls: out of scope.
+    let mut unused = old.clone();
+    unused["paths"]["/orders"]["get"]["security"] = json!([]);
+    let (code, report, _) = diff_with(&sb, &old, &unused, &["listPets"], &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(
+        change(&report, "security-requirements-changed")["out_of_scope"],
+        true
+    );
+    // The scheme itself changes: it is part of the used endpoint's requirement too.
+    let mut scheme = old.clone();
+    scheme["components"]["securitySchemes"]["key"]["name"] = json!("X-Other");
+    let (code, report, _) = diff_with(&sb, &old, &scheme, &["listPets"], &[]);
+    assert_eq!(code, 1, "{report}");
+    assert_eq!(report["compatibility"], "security_review");
+    assert!(report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["rule"] == "security-requirements-changed"
+            && c.get("out_of_scope").is_none()
+            && c["path"].as_str().unwrap().contains("listPets")));
+}
