@@ -269,6 +269,23 @@ pub struct WatchConfig {
     pub max_endpoints: usize,
     /// `[storage] keep_reviews`, for the refresh that queues this watch's reviews.
     pub keep_reviews: u32,
+    /// The consumer's scope (`uses` / `uses_file`): changes outside it are demoted to `info`.
+    pub uses: Option<UsesSource>,
+    /// `allow_unknown_uses`: an entry that names nothing is not an error.
+    pub allow_unknown_uses: bool,
+    /// `apply_out_of_scope`: a compatible candidate with demoted changes is applied (by
+    /// default it is `report_only`: scope never silently moves the accepted contract).
+    pub apply_out_of_scope: bool,
+}
+
+/// Where a watch's `uses` come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UsesSource {
+    /// `uses = [...]`, inline.
+    Inline(Vec<String>),
+    /// `uses_file = "PATH"`: one entry a line, a pin file, or a surface classification file
+    /// with a named bucket (`surface.toml#real_dispatch`).
+    File(PathBuf),
 }
 
 /// A watch's default `max_endpoints`: far above any real API (the largest in the corpus has a
@@ -384,6 +401,10 @@ struct RawWatch {
     schema_query: BTreeMap<String, String>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
+    uses: Option<Vec<String>>,
+    uses_file: Option<String>,
+    allow_unknown_uses: Option<bool>,
+    apply_out_of_scope: Option<bool>,
 }
 
 pub const DEFAULT_INTERVAL: Duration = Duration::from_secs(300);
@@ -844,7 +865,49 @@ impl Config {
                     ))
                 })?,
             };
+            let uses = match (w.uses, &w.uses_file) {
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "{at}: set at most one of `uses` or `uses_file`"
+                    )))
+                }
+                (Some(entries), None) => {
+                    if let Some(bad) = entries.iter().find(|e| e.trim().is_empty()) {
+                        return Err(invalid(format!("{at}: uses: empty entry {bad:?}")));
+                    }
+                    if entries.is_empty() {
+                        return Err(invalid(format!(
+                            "{at}: uses is empty (it would put every endpoint out of scope); remove it to watch everything"
+                        )));
+                    }
+                    Some(UsesSource::Inline(entries))
+                }
+                (None, Some(file)) => {
+                    // `surface.toml#bucket`: the fragment names a bucket, not part of the path.
+                    let (file_part, bucket) = match file.rsplit_once('#') {
+                        Some((f, b)) => (f, Some(b)),
+                        None => (file.as_str(), None),
+                    };
+                    let mut path = resolve(file_part)?;
+                    if let Some(bucket) = bucket {
+                        let mut with = path.into_os_string();
+                        with.push(format!("#{bucket}"));
+                        path = PathBuf::from(with);
+                    }
+                    Some(UsesSource::File(path))
+                }
+                (None, None) => None,
+            };
+            if uses.is_none() && (w.allow_unknown_uses.is_some() || w.apply_out_of_scope.is_some())
+            {
+                return Err(invalid(format!(
+                    "{at}: `allow_unknown_uses` and `apply_out_of_scope` need `uses` or `uses_file`"
+                )));
+            }
             watches.push(WatchConfig {
+                uses,
+                allow_unknown_uses: w.allow_unknown_uses.unwrap_or(false),
+                apply_out_of_scope: w.apply_out_of_scope.unwrap_or(false),
                 external_refs,
                 mcp_resources,
                 classification: w.classification.as_deref().map(resolve).transpose()?,

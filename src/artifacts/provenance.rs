@@ -23,7 +23,19 @@ pub fn stamp(mut artifact: Value, report: &DriftReport, scope: &str) -> Value {
     let grounds: Vec<Value> = report
         .changes
         .iter()
-        .map(|c| json!(format!("{} {} [{}]", c.severity.as_str(), c.path, c.rule)))
+        .map(|c| {
+            let why = if c.out_of_scope {
+                " (out of scope: no endpoint the consumer uses reaches it; demoted to info)"
+            } else {
+                ""
+            };
+            json!(format!(
+                "{} {} [{}]{why}",
+                c.severity.as_str(),
+                c.path,
+                c.rule
+            ))
+        })
         .collect();
     let rebuttal = match report.compatibility {
         Compatibility::Identical => "A change outside the fingerprinted contract (descriptive metadata) is not considered.".to_string(),

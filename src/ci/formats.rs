@@ -48,6 +48,15 @@ fn accepted_note(standing: &Standing) -> Option<String> {
     }
 }
 
+/// The note an out-of-scope change carries in every rendering.
+const OUT_OF_SCOPE_NOTE: &str = "out of the consumer's scope (uses)";
+
+/// An accepted change's note, else an out-of-scope change's.
+fn note_of(c: &GateChange) -> Option<String> {
+    accepted_note(&c.standing)
+        .or_else(|| c.change.out_of_scope.then(|| OUT_OF_SCOPE_NOTE.to_string()))
+}
+
 /// SARIF message text: hidden characters shown, and square brackets escaped (`\[`, `\]`) so
 /// provider text cannot form an embedded link (`[text](url)`, SARIF §3.11.6) that viewers
 /// render; a backslash before a bracket is doubled so it cannot cancel the escape.
@@ -125,6 +134,9 @@ pub fn sarif(gate: &Gate, document: &str) -> Value {
                 "partialFingerprints": {"schemawatchChangeId/v1": c.id_v1, "schemawatchChangeId/v2": c.id},
                 "properties": {"severity": c.change.severity.as_str(), "kind": c.change.kind},
             });
+            if c.change.out_of_scope {
+                result["properties"]["out_of_scope"] = json!(true);
+            }
             if let Some(justification) = accepted_note(&c.standing) {
                 result["suppressions"] = json!([{
                     "kind": "external",
@@ -213,7 +225,7 @@ pub fn junit(gate: &Gate, document: &str) -> String {
             xml(group)
         ));
         for c in changes {
-            if let Some(note) = accepted_note(&c.standing) {
+            if let Some(note) = note_of(c) {
                 out.push_str(&format!(
                     "      <skipped message=\"{} {}: {}\"/>\n",
                     xml(&c.id),
@@ -260,7 +272,7 @@ pub fn github(gate: &Gate, document: &str) -> String {
     let file = gh_property(&document_path(document));
     let mut out = String::new();
     for c in &gate.changes {
-        let note = accepted_note(&c.standing);
+        let note = note_of(c);
         let command = if note.is_none() && c.at_or_above {
             "error"
         } else if note.is_some() || c.change.severity >= Severity::Compatible {
@@ -303,7 +315,7 @@ pub fn gitlab(gate: &Gate, document: &str) -> Value {
                 visible(&c.change.message),
                 visible(&c.change.path)
             );
-            if let Some(note) = accepted_note(&c.standing) {
+            if let Some(note) = note_of(c) {
                 description.push_str(&format!(" — {}", visible(&note)));
             }
             json!({
@@ -340,6 +352,7 @@ mod tests {
                 before: Some(ValueOrd(json!("GET /pets"))),
                 after: None,
                 message: HOSTILE.into(),
+                out_of_scope: false,
             }],
         }
     }

@@ -190,16 +190,30 @@ impl Gate<'_> {
         self.changes.iter().filter(|c| pred(&c.standing)).count()
     }
 
+    /// Changes demoted as outside the consumer's scope (`uses`).
+    pub fn out_of_scope(&self) -> usize {
+        self.changes
+            .iter()
+            .filter(|c| c.change.out_of_scope)
+            .count()
+    }
+
     /// The `"gate"` object of `diff --json`.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut value = json!({
             "fail_on": self.fail_on.map(Compatibility::as_str),
             "failed": self.failed,
             "accepted": self.accepted(),
             "expired": self.expired(),
             "stale": self.stale.len(),
             "unaccepted": self.unaccepted(),
-        })
+        });
+        // Present when a consumer scope demoted changes (a gate without one keeps its bytes).
+        let out_of_scope = self.out_of_scope();
+        if out_of_scope > 0 {
+            value["out_of_scope"] = json!(out_of_scope);
+        }
+        value
     }
 
     /// A ready-to-paste accept entry for a change (placeholders for who and why; 30 days).
@@ -336,6 +350,7 @@ mod tests {
             before: Some(ValueOrd(json!("x"))),
             after: None,
             message: "gone".into(),
+            out_of_scope: false,
         }
     }
 

@@ -19,6 +19,12 @@ pub fn run(action: ConfigCommand) -> Outcome {
                 .map_err(|e| super::Failure::Usage(e.into()))?;
             schemawatch::daemon::check_listen(&config)
                 .map_err(|e| super::Failure::Usage(e.into()))?;
+            // Each watch's consumer scope reads (its file, pin watch or bucket); whether its
+            // entries name something is judged against the documents at each refresh.
+            for watch in config.watches.iter().filter(|w| w.uses.is_some()) {
+                schemawatch::refresh::watch_policy(watch)
+                    .map_err(|e| super::Failure::Usage(anyhow::anyhow!(e)))?;
+            }
             // What `run` will do about descriptors under this shell's limits (H24).
             use schemawatch::daemon::descriptors;
             let concurrency = config.daemon.max_concurrency;

@@ -12,6 +12,7 @@ use schemawatch::core::model::{Compatibility, Kind, ToolSpec};
 use schemawatch::core::normalize::source::locate_changes;
 use schemawatch::core::normalize::SharedEndpoints;
 use schemawatch::core::report::{report_markdown, report_markdown_bounded, report_text};
+use schemawatch::refresh::uses::read_uses;
 use schemawatch::refresh::watch_policy;
 use schemawatch::sources::{self, Source};
 use std::collections::BTreeMap;
@@ -66,6 +67,17 @@ pub struct DiffArgs {
     /// A severity override, `RULE=LEVEL` (repeatable; applied after the config's).
     #[arg(long = "severity", value_name = "RULE=LEVEL")]
     severity: Vec<String>,
+    /// The consumer's scope: the endpoints it uses, one a line (or a pin file, or
+    /// `surface.toml#BUCKET`); changes outside it are reported as `info`, `out_of_scope`.
+    /// Replaces the scope of --config/--watch.
+    #[arg(long, value_name = "FILE")]
+    uses: Option<PathBuf>,
+    /// Ignore any consumer scope (--uses, the watch's `uses`): judge every change.
+    #[arg(long)]
+    strict: bool,
+    /// A uses entry that names nothing in either document is not an error (exit 2 otherwise).
+    #[arg(long)]
+    allow_unknown_uses: bool,
 }
 
 /// The policy `diff` classifies with: the one a watch has, plus command-line overrides.
@@ -78,6 +90,7 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
                 None => ClassifyPolicy {
                     severity: config.severity.clone(),
                     classification: None,
+                    uses: None,
                 },
                 Some(name) => {
                     let watch = config.watch(name).ok_or_else(|| {
@@ -97,7 +110,53 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
     }
     let overrides = parse_overrides(&raw).map_err(|e| anyhow!("--severity: {e}"))?;
     policy.severity.extend(overrides);
+    if let Some(path) = &args.uses {
+        let source = schemawatch::config::UsesSource::File(path.clone());
+        policy.uses =
+            Some(read_uses(&source, args.watch.as_deref()).map_err(|e| anyhow!("--uses: {e}"))?);
+    }
+    if args.strict {
+        policy.uses = None;
+    }
     Ok(policy)
+}
+
+/// Whether the scope's entries all name something (a typo must not silence the gate); with
+/// `allow_unknown_uses` (the flag, or the watch's setting) they need not.
+fn check_uses(
+    args: &DiffArgs,
+    policy: &ClassifyPolicy,
+    old: &ToolSpec,
+    new: &ToolSpec,
+) -> Result<(), Failure> {
+    let Some(uses) = &policy.uses else {
+        return Ok(());
+    };
+    let unknown = uses.unknown(old, new);
+    if unknown.is_empty() || args.allow_unknown_uses || watch_allows_unknown(args) {
+        return Ok(());
+    }
+    Err(Failure::Usage(anyhow!(
+        "uses entr{} {} name{} nothing in OLD nor NEW (a typo would silence the gate; --allow-unknown-uses to allow)",
+        if unknown.len() == 1 { "y" } else { "ies" },
+        unknown
+            .iter()
+            .map(|u| format!("{u:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if unknown.len() == 1 { "s" } else { "" },
+    )))
+}
+
+/// The `allow_unknown_uses` of `--config --watch`, when the scope is that watch's.
+fn watch_allows_unknown(args: &DiffArgs) -> bool {
+    let (Some(path), Some(name), None) = (&args.config, &args.watch, &args.uses) else {
+        return false;
+    };
+    Config::load(path)
+        .ok()
+        .and_then(|c| c.watch(name).map(|w| w.allow_unknown_uses))
+        .unwrap_or(false)
 }
 
 pub async fn run(args: DiffArgs) -> Outcome {
@@ -293,6 +352,9 @@ async fn compare(
     let (old_spec, _) = load_spec(old, &parsed[0], kind, SharedEndpoints::default()).await?;
     let (new_spec, new_bytes) =
         load_spec(new, &parsed[1], kind, SharedEndpoints::of(&old_spec)).await?;
+    if let Err(Failure::Usage(e)) = check_uses(args, policy, &old_spec, &new_spec) {
+        return Err(e);
+    }
     let report = classify(&old_spec, &new_spec, policy);
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),
@@ -498,6 +560,7 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy, old: &str, new: &str) ->
         .iter()
         .any(|(f, _)| !matches!(f, Format::Text | Format::Markdown))
         .then_some(new_bytes);
+    check_uses(args, policy, &old_spec, &new_spec)?;
     let report = classify(&old_spec, &new_spec, policy);
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),

@@ -13,4 +13,5 @@ pub mod locate;
 pub mod model;
 pub mod normalize;
 pub mod report;
+pub mod scope;
 pub mod small_map;

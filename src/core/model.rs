@@ -387,6 +387,14 @@ pub struct Change {
     pub after: Option<ValueOrd>,
     /// One plain-English sentence.
     pub message: String,
+    /// Outside the consumer's scope (`uses`): demoted to `info`, with its rule and id kept.
+    /// Serialized only when true, so every report without a scope keeps its bytes.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub out_of_scope: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A JSON value with a total order (by canonical text), so changes sort deterministically.
@@ -422,5 +430,10 @@ impl DriftReport {
     /// always counted).
     pub fn change_count(&self) -> usize {
         self.changes.len()
+    }
+
+    /// Number of changes demoted as outside the consumer's scope.
+    pub fn out_of_scope_count(&self) -> usize {
+        self.changes.iter().filter(|c| c.out_of_scope).count()
     }
 }

@@ -91,7 +91,7 @@ pub fn change_json(c: &Change) -> Value {
 
 /// [`change_json`] for a caller that already computed the change's id.
 pub fn change_json_with_id(c: &Change, id: &str) -> Value {
-    json!({
+    let mut value = json!({
         "id": id,
         "severity": c.severity.as_str(),
         "path": c.path,
@@ -100,7 +100,12 @@ pub fn change_json_with_id(c: &Change, id: &str) -> Value {
         "before": c.before.as_ref().map(|v| v.0.clone()),
         "after": c.after.as_ref().map(|v| v.0.clone()),
         "message": c.message,
-    })
+    });
+    // Only when set: a report without a consumer scope keeps its bytes.
+    if c.out_of_scope {
+        value["out_of_scope"] = json!(true);
+    }
+    value
 }
 
 fn short(v: &Option<crate::core::model::ValueOrd>) -> String {
@@ -130,6 +135,9 @@ pub fn report_text(report: &DriftReport) -> String {
         ));
         if c.before.is_some() || c.after.is_some() {
             out.push_str(&format!(" ({} → {})", short(&c.before), short(&c.after)));
+        }
+        if c.out_of_scope {
+            out.push_str(" [out of scope]");
         }
         out.push('\n');
     }
@@ -340,6 +348,7 @@ mod tests {
             before: before.map(ValueOrd),
             after: after.map(ValueOrd),
             message: "m".into(),
+            out_of_scope: false,
         };
         let cases = [
             change(None, None, "", "unclassified-change"),

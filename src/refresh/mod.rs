@@ -15,6 +15,7 @@ use crate::registry::{
 use crate::sources::{self, fetch_error_class};
 
 mod upgrade;
+pub mod uses;
 use serde::Serialize;
 pub use upgrade::migrate_identities;
 
@@ -108,6 +109,9 @@ pub struct Accepted<'a, C> {
 #[derive(Debug, Clone, Copy)]
 pub struct ApplyPolicy {
     pub apply_compatible: bool,
+    /// `apply_out_of_scope`: a compatible candidate with changes demoted as outside the
+    /// consumer's scope is applied too (by default it is report-only).
+    pub apply_out_of_scope: bool,
 }
 
 /// Decides what to do with a candidate. `classify` compares it with the accepted contract; it
@@ -135,7 +139,13 @@ pub fn decide<C, E>(
     };
     Ok(match report.compatibility {
         Compatibility::Identical => Decision::Unchanged { classified: true },
-        Compatibility::Compatible if policy.apply_compatible => Decision::Apply { base, report },
+        // Scope never silently moves the accepted contract: demoted drift is only reported.
+        Compatibility::Compatible
+            if policy.apply_compatible
+                && (policy.apply_out_of_scope || report.out_of_scope_count() == 0) =>
+        {
+            Decision::Apply { base, report }
+        }
         Compatibility::Compatible => Decision::ReportOnly { report },
         Compatibility::Breaking | Compatibility::SecurityReview => {
             Decision::QueueReview { base, report }
@@ -350,9 +360,17 @@ pub fn watch_policy(watch: &WatchConfig) -> Result<ClassifyPolicy, String> {
         }),
         None => None,
     };
+    let uses = match &watch.uses {
+        Some(source) => Some(
+            uses::read_uses(source, Some(&watch.name))
+                .map_err(|e| format!("watch {:?}: {e}", watch.name))?,
+        ),
+        None => None,
+    };
     Ok(ClassifyPolicy {
         severity: watch.severity.clone(),
         classification,
+        uses,
     })
 }
 
@@ -589,6 +607,7 @@ async fn refresh_inner(
 
     let policy = ApplyPolicy {
         apply_compatible: watch.apply_compatible,
+        apply_out_of_scope: watch.apply_out_of_scope,
     };
     let candidate = Candidate {
         spec: &spec,
@@ -621,6 +640,18 @@ async fn refresh_inner(
             policy,
             |current| {
                 let classify_policy = watch_policy(watch).map_err(RefreshError::Classification)?;
+                if let Some(uses) = classify_policy.uses.as_ref() {
+                    let unknown = uses.unknown(current, &spec);
+                    if !unknown.is_empty() && !watch.allow_unknown_uses {
+                        return Err(RefreshError::Classification(format!(
+                            "watch {:?}: uses entr{} {} name{} nothing in the accepted contract nor the new one (allow_unknown_uses = true to allow)",
+                            watch.name,
+                            if unknown.len() == 1 { "y" } else { "ies" },
+                            unknown.iter().map(|u| format!("{u:?}")).collect::<Vec<_>>().join(", "),
+                            if unknown.len() == 1 { "s" } else { "" },
+                        )));
+                    }
+                }
                 Ok::<_, RefreshError>(classify(current, &spec, &classify_policy))
             },
         )?;
@@ -851,9 +882,11 @@ mod tests {
 
     const APPLY: ApplyPolicy = ApplyPolicy {
         apply_compatible: true,
+        apply_out_of_scope: false,
     };
     const REPORT: ApplyPolicy = ApplyPolicy {
         apply_compatible: false,
+        apply_out_of_scope: false,
     };
 
     fn accepted(fingerprint: &str) -> Option<Accepted<'_, ()>> {

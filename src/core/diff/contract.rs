@@ -188,6 +188,7 @@ pub(super) mod cases {
                 )]
                 .into(),
             }),
+            uses: None,
         }
     }
 

@@ -3,9 +3,10 @@
 //! the rules comes in as data: the kind being judged, and a [`RuleSwap`] by which it judges
 //! some changes with stricter rules of its own (MCP: model-facing text).
 
-use super::rule::{Rule, SeverityOverrides};
+use super::rule::{Rule, SeverityOverrides, Side};
 use crate::core::change_kind::ChangeKind;
-use crate::core::model::{Change, EndpointSubKind, Kind, ValueOrd};
+use crate::core::model::{Change, EndpointSubKind, Kind, Severity, ValueOrd};
+use crate::core::scope::{never_out_of_scope, Scope};
 use serde_json::Value;
 
 /// The rule a kind uses in place of a general one, given the sub-kind of the endpoint being
@@ -22,6 +23,12 @@ pub struct Emitter<'o> {
     swap: Option<RuleSwap>,
     /// The sub-kind of the endpoint being judged (MCP prompts and resources have their rules).
     endpoint: Option<EndpointSubKind>,
+    /// The consumer's scope, when there is one: a change outside it is demoted to `info`.
+    scope: Option<&'o Scope>,
+    /// Whether the endpoint being judged is used (`None` outside endpoints: in scope).
+    endpoint_used: Option<bool>,
+    /// For each definition being compared (outermost first): whether a used endpoint reaches it.
+    definitions: Vec<bool>,
 }
 
 impl<'o> Emitter<'o> {
@@ -32,7 +39,47 @@ impl<'o> Emitter<'o> {
             kind: None,
             swap: None,
             endpoint: None,
+            scope: None,
+            endpoint_used: None,
+            definitions: Vec::new(),
         }
+    }
+
+    /// Judges against a consumer's scope (`None`: every change is in scope).
+    pub fn with_scope(mut self, scope: Option<&'o Scope>) -> Self {
+        self.scope = scope;
+        self
+    }
+
+    /// Whether the endpoint being judged is used (`None` outside endpoints).
+    pub fn set_endpoint_used(&mut self, used: Option<bool>) {
+        self.endpoint_used = used;
+    }
+
+    /// Whether the scope uses any of the endpoints named (`None` without a scope).
+    pub fn uses_any(&self, names: &[&str]) -> Option<bool> {
+        self.scope
+            .map(|scope| names.iter().any(|n| scope.uses_endpoint(n)))
+    }
+
+    /// Enters a definition being compared (its old and new pointers).
+    pub fn enter_definition(&mut self, old: &str, new: &str) {
+        if let Some(scope) = self.scope {
+            self.definitions.push(scope.reaches_definition(old, new));
+        }
+    }
+
+    /// Leaves the definition entered last.
+    pub fn leave_definition(&mut self) {
+        self.definitions.pop();
+    }
+
+    /// Whether a change of `rule` at `severity` here is outside the consumer's scope.
+    fn out_of_scope(&self, rule: &Rule, severity: Severity) -> bool {
+        self.scope.is_some()
+            && self.endpoint_used == Some(false)
+            && !self.definitions.iter().any(|reached| *reached)
+            && !never_out_of_scope(self.kind, rule.id, rule.side == Side::Contract, severity)
     }
 
     /// Judges changes of `kind`, with `swap` choosing its rules where they differ from the
@@ -66,14 +113,21 @@ impl<'o> Emitter<'o> {
             Some(swap) => swap(self.endpoint, rule),
             None => rule,
         };
+        let severity = rule.severity_under(self.overrides);
+        let out_of_scope = self.out_of_scope(rule, severity);
         self.changes.push(Change {
             path: path.to_string(),
             kind,
             rule: rule.id.to_string(),
-            severity: rule.severity_under(self.overrides),
+            severity: if out_of_scope {
+                Severity::Info
+            } else {
+                severity
+            },
             before: before.map(ValueOrd),
             after: after.map(ValueOrd),
             message,
+            out_of_scope,
         });
     }
 }

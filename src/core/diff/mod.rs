@@ -42,6 +42,7 @@ use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
     Compatibility, DriftReport, EndpointSpec, EndpointSubKind, Kind, ToolSpec,
 };
+use crate::core::scope::{Scope, Uses};
 use emit::RuleSwap;
 use pair::{match_endpoints, EndpointPair};
 use rule::SeverityOverrides;
@@ -59,6 +60,9 @@ pub struct ClassifyPolicy {
     pub severity: SeverityOverrides,
     /// A new endpoint this does not classify is an `endpoint-unclassified` change.
     pub classification: Option<SurfaceClassification>,
+    /// The consumer's scope (`uses`): a change outside it is demoted to `info` and marked
+    /// `out_of_scope` (`core::scope`). `None`: everything is in scope.
+    pub uses: Option<Uses>,
 }
 
 /// A check of a matched pair of endpoints at `at` (their path in the report).
@@ -123,7 +127,13 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         };
     }
     let hooks = kind_hooks(new.kind);
-    let mut out = Emitter::new(&policy.severity).for_kind(new.kind, hooks.swap);
+    let scope = policy
+        .uses
+        .as_ref()
+        .map(|uses| Scope::resolve(uses, old, new));
+    let mut out = Emitter::new(&policy.severity)
+        .for_kind(new.kind, hooks.swap)
+        .with_scope(scope.as_ref());
     let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions, &SCHEMA_WIRING)
         .nominal_types(old.kind == Kind::Graphql && new.kind == Kind::Graphql);
 
@@ -155,6 +165,10 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
                 e.sub_kind()
             }
         }));
+        out.set_endpoint_used(match pair {
+            EndpointPair::Removed(e) | EndpointPair::Added(e) => out.uses_any(&[e.name.as_str()]),
+            EndpointPair::Matched(o, n) => out.uses_any(&[o.name.as_str(), n.name.as_str()]),
+        });
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => match hooks.added {
@@ -174,11 +188,14 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         }
     }
     out.set_endpoint(None);
+    out.set_endpoint_used(None);
     // An endpoint whose only difference lies in a shared definition is explained when that
     // definition's change was reported (possibly while comparing another endpoint).
     for (o, n) in unexplained {
         let changed = &schemas.changed_definitions;
         if !old_index.reaches_any(o, changed) && !new_index.reaches_any(n, changed) {
+            let used = out.uses_any(&[o.name.as_str(), n.name.as_str()]);
+            out.set_endpoint_used(used);
             out.emit(
                 &UNCLASSIFIED_CHANGE,
                 &endpoint_path(n),
@@ -187,6 +204,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
                 None,
                 "The endpoint's contract changed in a way no rule explains.".into(),
             );
+            out.set_endpoint_used(None);
         }
     }
     text::scan(old, new, &pairs, &mut out);

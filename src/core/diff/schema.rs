@@ -684,7 +684,9 @@ impl<'d> SchemaDiffer<'d> {
                 let new_target = new_defs.get(n).unwrap_or(&empty);
                 let def_path = pointer_path(n);
                 self.current_definition.push((o.to_string(), n.to_string()));
+                out.enter_definition(o, n);
                 self.compare_keywords(old_target, new_target, dir, &def_path, out, depth + 1);
+                out.leave_definition();
                 self.current_definition.pop();
             }
             (Some(o), None) => {

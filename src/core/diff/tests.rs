@@ -455,6 +455,7 @@ fn severity_overrides_apply() {
     let policy = ClassifyPolicy {
         severity: overrides,
         classification: None,
+        uses: None,
     };
     let report = classify(&old, &new, &policy);
     assert_eq!(report.compatibility, Compatibility::Compatible);
