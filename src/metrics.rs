@@ -356,7 +356,7 @@ impl Metrics {
         h.refreshes.inc();
         h.duration.observe(seconds);
         if let Some(class) = outcome.error_class {
-            self.record_error(kind, class);
+            self.record_error(kind, class.as_str());
         }
     }
 

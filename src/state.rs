@@ -542,7 +542,12 @@ impl Shared {
                     "the refresh did not finish within its deadline of {}",
                     humantime::format_duration(deadline)
                 );
-                let outcome = crate::refresh::failed(&mut registry, watch, message, "deadline");
+                let outcome = crate::refresh::failed(
+                    &mut registry,
+                    watch,
+                    message,
+                    crate::core::event::ErrorClass::Deadline,
+                );
                 self.metrics.record_deadline(kind, &watch.name, seconds);
                 outcome
             }
@@ -551,7 +556,7 @@ impl Shared {
         if let Some(at) = outcome.checked_at_deferred.clone() {
             self.defer_checked(&watch.name, at);
         }
-        if outcome.error_class != Some("deadline") {
+        if outcome.error_class != Some(crate::core::event::ErrorClass::Deadline) {
             self.metrics.record(kind, &outcome, seconds, failures);
         }
         self.log_streak(&outcome, failures);
@@ -577,7 +582,10 @@ impl Shared {
             .map(|c| c.failures.swap(failures, Ordering::SeqCst));
         if outcome.action == Action::Error {
             let error = outcome.error.as_deref().unwrap_or("");
-            let class = outcome.error_class.unwrap_or("fetch");
+            let class = outcome
+                .error_class
+                .unwrap_or(crate::core::event::ErrorClass::Fetch)
+                .as_str();
             if warn_this_failure(failures, self.config().daemon.error_log_every) {
                 tracing::warn!(event = "refresh_failed", watch = %outcome.watch, error = %error, class, consecutive_failures = failures);
             } else {

@@ -4,6 +4,69 @@
 use crate::core::model::{Compatibility, DriftReport, Severity};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt;
+
+/// The coarse, value-free class of a failed refresh: the `class` label of
+/// `refresh_errors_total`, an event's `error_class` (never the failure's message).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Timeout,
+    Connect,
+    Tls,
+    HttpStatus,
+    TooLarge,
+    Fetch,
+    Mcp,
+    Database,
+    Parse,
+    Registry,
+    Conflict,
+    /// The daemon abandoned the refresh at its deadline.
+    Deadline,
+}
+
+impl ErrorClass {
+    /// Every class, in the order the README lists them.
+    pub const ALL: [ErrorClass; 12] = [
+        ErrorClass::Timeout,
+        ErrorClass::Connect,
+        ErrorClass::Tls,
+        ErrorClass::HttpStatus,
+        ErrorClass::TooLarge,
+        ErrorClass::Fetch,
+        ErrorClass::Mcp,
+        ErrorClass::Database,
+        ErrorClass::Parse,
+        ErrorClass::Registry,
+        ErrorClass::Conflict,
+        ErrorClass::Deadline,
+    ];
+
+    /// The label value (frozen: metrics, events, the summary).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connect => "connect",
+            ErrorClass::Tls => "tls",
+            ErrorClass::HttpStatus => "http_status",
+            ErrorClass::TooLarge => "too_large",
+            ErrorClass::Fetch => "fetch",
+            ErrorClass::Mcp => "mcp",
+            ErrorClass::Database => "database",
+            ErrorClass::Parse => "parse",
+            ErrorClass::Registry => "registry",
+            ErrorClass::Conflict => "conflict",
+            ErrorClass::Deadline => "deadline",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// `schema_version` of every event's `data` object.
 pub const EVENT_SCHEMA_VERSION: &str = "schemawatch.event.v1";
@@ -99,7 +162,7 @@ pub struct EventData {
     pub consecutive_failures: Option<i64>,
     /// The metric class of a failure (`fetch`, `timeout`, `parse`, ...), never its message.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub error_class: Option<String>,
+    pub error_class: Option<ErrorClass>,
     /// Who decided a review (`review_accepted`, `review_rejected`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reviewer: Option<String>,
@@ -240,6 +303,28 @@ pub fn severity_order() -> [Severity; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_classes_serialize_as_their_documented_label() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"));
+        let documented = readme
+            .split("`refresh_errors_total{kind,class}` (")
+            .nth(1)
+            .and_then(|rest| rest.split(')').next())
+            .unwrap();
+        let listed: Vec<&str> = documented
+            .split(',')
+            .map(|c| c.trim().trim_matches('`'))
+            .collect();
+        let ours: Vec<&str> = ErrorClass::ALL.iter().map(|c| c.as_str()).collect();
+        assert_eq!(ours, listed, "README's classes, in order");
+        for class in ErrorClass::ALL {
+            let text = serde_json::to_value(class).unwrap();
+            assert_eq!(text, serde_json::json!(class.as_str()));
+            assert_eq!(serde_json::from_value::<ErrorClass>(text).unwrap(), class);
+        }
+        assert!(serde_json::from_str::<ErrorClass>("\"oops\"").is_err());
+    }
 
     fn data(watch: &str, compatibility: Option<Compatibility>, rules: &[&str]) -> EventData {
         EventData {

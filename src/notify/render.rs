@@ -155,7 +155,7 @@ fn facts(event: &StoredEvent) -> Vec<(&'static str, String)> {
         facts.push(("Failures in a row", n.to_string()));
     }
     if let Some(c) = &d.error_class {
-        facts.push(("Error class", c.clone()));
+        facts.push(("Error class", c.to_string()));
     }
     if let Some(r) = &d.reviewer {
         facts.push(("Reviewer", r.clone()));

@@ -4,6 +4,7 @@
 
 use crate::config::{SourceConfig, WatchConfig};
 use crate::core::diff::{classify, ClassifyPolicy, SurfaceClassification};
+use crate::core::event::ErrorClass;
 use crate::core::fingerprint::{digest_text, tool_fingerprint};
 use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::fetch::openapi_refs::BundleError;
@@ -180,15 +181,15 @@ pub enum RefreshError {
 
 impl RefreshError {
     /// The coarse, value-free class of `refresh_errors_total{class}`.
-    pub fn class(&self) -> &'static str {
+    pub fn class(&self) -> ErrorClass {
         match self {
             RefreshError::Fetch(e) => fetch_error_class(e),
             RefreshError::Source(e) => e.class(),
             RefreshError::Bundle(e) => bundle_error_class(e),
-            RefreshError::Invalid { .. } => "parse",
-            RefreshError::Registry(_) | RefreshError::Classification(_) => "registry",
-            RefreshError::Conflict { .. } => "conflict",
-            RefreshError::TooManyEndpoints { .. } => "too_large",
+            RefreshError::Invalid { .. } => ErrorClass::Parse,
+            RefreshError::Registry(_) | RefreshError::Classification(_) => ErrorClass::Registry,
+            RefreshError::Conflict { .. } => ErrorClass::Conflict,
+            RefreshError::TooManyEndpoints { .. } => ErrorClass::TooLarge,
         }
     }
 }
@@ -212,7 +213,7 @@ pub struct Outcome {
     /// A coarse, value-free error class (`timeout`, `connect`, `tls`, `http_status`,
     /// `too_large`, `fetch`, `parse`, `registry`, `conflict`) when the cycle failed.
     #[serde(skip)]
-    pub error_class: Option<&'static str>,
+    pub error_class: Option<ErrorClass>,
     /// The watch's failed refreshes in a row after this cycle (the daemon's backoff).
     #[serde(skip)]
     pub consecutive_failures: i64,
@@ -414,12 +415,12 @@ struct Stats {
     defer: bool,
 }
 
-fn bundle_error_class(e: &BundleError) -> &'static str {
+fn bundle_error_class(e: &BundleError) -> ErrorClass {
     match e {
-        BundleError::Normalize(_) | BundleError::Parse { .. } => "parse",
-        BundleError::TooLarge { .. } => "too_large",
-        BundleError::Timeout => "timeout",
-        e => e.fetch_error().map_or("fetch", fetch_error_class),
+        BundleError::Normalize(_) | BundleError::Parse { .. } => ErrorClass::Parse,
+        BundleError::TooLarge { .. } => ErrorClass::TooLarge,
+        BundleError::Timeout => ErrorClass::Timeout,
+        e => e.fetch_error().map_or(ErrorClass::Fetch, fetch_error_class),
     }
 }
 
@@ -443,7 +444,7 @@ pub fn failed(
     registry: &mut Registry,
     watch: &WatchConfig,
     message: String,
-    class: &'static str,
+    class: ErrorClass,
 ) -> Outcome {
     let mut state = registry
         .watch_state(&watch.name)
@@ -1016,7 +1017,7 @@ mod tests {
             ),
         ];
         for (error, class) in cases {
-            assert_eq!(error.class(), class, "{error}");
+            assert_eq!(error.class().as_str(), class, "{error}");
         }
         assert_eq!(
             RefreshError::Invalid {

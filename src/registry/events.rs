@@ -126,7 +126,7 @@ pub(crate) fn upsert_watch_emitting(
     routes: &Routes,
     s: &WatchState,
     report: Option<&crate::core::model::DriftReport>,
-    error_class: Option<&str>,
+    error_class: Option<crate::core::event::ErrorClass>,
 ) -> Result<()> {
     let before: Option<(WatchStatus, i64)> = tx
         .prepare_cached("SELECT status, consecutive_failures FROM watch_state WHERE watch = ?1")?
@@ -144,7 +144,7 @@ pub(crate) fn upsert_watch_emitting(
     {
         let mut data = base();
         data.consecutive_failures = Some(s.consecutive_failures);
-        data.error_class = error_class.map(str::to_string);
+        data.error_class = error_class;
         emit(tx, routes, EventKind::RefreshFailed, &data)?;
     }
     if failures_before >= threshold

@@ -692,11 +692,15 @@ fn state_moves_write_their_events_once_and_route_to_matching_sinks() {
     let mut s = state("error");
     for failures in 1..=4 {
         s.consecutive_failures = failures;
-        r.record_failure(&s, "timeout").unwrap();
+        r.record_failure(&s, crate::core::event::ErrorClass::Timeout)
+            .unwrap();
     }
     assert_eq!(kinds(&r), ["refresh_failed"]);
     let failed = &r.events(None, None, 1).unwrap()[0];
-    assert_eq!(failed.data.error_class.as_deref(), Some("timeout"));
+    assert_eq!(
+        failed.data.error_class,
+        Some(crate::core::event::ErrorClass::Timeout)
+    );
     assert_eq!(failed.data.consecutive_failures, Some(2));
     let mut ok = state("unchanged");
     r.record_watch(&ok).unwrap();
@@ -704,7 +708,8 @@ fn state_moves_write_their_events_once_and_route_to_matching_sinks() {
     assert_eq!(kinds(&r), ["refresh_failed", "watch_recovered"]);
     // A single failure (below error_after) and its end: no event.
     s.consecutive_failures = 1;
-    r.record_failure(&s, "connect").unwrap();
+    r.record_failure(&s, crate::core::event::ErrorClass::Connect)
+        .unwrap();
     r.record_watch(&ok).unwrap();
     assert_eq!(kinds(&r).len(), 2);
     ok.status = WatchStatus::Stale;

@@ -43,7 +43,11 @@ impl Registry {
     }
     /// Records a failed cycle: the state, and `refresh_failed` when this failure is the
     /// `error_after`-th in a row (with its metric class).
-    pub fn record_failure(&mut self, state: &WatchState, class: &str) -> Result<()> {
+    pub fn record_failure(
+        &mut self,
+        state: &WatchState,
+        class: crate::core::event::ErrorClass,
+    ) -> Result<()> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         events::upsert_watch_emitting(&tx, &routes, state, None, Some(class))?;

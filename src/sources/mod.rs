@@ -24,6 +24,7 @@ pub mod sqlite;
 
 pub use grammar::{parse_arguments, parse_env, shown_argument, GrammarError};
 
+use crate::core::event::ErrorClass;
 use crate::core::model::{Kind, ToolSpec};
 use crate::core::normalize::{normalize_sharing, SharedEndpoints};
 use crate::fetch::openapi_refs::ExternalRefs;
@@ -219,31 +220,31 @@ pub enum LoadError {
 
 impl LoadError {
     /// A coarse, value-free class for metrics (`refresh_errors_total`).
-    pub fn class(&self) -> &'static str {
+    pub fn class(&self) -> ErrorClass {
         match self {
             LoadError::Fetch(e) => fetch_error_class(e),
-            LoadError::Mcp(_) => "mcp",
-            LoadError::Database(sqlite::DatabaseError::Timeout) => "timeout",
-            LoadError::Database(_) => "database",
-            LoadError::Postgres(postgres::PostgresError::Timeout) => "timeout",
-            LoadError::Postgres(postgres::PostgresError::Tls(_)) => "tls",
-            LoadError::Postgres(postgres::PostgresError::Connect { .. }) => "connect",
-            LoadError::Postgres(_) => "database",
-            LoadError::Unsupported { .. } | LoadError::NotADocument { .. } => "fetch",
+            LoadError::Mcp(_) => ErrorClass::Mcp,
+            LoadError::Database(sqlite::DatabaseError::Timeout) => ErrorClass::Timeout,
+            LoadError::Database(_) => ErrorClass::Database,
+            LoadError::Postgres(postgres::PostgresError::Timeout) => ErrorClass::Timeout,
+            LoadError::Postgres(postgres::PostgresError::Tls(_)) => ErrorClass::Tls,
+            LoadError::Postgres(postgres::PostgresError::Connect { .. }) => ErrorClass::Connect,
+            LoadError::Postgres(_) => ErrorClass::Database,
+            LoadError::Unsupported { .. } | LoadError::NotADocument { .. } => ErrorClass::Fetch,
         }
     }
 }
 
 /// The metrics class of a fetch failure.
-pub fn fetch_error_class(e: &FetchError) -> &'static str {
+pub fn fetch_error_class(e: &FetchError) -> ErrorClass {
     use FetchError as F;
     match e {
-        F::Timeout => "timeout",
-        F::Connect { .. } => "connect",
-        F::Tls { .. } => "tls",
-        F::Status { .. } | F::UnexpectedNotModified => "http_status",
-        F::TooLarge { .. } => "too_large",
-        _ => "fetch",
+        F::Timeout => ErrorClass::Timeout,
+        F::Connect { .. } => ErrorClass::Connect,
+        F::Tls { .. } => ErrorClass::Tls,
+        F::Status { .. } | F::UnexpectedNotModified => ErrorClass::HttpStatus,
+        F::TooLarge { .. } => ErrorClass::TooLarge,
+        _ => ErrorClass::Fetch,
     }
 }
 

@@ -514,7 +514,7 @@ pub fn watch(
             .events(Some(name), None, 20)?
             .into_iter()
             .take_while(|e| e.event != crate::core::event::EventKind::WatchRecovered)
-            .find_map(|e| e.data.error_class)
+            .find_map(|e| e.data.error_class.map(|c| c.to_string()))
             .unwrap_or_default()
     } else {
         String::new()
