@@ -4,7 +4,7 @@
 //! some changes with stricter rules of its own (MCP: model-facing text).
 
 use super::change_kind::ChangeKind;
-use super::rule::{Rule, SeverityOverrides, Side};
+use super::rule::{Rule, SeverityOverrides};
 use crate::core::model::{Change, EndpointSubKind, Kind, Severity, ValueOrd};
 use crate::core::scope::{never_out_of_scope, Scope};
 use serde_json::Value;
@@ -79,7 +79,7 @@ impl<'o> Emitter<'o> {
         self.scope.is_some()
             && self.endpoint_used == Some(false)
             && !self.definitions.iter().any(|reached| *reached)
-            && !never_out_of_scope(self.kind, rule.id, rule.side == Side::Contract, severity)
+            && !never_out_of_scope(self.kind, rule.id, severity)
     }
 
     /// Judges changes of `kind`, with `swap` choosing its rules where they differ from the
