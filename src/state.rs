@@ -3,8 +3,8 @@
 //! configured watch without asking the registry (status, when it is due, its error streak).
 //!
 //! The per-status counts (`watches_by_status`, `/v1/summary`) move on each refresh's outcome
-//! and are recounted from the registry when it changed under the daemon (`PRAGMA
-//! data_version`: a CLI `pending accept`, `watch reset`, a cron `check`), never recomputed
+//! and are recounted from the registry when it changed under the daemon (its change
+//! token, `Registry::change_token`: a CLI `pending accept`, `watch reset`, a cron `check`), never recomputed
 //! per refresh.
 
 use crate::config::{Config, WatchConfig};
@@ -78,9 +78,9 @@ pub struct Shared {
     permits: Mutex<usize>,
     /// Host header values accepted under `/v1` (DNS-rebinding protection).
     allowed_hosts: Vec<String>,
-    /// (device, inode) of the registry file opened at startup: a file replaced or deleted under
-    /// the daemon is never written to or re-created (docs/reliability.md H6).
-    registry_identity: Option<(u64, u64)>,
+    /// The registry opened at startup: one replaced or deleted under the daemon is never
+    /// written to or re-created (docs/reliability.md H6).
+    opened: crate::registry::Opened,
     /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
     registry_lost: AtomicBool,
     /// The configured watches, by name.
@@ -89,14 +89,14 @@ pub struct Shared {
     moving: Mutex<()>,
     /// The origin of `WatchCell::due_ms`.
     epoch: Instant,
-    /// A connection that watches `PRAGMA data_version`, and the value last recounted at
+    /// A connection that watches the registry's change token, and the token last recounted at
     /// (`None`: recount at the next look).
-    observer: Mutex<(Option<Registry>, Option<i64>)>,
+    observer: Mutex<(Option<Registry>, Option<crate::registry::ChangeToken>)>,
     /// Bookkeeping waiting for the group commit ([`Shared::flush_checked`]): watch → the
     /// `last_checked_at` of its latest 304 that changed nothing else.
     checked: Mutex<HashMap<String, String>>,
     /// Wakes the delivery task: an event this process committed, or another process's write
-    /// seen through `data_version`.
+    /// seen through the change token.
     pub deliveries_wake: Arc<tokio::sync::Notify>,
     /// Where `POST /v1/watches/{name}/refresh` queues a refresh (set by the daemon's loop).
     refresh_requests: Mutex<Option<tokio::sync::mpsc::Sender<RefreshRequest>>>,
@@ -120,12 +120,6 @@ pub enum OnDemand {
     Queued,
     /// The scheduler does not know the watch.
     Unknown,
-}
-
-fn file_identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let m = std::fs::metadata(path)?;
-    Ok((m.dev(), m.ino()))
 }
 
 /// The admin token: the variable's value with surrounding whitespace (a trailing newline from
@@ -193,7 +187,7 @@ impl Shared {
             locks: Mutex::new(HashMap::new()),
             semaphore: Arc::new(Semaphore::new(permits)),
             permits: Mutex::new(permits),
-            registry_identity: file_identity(&config_registry_path).ok(),
+            opened: crate::registry::Opened::at(&config_registry_path),
             registry_lost: AtomicBool::new(false),
         })
     }
@@ -201,13 +195,7 @@ impl Shared {
     /// Whether the registry file is still the one opened at startup. The first time it is not,
     /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
     pub fn registry_intact(&self) -> Result<(), RegistryError> {
-        let what = match (file_identity(&self.registry_path), self.registry_identity) {
-            (Ok(now), Some(then)) if now == then => None,
-            (Ok(_), Some(_)) => Some("replaced"),
-            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some("deleted"),
-            // Unknown either way (a stat error): not evidence of a replacement.
-            _ => None,
-        };
+        let what = self.opened.lost().map(crate::registry::Lost::as_str);
         match what {
             None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
             found => {
@@ -569,7 +557,7 @@ impl Shared {
         self.log_streak(&outcome, failures);
         self.set_status(&watch.name, outcome.action.status());
         // Unchanged and failed cycles leave contract state and reviews alone (a review that
-        // an unchanged cycle supersedes is caught by the data_version recount).
+        // an unchanged cycle supersedes is caught by the change-token recount).
         if !matches!(outcome.action, Action::Unchanged | Action::Error) {
             self.update_registry_gauges(&registry);
         }
@@ -741,7 +729,7 @@ impl Shared {
         })
     }
 
-    /// The next look at `data_version` recounts whatever it says (after a reload).
+    /// The next look at the change token recounts whatever it says (after a reload).
     pub fn invalidate_counts(&self) {
         let mut observer = match self.observer.lock() {
             Ok(o) => o,
@@ -767,7 +755,7 @@ impl Shared {
         let Some(registry) = observer.0.as_ref() else {
             return false;
         };
-        let Ok(version) = registry.data_version() else {
+        let Ok(version) = registry.change_token() else {
             return false;
         };
         if last == Some(version) {
@@ -937,10 +925,8 @@ mod tests {
         // The registry says otherwise (another process wrote): a recount moves the watch.
         let mut r = shared.take_registry().unwrap();
         r.record_watch(&WatchState {
-            watch: "ns.w2".into(),
-            kind: "openapi".into(),
             status: WatchStatus::Stale,
-            ..WatchState::default()
+            ..WatchState::new("ns.w2", crate::core::model::Kind::Openapi)
         })
         .unwrap();
         shared.give_back(r);

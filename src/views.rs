@@ -90,7 +90,7 @@ fn row_json(
         "watch": watch.name,
         "kind": watch.kind.as_str(),
         "status": state.map_or("idle", |s| s.status.as_str()),
-        "last_compatibility": state.and_then(|s| s.last_compatibility.clone()),
+        "last_compatibility": state.and_then(|s| s.last_compatibility),
         "pending_change_count": pending,
         "last_checked_at": state.and_then(|s| s.last_checked_at.clone()),
         "last_error": state.and_then(|s| s.last_error.clone()),
@@ -352,10 +352,8 @@ mod tests {
         let mut registry = Registry::open(&dir.path().join("r.sqlite3")).unwrap();
         registry
             .record_watch(&WatchState {
-                watch: "ns.d".into(),
-                kind: "openapi".into(),
                 status: WatchStatus::Error,
-                ..WatchState::default()
+                ..WatchState::new("ns.d", crate::core::model::Kind::Openapi)
             })
             .unwrap();
         let c = config(&["ns.e", "ns.c", "ns.a", "ns.d", "ns.b"]);

@@ -346,7 +346,7 @@ mod tests {
             new_fingerprint: "sha256:b".into(),
             changes: vec![Change {
                 path: "endpoints.listPets".into(),
-                kind: "endpoint_removed".into(),
+                kind: crate::core::change_kind::ChangeKind::EndpointRemoved,
                 rule: "endpoint-removed".into(),
                 severity: Severity::Breaking,
                 before: Some(ValueOrd(json!("GET /pets"))),

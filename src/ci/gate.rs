@@ -344,7 +344,7 @@ mod tests {
     fn change(path: &str, severity: Severity) -> Change {
         Change {
             path: path.into(),
-            kind: "removed".into(),
+            kind: crate::core::change_kind::ChangeKind::EndpointRemoved,
             rule: "endpoint-removed".into(),
             severity,
             before: Some(ValueOrd(json!("x"))),

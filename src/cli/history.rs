@@ -37,7 +37,7 @@ fn history(config: &Config, tool: &str, json: bool) -> Outcome {
                 e.registry_version,
                 e.applied_at,
                 e.fingerprint,
-                e.compatibility.as_deref().unwrap_or("registered"),
+                e.compatibility.map_or("registered", |c| c.as_str()),
                 match (&e.reviewer, &e.reason) {
                     (Some(who), Some(why)) => format!(
                         " (review {}, {who}{}: {why})",

@@ -71,7 +71,7 @@ pub fn run(action: PendingCommand) -> Outcome {
                         "{:<6} {:<30} {:<16} {} change(s), created {}",
                         r.id,
                         r.watch,
-                        r.compatibility,
+                        r.compatibility.as_str(),
                         r.change_count,
                         r.created_at
                     );
@@ -91,7 +91,7 @@ pub fn run(action: PendingCommand) -> Outcome {
                     review.id,
                     review.watch,
                     review.state,
-                    review.compatibility,
+                    review.compatibility.as_str(),
                     review.created_at
                 );
                 match &review.report {

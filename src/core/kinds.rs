@@ -5,7 +5,7 @@
 //! from the rows of `kinds!` below; the one `match` on `Kind` is `sources::load` (how a kind is
 //! fetched: I/O, outside the core).
 //!
-//! A new kind is one row here, plus its normalizer file (`pub mod` in `core::normalize`), its
+//! A new kind is one row here, plus its normalizer file (declared by its row: `in NAME`), its
 //! `load` arm and its rules if any: ARCHITECTURE.md, "Add a kind".
 
 use crate::core::diff::{database, odata, openrpc, tool, KindHooks};
@@ -61,9 +61,10 @@ pub struct KindDecl {
 }
 
 /// Declares `Kind` (one variant per row, in this order: it is `Kind`'s `Ord`) and its
-/// declarations: `Variant "name" { field: value, ... }`.
+/// declarations: `Variant "name" in module { field: value, ... }`, where `module` is its
+/// normalizer's file under `src/core/normalize/`.
 macro_rules! kinds {
-    ($( $(#[$doc:meta])* $variant:ident $name:literal { $($field:ident : $value:expr),* $(,)? } )*) => {
+    ($( $(#[$doc:meta])* $variant:ident $name:literal in $module:ident { $($field:ident : $value:expr),* $(,)? } )*) => {
         /// The kinds of contract schemawatch watches.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         pub enum Kind {
@@ -79,11 +80,18 @@ macro_rules! kinds {
             /// Every kind, in declaration order.
             pub const ALL: [Kind; [$(Kind::$variant),*].len()] = [$(Kind::$variant),*];
         }
+
+        /// Declares each kind's normalizer module (`pub mod NAME;`), expanded once, in
+        /// `core::normalize`: the row names the file, so a new kind adds no line there.
+        macro_rules! normalizer_modules {
+            () => { $( pub mod $module; )* };
+        }
+        pub(crate) use normalizer_modules;
     };
 }
 
 kinds! {
-    Openapi "openapi" {
+    Openapi "openapi" in openapi {
         reader: Reader::Sharing(normalize::openapi::normalize_sharing),
         descriptive: Descriptive::DenyByDefault(normalize::openapi::DESCRIPTIVE),
         pointers: Some(Pointers::Openapi),
@@ -92,7 +100,7 @@ kinds! {
         every_string_model_facing: false,
         is_database: false,
     }
-    Openrpc "openrpc" {
+    Openrpc "openrpc" in openrpc {
         reader: Reader::Whole(normalize::openrpc::normalize),
         descriptive: Descriptive::DenyByDefault(normalize::openrpc::DESCRIPTIVE),
         pointers: Some(Pointers::Openrpc),
@@ -105,7 +113,7 @@ kinds! {
         every_string_model_facing: false,
         is_database: false,
     }
-    Odata "odata" {
+    Odata "odata" in odata {
         reader: Reader::Whole(normalize::odata::normalize),
         descriptive: Descriptive::DenyByDefault(normalize::odata::DESCRIPTIVE),
         pointers: None,
@@ -117,7 +125,7 @@ kinds! {
         every_string_model_facing: false,
         is_database: false,
     }
-    Graphql "graphql" {
+    Graphql "graphql" in graphql {
         reader: Reader::Whole(normalize::graphql::normalize),
         descriptive: Descriptive::DenyByDefault(normalize::graphql::DESCRIPTIVE),
         pointers: None,
@@ -126,7 +134,7 @@ kinds! {
         every_string_model_facing: false,
         is_database: false,
     }
-    Mcp "mcp" {
+    Mcp "mcp" in mcp {
         reader: Reader::Sharing(normalize::mcp::normalize_sharing),
         descriptive: Descriptive::DenyByDefault(normalize::mcp::DESCRIPTIVE),
         pointers: None,
@@ -139,7 +147,7 @@ kinds! {
         is_database: false,
     }
     // Not yet deny-by-default: it keeps what it models (docs/kinds-rpc.md, "OPTIMADE").
-    Optimade "optimade" {
+    Optimade "optimade" in optimade {
         reader: Reader::Whole(normalize::optimade::normalize),
         descriptive: Descriptive::KeepsWhatItModels,
         pointers: None,
@@ -149,7 +157,7 @@ kinds! {
         is_database: false,
     }
     /// A SQLite database file, by catalog introspection.
-    Sqlite "sqlite" {
+    Sqlite "sqlite" in sqlite {
         reader: Reader::Whole(normalize::sqlite::normalize),
         descriptive: Descriptive::OwnIntrospection,
         pointers: None,
@@ -163,7 +171,7 @@ kinds! {
         is_database: true,
     }
     /// A PostgreSQL database, by `pg_catalog` introspection.
-    Postgres "postgres" {
+    Postgres "postgres" in postgres {
         reader: Reader::Whole(normalize::postgres::normalize),
         descriptive: Descriptive::OwnIntrospection,
         pointers: None,

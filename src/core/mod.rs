@@ -1,5 +1,6 @@
 //! The pure core: no I/O, no clocks, no randomness. Same input, same bytes out.
 
+pub mod change_kind;
 pub mod diff;
 pub mod event;
 pub mod fingerprint;

@@ -1,6 +1,7 @@
 //! The canonical contract model: ToolSpec, EndpointSpec and the drift report types.
 //! Field names are the product contract (docs/design.md); keep them.
 
+use crate::core::change_kind::ChangeKind;
 pub use crate::core::small_map::SmallMap;
 /// A string of up to 24 bytes held inline (no allocation), longer ones on the heap; serialized
 /// exactly as a `String`. The model's endpoints hold it for their short texts.
@@ -377,8 +378,8 @@ impl fmt::Display for Compatibility {
 pub struct Change {
     /// Dotted location, e.g. `endpoints.listPets.parameters.query.limit.schema.maximum`.
     pub path: String,
-    /// What happened, e.g. `parameter_added`.
-    pub kind: String,
+    /// What happened, e.g. `parameter_added` (one rule may emit several kinds).
+    pub kind: ChangeKind,
     /// The id of the rule that judged it.
     pub rule: String,
     pub severity: Severity,

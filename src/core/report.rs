@@ -342,7 +342,7 @@ mod tests {
     fn change_ids_are_the_published_ones() {
         let change = |before: Option<Value>, after: Option<Value>, path: &str, rule: &str| Change {
             path: path.into(),
-            kind: "k".into(),
+            kind: crate::core::change_kind::ChangeKind::TypeChanged,
             rule: rule.into(),
             severity: Severity::Breaking,
             before: before.map(ValueOrd),

@@ -59,7 +59,7 @@ pub use schedule::{
 /// loses at most this much of `last_checked_at`, and nothing else.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
-/// How often the daemon looks at the registry's `data_version` to recount its gauges.
+/// How often the daemon looks at the registry's change token to recount its gauges.
 pub const RECOUNT_EVERY: Duration = Duration::from_secs(2);
 
 /// What the daemon refuses to run with: `admin_token_env` naming an unset or empty variable

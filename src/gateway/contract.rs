@@ -1,5 +1,5 @@
 //! Where the gateway's accepted contract comes from: the registry, opened read-only (never
-//! written), watched for commits through `PRAGMA data_version`; or the daemon's API
+//! written), watched for commits through its change token (`Registry::change_token`); or the daemon's API
 //! (`GET /v1/watches/{name}/contract` with a read token), polled, when the registry sits in a
 //! service's private state directory.
 
@@ -83,13 +83,13 @@ pub fn watch(
     std::thread::Builder::new()
         .name("gateway-registry".into())
         .spawn(move || {
-            let mut seen = registry.data_version().ok();
+            let mut seen = registry.change_token().ok();
             loop {
                 std::thread::sleep(every);
                 if events.is_closed() {
                     return;
                 }
-                let now = registry.data_version().ok();
+                let now = registry.change_token().ok();
                 if now == seen {
                     continue;
                 }

@@ -465,12 +465,7 @@ pub fn failed(
 }
 
 fn idle_state(watch: &WatchConfig) -> WatchState {
-    WatchState {
-        watch: watch.name.clone(),
-        kind: watch.kind.as_str().into(),
-        status: WatchStatus::Idle,
-        ..WatchState::default()
-    }
+    WatchState::new(&watch.name, watch.kind)
 }
 
 async fn refresh_inner(
@@ -521,7 +516,7 @@ async fn refresh_inner(
         }
     }
     state.source_identity = Some(identity);
-    state.kind = watch.kind.as_str().into();
+    state.kind = watch.kind;
     state.last_checked_at = Some(now_rfc3339());
 
     let stored_validators = if existing {
@@ -875,9 +870,9 @@ fn mark_ok(state: &mut WatchState, status: WatchStatus, compatibility: Option<Co
     state.last_error = None;
     state.consecutive_failures = 0;
     if let Some(c) = compatibility {
-        state.last_compatibility = Some(c.as_str().into());
+        state.last_compatibility = Some(c);
     } else if matches!(status, WatchStatus::Unchanged | WatchStatus::Registered) {
-        state.last_compatibility = Some(Compatibility::Identical.as_str().into());
+        state.last_compatibility = Some(Compatibility::Identical);
     }
 }
 

@@ -93,7 +93,7 @@ impl Registry {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         if open_review {
-            super::supersede_open_reviews(&tx, &routes, &state.watch, &state.kind, None)?;
+            super::supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
         }
         super::events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
         failpoint::hit("unchanged.before_commit")?;

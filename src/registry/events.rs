@@ -133,7 +133,7 @@ pub(crate) fn upsert_watch_emitting(
         .query_row([&s.watch], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?;
     let (was, failures_before) = before.unwrap_or((WatchStatus::Idle, 0));
-    let base = || EventData::for_watch(&s.watch, &s.kind);
+    let base = || EventData::for_watch(&s.watch, s.kind.as_str());
     let threshold = routes.error_after.max(1);
     if s.status == WatchStatus::Stale && was != WatchStatus::Stale {
         emit(tx, routes, EventKind::WatchStale, &base())?;

@@ -2,6 +2,7 @@
 //! query, so answering for 10,000 watches costs one pass, not three queries per watch.
 
 use super::{Registry, Result, ReviewState, WatchState};
+use crate::core::model::Compatibility;
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::Path;
@@ -13,12 +14,17 @@ pub struct ReviewHead {
     pub id: i64,
     pub watch: String,
     pub state: ReviewState,
-    pub compatibility: String,
+    pub compatibility: Compatibility,
     pub change_count: i64,
     pub created_at: String,
     pub base_registry_version: i64,
     pub candidate_fingerprint: String,
 }
+
+/// What [`Registry::change_token`] answers: compared for equality with an earlier token of the
+/// same connection, never read as a number (a backend may count differently).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChangeToken(i64);
 
 /// Page cache of each pooled connection, in KiB.
 pub const POOLED_CACHE_KIB: i64 = 256;
@@ -57,12 +63,16 @@ impl Registry {
             .optional()?)
     }
 
-    /// `PRAGMA data_version`: changes when another connection (of this process or another)
-    /// committed since this connection last looked.
-    pub fn data_version(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .query_row("PRAGMA data_version", [], |r| r.get(0))?)
+    /// The registry's change token: differs from the one this connection read last when
+    /// another connection (of this process or another) committed since. The daemon's recount
+    /// and the gateway's contract reader compare tokens on a connection that never writes; a
+    /// token means nothing across connections or backends (SQLite: `PRAGMA data_version`).
+    pub fn change_token(&self) -> Result<ChangeToken> {
+        Ok(ChangeToken(self.conn.query_row(
+            "PRAGMA data_version",
+            [],
+            |r| r.get(0),
+        )?))
     }
 
     /// Every stored watch state, by watch name, in one query.
@@ -169,7 +179,7 @@ impl super::Review {
             id: self.id,
             watch: self.watch.clone(),
             state: self.state,
-            compatibility: self.compatibility.clone(),
+            compatibility: self.compatibility,
             change_count: self.change_count,
             created_at: self.created_at.clone(),
             base_registry_version: self.base_registry_version,

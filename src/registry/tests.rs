@@ -3,7 +3,9 @@
 
 use super::*;
 use crate::core::diff::classify;
+use crate::core::fingerprint::tool_fingerprint;
 use crate::core::normalize::openapi::normalize;
+use std::path::{Path, PathBuf};
 
 fn doc(max: u32) -> String {
     format!(
@@ -19,10 +21,8 @@ fn spec(max: u32) -> ToolSpec {
 
 fn state(status: &str) -> WatchState {
     WatchState {
-        watch: "acme.pets".into(),
-        kind: "openapi".into(),
         status: WatchStatus::parse(status).expect("a watch status"),
-        ..WatchState::default()
+        ..WatchState::new("acme.pets", crate::core::model::Kind::Openapi)
     }
 }
 
@@ -452,10 +452,8 @@ fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::T
     let (dir, mut r) = open();
     let spec = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
     let state = WatchState {
-        watch: "acme.tools".into(),
-        kind: "mcp".into(),
         status: WatchStatus::Registered,
-        ..WatchState::default()
+        ..WatchState::new("acme.tools", crate::core::model::Kind::Mcp)
     };
     r.apply_with_state(
         &spec,
@@ -774,4 +772,55 @@ fn ui_sessions_are_stored_by_digest_expire_and_never_bump_the_registry_version()
     r.delete_session("digest-b").unwrap();
     assert_eq!(r.session("digest-b", 350).unwrap(), None);
     assert_eq!(r.registry_version().unwrap(), before);
+}
+
+/// A stored kind, compatibility or status that names nothing this release knows (a newer
+/// release's, or a hand edit) is a typed error naming the column and the text, never a panic
+/// or a guess; the rows that still parse read as before.
+#[test]
+fn unknown_stored_text_is_a_typed_error() {
+    let (dir, mut r) = open();
+    let provenance = Provenance {
+        compatibility: Some(Compatibility::Breaking),
+        ..Provenance::default()
+    };
+    r.apply(&spec(1), None, &provenance, 10).unwrap();
+    r.record_watch(&state("applied")).unwrap();
+    assert_eq!(
+        r.history("acme.pets").unwrap()[0].compatibility,
+        Some(Compatibility::Breaking)
+    );
+    assert_eq!(
+        r.watch_state("acme.pets").unwrap().unwrap().kind,
+        Kind::Openapi
+    );
+    let raw = Connection::open(dir.path().join("nested/registry.sqlite3")).unwrap();
+    raw.execute("UPDATE watch_state SET kind = 'soap'", [])
+        .unwrap();
+    raw.execute("UPDATE tool_versions SET compatibility = 'fine'", [])
+        .unwrap();
+    let unknown = |e: RegistryError| match e {
+        RegistryError::UnknownValue(u) => (u.what, u.text),
+        other => panic!("not an unknown value: {other:?}"),
+    };
+    assert_eq!(
+        unknown(r.watch_state("acme.pets").unwrap_err()),
+        ("kind", "soap".to_string())
+    );
+    assert_eq!(
+        unknown(r.watch_states().unwrap_err()),
+        ("kind", "soap".to_string())
+    );
+    assert_eq!(
+        unknown(r.history("acme.pets").unwrap_err()),
+        ("compatibility", "fine".to_string())
+    );
+    let message = RegistryError::UnknownValue(UnknownText {
+        what: "kind",
+        text: "soap".into(),
+    })
+    .to_string();
+    assert_eq!(message, "registry row holds an unknown kind \"soap\"");
+    // The accepted contract itself is untouched by either column.
+    assert!(r.tool("acme.pets").unwrap().is_some());
 }

@@ -63,7 +63,7 @@ impl Registry {
         type Row = (
             String,
             Option<Vec<u8>>,
-            Option<String>,
+            Option<crate::core::model::Kind>,
             Option<String>,
             String,
             i64,
@@ -101,7 +101,7 @@ impl Registry {
     }
 
     /// How each decided review was decided (`via`), by review id, for the reviews of a watch.
-    pub fn review_via(&self, id: i64) -> Result<Option<String>> {
+    pub fn review_via(&self, id: i64) -> Result<Option<super::Via>> {
         Ok(self
             .conn
             .query_row("SELECT via FROM reviews WHERE id = ?1", [id], |r| r.get(0))

@@ -560,9 +560,13 @@ pub fn watch(
             version: h.version,
             registry_version: h.registry_version,
             applied_at: h.applied_at,
-            compatibility: h.compatibility.unwrap_or_default(),
+            compatibility: h
+                .compatibility
+                .map(|c| c.as_str())
+                .unwrap_or_default()
+                .to_string(),
             reviewer: text(h.reviewer.as_deref().unwrap_or("")),
-            via: h.via.unwrap_or_default(),
+            via: h.via.map(|v| v.as_str()).unwrap_or_default().to_string(),
             reason: text(h.reason.as_deref().unwrap_or("")),
             review: h
                 .review_id
@@ -707,7 +711,7 @@ pub fn review(
         state: review.state.to_string(),
         state_note,
         banner,
-        compatibility: review.compatibility.clone(),
+        compatibility: review.compatibility.as_str().to_string(),
         created_at: review.created_at.clone(),
         base_registry_version: review.base_registry_version,
         base_fingerprint: review

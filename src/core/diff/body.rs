@@ -1,12 +1,12 @@
 //! Request body rules: a body added, removed, made required or optional, and its media types;
 //! each media type's schema goes to the schema walker.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::{by_key, Keyed};
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::DESCRIPTION_CHANGED;
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{RequestBody, Severity::*};
 use serde_json::json;
 

@@ -1,10 +1,10 @@
 //! Contract rules: the contract as a whole (its invocation target, the server instructions
 //! that reach a model) and the surface classification of new endpoints.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::endpoint_path;
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{Severity::*, ToolSpec};
 use serde_json::json;
 use std::collections::{BTreeMap, BTreeSet};

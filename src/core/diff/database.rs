@@ -6,10 +6,10 @@
 //! is `request-property-added-optional` (compatible), `NOT NULL` without a default is
 //! `request-property-added-required` (breaking), a type change is judged by side.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::{endpoint_path, META_CHANGED};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{EndpointSpec, EndpointSubKind, Kind, Severity::*};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -3,8 +3,8 @@
 //! the rules comes in as data: the kind being judged, and a [`RuleSwap`] by which it judges
 //! some changes with stricter rules of its own (MCP: model-facing text).
 
-use super::change_kind::ChangeKind;
 use super::rule::{Rule, SeverityOverrides};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{Change, EndpointSubKind, Kind, Severity, ValueOrd};
 use crate::core::scope::{never_out_of_scope, Scope};
 use serde_json::Value;
@@ -117,7 +117,7 @@ impl<'o> Emitter<'o> {
         let out_of_scope = self.out_of_scope(rule, severity);
         self.changes.push(Change {
             path: path.to_string(),
-            kind: kind.as_str().to_string(),
+            kind,
             rule: rule.id.to_string(),
             severity: if out_of_scope {
                 Severity::Info

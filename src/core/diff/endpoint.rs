@@ -2,7 +2,6 @@
 //! effects, judged on one matched pair (or one unmatched side) the classifier hands over;
 //! parameters, bodies, responses and schemas are their own families.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::EndpointPair;
 use super::rule::{Rule, Side};
@@ -11,6 +10,7 @@ use super::shared::{
     ENDPOINT_ADDED_WRITE, ENDPOINT_REMOVED, EXTENSION_CHANGED, META_CHANGED, TITLE_CHANGED,
     UNCLASSIFIED_CHANGE,
 };
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{EndpointSpec, EndpointSubKind, Kind, Severity::*};
 use serde_json::json;
 use std::collections::BTreeSet;

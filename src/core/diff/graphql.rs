@@ -2,11 +2,11 @@
 //! operation type names (`ToolSpec::roots`), and the schema keywords the normalizer writes for
 //! applied directives, `@oneOf` and `@specifiedBy` (judged from the schema walker).
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::DOCUMENTATION_CHANGED;
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{Severity::*, ToolSpec};
 use crate::core::normalize::graphql::{
     DIRECTIVES_KEYWORD, ONE_OF_KEYWORD, SCALAR_DIRECTIVES_KEYWORD, SPECIFIED_BY_KEYWORD,

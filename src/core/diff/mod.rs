@@ -12,7 +12,7 @@
 //! silently identical.
 
 pub mod body;
-pub mod change_kind;
+
 pub mod contract;
 pub mod database;
 pub mod emit;
@@ -37,12 +37,12 @@ mod value_sets;
 pub use contract::SurfaceClassification;
 pub use emit::Emitter;
 
+use crate::core::change_kind::ChangeKind;
 use crate::core::fingerprint::SpecIndex;
 use crate::core::model::{
     Compatibility, DriftReport, EndpointSpec, EndpointSubKind, Kind, ToolSpec,
 };
 use crate::core::scope::{Scope, Uses};
-use change_kind::ChangeKind;
 use emit::RuleSwap;
 use pair::{match_endpoints, EndpointPair};
 use rule::SeverityOverrides;

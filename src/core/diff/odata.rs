@@ -5,11 +5,11 @@
 //! (`ToolSpec::extensions`, `annotations.<target>/<term>`). Capabilities restrictions are
 //! endpoints present or absent, judged by the endpoint rules.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::{changed_members, DOCUMENTATION_CHANGED, META_CHANGED, UNCLASSIFIED_CHANGE};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{EndpointSpec, Severity::*};
 use crate::core::normalize::odata::{
     is_description, ANNOTATIONS_KEYWORD, CONTAINS_TARGET_KEYWORD, FACETS_KEYWORD,

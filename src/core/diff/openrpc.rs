@@ -2,10 +2,10 @@
 //! `required`. Server variables are the execution target (`execution-target-changed`); error
 //! codes are response statuses (`response-error-status-added` / `-removed`).
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::{changed_members, META_CHANGED};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{EndpointSpec, Severity::*};
 use serde_json::{json, Value};
 

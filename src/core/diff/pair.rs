@@ -1,9 +1,10 @@
 //! Pairing: which endpoint of the old contract is which of the new one ([`match_endpoints`]),
-//! and which entry of a keyed map is which ([`by_key`]: media types, response statuses and
-//! headers). The classifier and the families get matched (old, new) pairs and unmatched sides
+//! which entry of a keyed map is which ([`by_key`]: media types, response statuses and
+//! headers), and which parameter is which ([`parameters`]: by location and name, path
+//! parameters renamed in place). The classifier and the families get matched (old, new) pairs and unmatched sides
 //! from here, so no family re-writes the matching.
 
-use crate::core::model::{EndpointSpec, SmallMap};
+use crate::core::model::{EndpointSpec, ParameterSpec, SmallMap};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -115,6 +116,110 @@ pub fn by_key<'a, K: Ord, V>(
                     out.push(Keyed::Both(k, a, b));
                 }
             }
+        }
+    }
+    out
+}
+
+/// The parameters of two matched endpoints, paired: by (location, name), and a path
+/// parameter renamed in place (same template position, required and serialized alike) is one
+/// parameter under its new name.
+pub struct ParameterPairs<'a> {
+    /// Path parameters renamed in place: old name → new name.
+    pub renamed: BTreeMap<String, String>,
+    /// Every old parameter, in (location, name) order, with its counterpart if it has one.
+    pub old: Vec<(&'a ParameterSpec, Option<&'a ParameterSpec>)>,
+    /// New parameters with no old counterpart, in (location, name) order.
+    pub added: Vec<&'a ParameterSpec>,
+    /// New parameters kept under their (location, name): the ones callers already send.
+    pub kept_by_key: Vec<&'a ParameterSpec>,
+}
+
+/// Pairs the parameters of two endpoints (with their path templates, for in-place renames).
+pub fn parameters<'a>(
+    (old, old_template): (&'a [ParameterSpec], &str),
+    (new, new_template): (&'a [ParameterSpec], &str),
+) -> ParameterPairs<'a> {
+    let key = |p: &'a ParameterSpec| (p.location.as_str(), p.name.as_str());
+    let old_by: BTreeMap<_, _> = old.iter().map(|p| (key(p), p)).collect();
+    let new_by: BTreeMap<_, _> = new.iter().map(|p| (key(p), p)).collect();
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    for (from, to) in renamed_in_place(old_template, new_template) {
+        if let (Some(o), Some(n)) = (old_by.get(&("path", &*from)), new_by.get(&("path", &*to))) {
+            if o.required == n.required
+                && o.style == n.style
+                && !new_by.contains_key(&("path", &*from))
+                && !old_by.contains_key(&("path", &*to))
+            {
+                renamed.insert(from, to);
+            }
+        }
+    }
+    let old_pairs = old_by
+        .iter()
+        .map(|(k, o)| {
+            let counterpart = match renamed.get(k.1).filter(|_| k.0 == "path") {
+                Some(to) => new_by.get(&("path", to.as_str())),
+                None => new_by.get(k),
+            };
+            (*o, counterpart.copied())
+        })
+        .collect();
+    let added = new_by
+        .iter()
+        .filter(|(k, _)| {
+            let renamed_to = k.0 == "path" && renamed.values().any(|to| to == k.1);
+            !(old_by.contains_key(*k) || renamed_to)
+        })
+        .map(|(_, n)| *n)
+        .collect();
+    let kept_by_key = new
+        .iter()
+        .filter(|p| old_by.contains_key(&key(p)))
+        .collect();
+    ParameterPairs {
+        renamed,
+        old: old_pairs,
+        added,
+        kept_by_key,
+    }
+}
+
+/// The parameter names of a path template, in order (`/a/{x}/b/{y}` → `[x, y]`).
+fn template_names(template: &str) -> Vec<&str> {
+    let mut names = Vec::new();
+    let mut rest = template;
+    while let Some(start) = rest.find('{') {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        names.push(&rest[start + 1..start + len]);
+        rest = &rest[start + len + 1..];
+    }
+    names
+}
+
+/// Path parameters renamed in place: old name → new name, for templates that are the same
+/// but for the names (the endpoint's identity, `/pets/{}`, is then the same too).
+pub fn renamed_in_place(old_template: &str, new_template: &str) -> BTreeMap<String, String> {
+    let (old_names, new_names) = (template_names(old_template), template_names(new_template));
+    let mut out = BTreeMap::new();
+    if old_names.len() != new_names.len() {
+        return out;
+    }
+    let strip = |t: &str, names: &[&str]| {
+        let mut t = t.to_string();
+        for n in names {
+            t = t.replacen(&format!("{{{n}}}"), "{}", 1);
+        }
+        t
+    };
+    if strip(old_template, &old_names) != strip(new_template, &new_names) {
+        return out;
+    }
+    for (o, n) in old_names.iter().zip(&new_names) {
+        if o != n && !old_names.contains(n) && !new_names.contains(o) {
+            out.insert(o.to_string(), n.to_string());
         }
     }
     out

@@ -1,14 +1,14 @@
 //! Parameter rules: a parameter added, removed, made required or optional, reordered (JSON-RPC
 //! positions) or serialized differently; its schema goes to the schema walker.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
+use super::pair;
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::{DEPRECATED_CHANGED, DESCRIPTION_CHANGED};
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{ParameterSpec, Severity::*};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
 
 pub static REQUEST_PARAMETER_ADDED_NOT_TRAILING: Rule = Rule::new(
     "request-parameter-added-not-trailing",
@@ -96,46 +96,6 @@ fn allows_empty_value(p: &ParameterSpec) -> Option<bool> {
     }
 }
 
-/// The parameter names of a path template, in order (`/a/{x}/b/{y}` → `[x, y]`).
-fn template_names(template: &str) -> Vec<&str> {
-    let mut names = Vec::new();
-    let mut rest = template;
-    while let Some(start) = rest.find('{') {
-        let Some(len) = rest[start..].find('}') else {
-            break;
-        };
-        names.push(&rest[start + 1..start + len]);
-        rest = &rest[start + len + 1..];
-    }
-    names
-}
-
-/// Path parameters renamed in place: old name → new name, for templates that are the same
-/// but for the names (the endpoint's identity, `/pets/{}`, is then the same too).
-pub(super) fn renamed_in_place(old_template: &str, new_template: &str) -> BTreeMap<String, String> {
-    let (old_names, new_names) = (template_names(old_template), template_names(new_template));
-    let mut out = BTreeMap::new();
-    if old_names.len() != new_names.len() {
-        return out;
-    }
-    let strip = |t: &str, names: &[&str]| {
-        let mut t = t.to_string();
-        for n in names {
-            t = t.replacen(&format!("{{{n}}}"), "{}", 1);
-        }
-        t
-    };
-    if strip(old_template, &old_names) != strip(new_template, &new_names) {
-        return out;
-    }
-    for (o, n) in old_names.iter().zip(&new_names) {
-        if o != n && !old_names.contains(n) && !new_names.contains(o) {
-            out.insert(o.to_string(), n.to_string());
-        }
-    }
-    out
-}
-
 pub(super) fn compare_parameters(
     send: Direction,
     at: &str,
@@ -144,26 +104,8 @@ pub(super) fn compare_parameters(
     schemas: &mut SchemaDiffer,
     out: &mut Emitter,
 ) {
-    let key = |p: &ParameterSpec| (p.location.clone(), p.name.clone());
-    let old_by: BTreeMap<_, _> = old.iter().map(|p| (key(p), p)).collect();
-    let new_by: BTreeMap<_, _> = new.iter().map(|p| (key(p), p)).collect();
-    // In-place renames: the parameter at the same template position, required and serialized
-    // alike, under another name. It is one parameter: the rename is info, and its schema,
-    // description and deprecation are compared as for any kept parameter.
-    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
-    for (from, to) in renamed_in_place(old_template, new_template) {
-        let path_key = |name: &str| ("path".to_string(), name.to_string());
-        if let (Some(o), Some(n)) = (old_by.get(&path_key(&from)), new_by.get(&path_key(&to))) {
-            if o.required == n.required
-                && o.style == n.style
-                && !new_by.contains_key(&path_key(&from))
-                && !old_by.contains_key(&path_key(&to))
-            {
-                renamed.insert(from, to);
-            }
-        }
-    }
-    for (from, to) in &renamed {
+    let pairs = pair::parameters((old, old_template), (new, new_template));
+    for (from, to) in &pairs.renamed {
         out.emit(
             &PATH_PARAMETER_RENAMED,
             &format!("{at}.parameters.path.{from}"),
@@ -173,12 +115,8 @@ pub(super) fn compare_parameters(
             format!("Path parameter '{from}' was renamed to '{to}' in place."),
         );
     }
-    for (k, o) in &old_by {
-        let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
-        let counterpart = match renamed.get(&k.1).filter(|_| k.0 == "path") {
-            Some(to) => new_by.get(&("path".to_string(), to.clone())),
-            None => new_by.get(k),
-        };
+    for (o, counterpart) in &pairs.old {
+        let p_at = format!("{at}.parameters.{}.{}", o.location, o.name);
         match counterpart {
             None => {
                 let moved = new
@@ -308,16 +246,14 @@ pub(super) fn compare_parameters(
             }
         }
     }
-    for (k, n) in &new_by {
-        if old_by.contains_key(k) || (k.0 == "path" && renamed.values().any(|to| *to == k.1)) {
-            continue;
-        }
-        let p_at = format!("{at}.parameters.{}.{}", k.0, k.1);
+    for n in &pairs.added {
+        let p_at = format!("{at}.parameters.{}.{}", n.location, n.name);
         // A positional parameter may only be added after every parameter callers already send.
         let not_trailing = position_of(n).is_some_and(|pos| {
-            new.iter()
-                .filter(|p| old_by.contains_key(&key(p)))
-                .filter_map(position_of)
+            pairs
+                .kept_by_key
+                .iter()
+                .filter_map(|p| position_of(p))
                 .any(|existing| existing > pos)
         });
         let (rule, word) = if n.required {
@@ -494,12 +430,15 @@ pub(super) mod cases {
             "{report:?}"
         );
         // Swapped names are no rename.
-        assert!(renamed_in_place("/a/{x}/{y}", "/a/{y}/{x}").is_empty());
+        assert!(pair::renamed_in_place("/a/{x}/{y}", "/a/{y}/{x}").is_empty());
         assert_eq!(
-            renamed_in_place("/e/{enterprise_id}/billing", "/e/{enterprise}/billing"),
-            BTreeMap::from([("enterprise_id".to_string(), "enterprise".to_string())])
+            pair::renamed_in_place("/e/{enterprise_id}/billing", "/e/{enterprise}/billing"),
+            std::collections::BTreeMap::from([(
+                "enterprise_id".to_string(),
+                "enterprise".to_string()
+            )])
         );
-        assert!(renamed_in_place("/a/{x}", "/b/{y}").is_empty());
+        assert!(pair::renamed_in_place("/a/{x}", "/b/{y}").is_empty());
     }
 
     #[test]

@@ -1,12 +1,12 @@
 //! Response rules: statuses (success and error), media types and headers; each schema goes to
 //! the schema walker.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::{by_key, Keyed};
 use super::rule::{Rule, Side};
 use super::schema::{Direction, SchemaDiffer};
 use super::shared::DESCRIPTION_CHANGED;
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{CompactString, ResponseSpec, Severity::*, SmallMap};
 use serde_json::json;
 

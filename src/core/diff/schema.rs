@@ -6,13 +6,13 @@
 //! definition's own path (`components.schemas.Pet.properties.name`), and cycles end because each
 //! (old ref, new ref, direction) is compared once.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 pub use super::rule::Direction;
 use super::rule::{Rule, Side};
 #[cfg(test)]
 use super::shared::DOC_KEYWORDS;
 use super::shared::{DEPRECATED_CHANGED, DOCUMENTATION_CHANGED};
+use crate::core::change_kind::ChangeKind;
 use crate::core::json::to_canonical_string;
 use crate::core::model::Severity::*;
 use serde_json::{json, Map, Value};

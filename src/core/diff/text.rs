@@ -5,11 +5,11 @@
 //! schema text, `_meta` and unmodelled fields, server instructions) and, for the other kinds,
 //! every `description`, `title` and `summary` string of an endpoint or a definition.
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::pair::EndpointPair;
 use super::rule::{Rule, Side};
 use super::shared::endpoint_path;
+use crate::core::change_kind::ChangeKind;
 use crate::core::hidden::{gained, has_hidden, is_hidden, Hidden};
 use crate::core::model::{Severity::*, ToolSpec};
 use serde_json::{json, Value};

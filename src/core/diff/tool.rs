@@ -3,13 +3,13 @@
 //! resource templates and resources have a family each (added, removed, text changed), and
 //! the server capabilities one rule each way (gained or changed: security; lost: breaking).
 
-use super::change_kind::ChangeKind;
 use super::emit::Emitter;
 use super::rule::{Rule, Side};
 use super::shared::{
     DESCRIPTION_CHANGED, DOCUMENTATION_CHANGED, ENDPOINT_ADDED_READ_ONLY, ENDPOINT_ADDED_WRITE,
     ENDPOINT_REMOVED, EXTENSION_CHANGED, META_CHANGED, TITLE_CHANGED,
 };
+use crate::core::change_kind::ChangeKind;
 use crate::core::model::{EndpointSubKind, Severity::*};
 use serde_json::Value;
 use std::collections::BTreeSet;

@@ -2,17 +2,13 @@
 
 pub mod allow_list;
 mod database;
-pub mod graphql;
-pub mod mcp;
-pub mod odata;
-pub mod openapi;
 pub mod openapi_refs;
-pub mod openrpc;
-pub mod optimade;
-pub mod postgres;
 pub mod schema;
 pub mod source;
-pub mod sqlite;
+
+// Each kind's normalizer (`graphql`, `mcp`, `odata`, `openapi`, `openrpc`, `optimade`,
+// `postgres`, `sqlite`): declared by the kind's row in `core::kinds`.
+crate::core::kinds::normalizer_modules!();
 
 use crate::core::json::{ParseError, DEFER_FROM_BYTES};
 use crate::core::kinds::Reader;

@@ -232,7 +232,9 @@ impl<'a> Locator<'a> {
     /// identity, `METHOD /path/{}`, the change's `before`).
     pub fn change_pointer(&self, change: &Change) -> Option<String> {
         let pointer = self.pointer(&change.path)?;
-        if self.pointers != Some(Pointers::Openapi) || change.kind != "endpoint_removed" {
+        if self.pointers != Some(Pointers::Openapi)
+            || change.kind != crate::core::change_kind::ChangeKind::EndpointRemoved
+        {
             return Some(pointer);
         }
         let identity = change.before.as_ref().and_then(|b| b.0.as_str());

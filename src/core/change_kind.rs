@@ -3,12 +3,16 @@
 //! `constraint_changed`, `enum_changed`, `additional_properties_changed`), so the kind is
 //! passed where the change is emitted, typed; reports carry its text, frozen like rule ids.
 
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
 macro_rules! change_kinds {
     ($($variant:ident = $text:literal,)*) => {
-        /// The kind of a reported change (`Change::kind` holds [`ChangeKind::as_str`]).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        /// The kind of a reported change (`Change::kind`), serialized as [`ChangeKind::as_str`]:
+        /// its variants are in the order of their texts, so changes sort as they did as text.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
         pub enum ChangeKind {
-            $($variant,)*
+            $(#[serde(rename = $text)] $variant,)*
         }
 
         impl ChangeKind {
@@ -23,6 +27,12 @@ macro_rules! change_kinds {
             }
         }
     };
+}
+
+impl fmt::Display for ChangeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 change_kinds! {

@@ -1,0 +1,425 @@
+//! Opening a registry (created only when none exists, atomically), its checks (`quick_check`,
+//! schema version), the migrations and the re-fingerprinting of rows stored under an older
+//! projection; the write transaction every write begins (`BEGIN IMMEDIATE`).
+
+use super::{migrate, read_tool, stored_spec, upgrade, Registry, RegistryError, Result};
+use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
+use crate::core::model::Kind;
+use crate::core::normalize::SharedEndpoints;
+use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+impl Registry {
+    /// Opens (creating if needed) the registry at `path`: WAL, foreign keys, busy timeout,
+    /// `quick_check`, migrations, and re-fingerprinting of snapshots from older projections.
+    pub fn open(path: &Path) -> Result<Registry> {
+        Registry::open_or_create(path, true)
+    }
+    /// Opens the registry at `path`; when no file exists there and `create` is true, creates
+    /// it first (atomically: built aside, then linked into place, so an existing file is always
+    /// a complete registry). An empty or foreign file is [`RegistryError::NotARegistry`].
+    pub fn open_or_create(path: &Path, create: bool) -> Result<Registry> {
+        match std::fs::symlink_metadata(path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !create {
+                    return Err(RegistryError::Missing {
+                        path: path.display().to_string(),
+                    });
+                }
+                Registry::create_at(path)?;
+            }
+            Err(source) => {
+                return Err(RegistryError::Stat {
+                    path: path.display().to_string(),
+                    source,
+                })
+            }
+        }
+        Registry::open_existing(path)
+    }
+    /// Builds a new registry next to `path` and links it into place unless a file appeared
+    /// there meanwhile (another process created it: that one is used).
+    fn create_at(path: &Path) -> Result<()> {
+        let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+        if let Some(parent) = parent {
+            std::fs::create_dir_all(parent).map_err(|source| RegistryError::CreateDir {
+                path: parent.display().to_string(),
+                source,
+            })?;
+        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "registry".into());
+        let scratch = path.with_file_name(format!(".{name}.new-{}", std::process::id()));
+        let cleanup = |p: &Path| {
+            for suffix in ["", "-wal", "-shm", "-journal"] {
+                let mut s = p.as_os_str().to_owned();
+                s.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(s));
+            }
+        };
+        cleanup(&scratch);
+        {
+            let mut conn = Connection::open(&scratch)?;
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+            conn.pragma_update(None, "synchronous", "FULL")?;
+            migrate::run(&mut conn)?;
+            // Closing checkpoints the WAL into the file and removes it, so the one file linked
+            // into place holds everything and is already in WAL mode: processes opening it
+            // concurrently never race to switch journal modes.
+        }
+        let linked = match std::fs::hard_link(&scratch, path) {
+            // A file system without hard links: a rename, unless a file appeared meanwhile
+            // (a narrow race, where the link is atomic).
+            Err(e)
+                if e.kind() != std::io::ErrorKind::AlreadyExists
+                    && std::fs::symlink_metadata(path).is_err() =>
+            {
+                std::fs::rename(&scratch, path)
+            }
+            other => other,
+        };
+        cleanup(&scratch);
+        match linked {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(RegistryError::CreateDir {
+                path: path.display().to_string(),
+                source: e,
+            }),
+        }
+    }
+    /// Opens an existing registry; never creates one (the daemon's later connections).
+    pub fn open_existing(path: &Path) -> Result<Registry> {
+        let not_ours = |why: &str| RegistryError::NotARegistry {
+            path: path.display().to_string(),
+            why: why.into(),
+        };
+        match std::fs::metadata(path) {
+            Ok(m) if !m.is_file() => return Err(not_ours("not a regular file")),
+            Ok(m) if m.len() == 0 => return Err(not_ours("the file is empty")),
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(RegistryError::Missing {
+                    path: path.display().to_string(),
+                })
+            }
+            Err(_) => {}
+        }
+        let conn = Connection::open_with_flags(
+            path,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        // Before the first read: another process may hold the lock (a migration, a write).
+        conn.busy_timeout(Duration::from_secs(10))?;
+        stable_plans(&conn)?;
+        let version: i64 = match conn.query_row("PRAGMA user_version", [], |r| r.get(0)) {
+            Ok(v) => v,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::NotADatabase =>
+            {
+                return Err(not_ours("not an SQLite database"))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if version == 0 {
+            return Err(not_ours("an SQLite database without schemawatch's schema"));
+        }
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL: a commit acknowledged to the user survives power loss (docs/reliability.md §3).
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        let mut registry = Registry { conn, routes: None };
+        migrate::run(&mut registry.conn)?;
+        registry.refingerprint_outdated()?;
+        Ok(registry)
+    }
+    /// Opens an existing registry read-only (for inspection): no migration, no writes. A
+    /// registry whose schema is not the current one is refused.
+    pub fn open_read_only(path: &Path) -> Result<Registry> {
+        let flags =
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags)?;
+        conn.busy_timeout(Duration::from_secs(10))?;
+        stable_plans(&conn)?;
+        let check: String = match conn.query_row("PRAGMA quick_check", [], |r| r.get(0)) {
+            Ok(check) => check,
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if e.code == rusqlite::ErrorCode::ReadOnly && !has_wal(path) =>
+            {
+                // A WAL-mode file in a folder we cannot write (a 0555 folder, a read-only
+                // mount) cannot get its `-shm` index. With no `-wal` beside it, the file
+                // holds every commit, and SQLite may read it as immutable (H22).
+                return Registry::open_immutable(path);
+            }
+            Err(e) => return Err(e.into()),
+        };
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        Registry::checked_version(conn)
+    }
+    /// A read-only connection of the current schema version as a registry.
+    fn checked_version(conn: Connection) -> Result<Registry> {
+        let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let supported = migrate::latest();
+        if version > supported {
+            return Err(RegistryError::TooNew {
+                found: version,
+                supported,
+            });
+        }
+        if version < supported {
+            return Err(RegistryError::TooOld {
+                found: version,
+                supported,
+            });
+        }
+        Ok(Registry { conn, routes: None })
+    }
+    /// [`Registry::open_read_only`] of a file nobody can be writing: its folder is read-only
+    /// to us and no `-wal` file exists.
+    fn open_immutable(path: &Path) -> Result<Registry> {
+        let absolute = std::fs::canonicalize(path).map_err(|source| RegistryError::Stat {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let mut uri =
+            url::Url::from_file_path(&absolute).map_err(|()| RegistryError::NotARegistry {
+                path: path.display().to_string(),
+                why: "not an absolute path".into(),
+            })?;
+        uri.set_query(Some("mode=ro&immutable=1"));
+        let conn = Connection::open_with_flags(
+            uri.as_str(),
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX
+                | rusqlite::OpenFlags::SQLITE_OPEN_URI,
+        )?;
+        let check: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+        if check != "ok" {
+            return Err(RegistryError::Corrupt(check));
+        }
+        Registry::checked_version(conn)
+    }
+    pub(super) fn write_tx(&mut self) -> Result<Transaction<'_>> {
+        Ok(self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?)
+    }
+    /// Recomputes fingerprints of snapshots stored under an older projection version, from the
+    /// normalized specs the registry keeps. Not a contract change: no version bump, no drift.
+    fn refingerprint_outdated(&mut self) -> Result<()> {
+        // Read first: a registry with nothing to redo takes no write lock, so opening it
+        // (`status`, `history`, ...) never waits behind another process's write
+        // (docs/reliability.md, C5).
+        let outdated: i64 = self.conn.query_row(
+            "SELECT (SELECT count(*) FROM tools WHERE fingerprint_version < ?1)
+                  + (SELECT count(*) FROM tool_versions WHERE fingerprint_version < ?1)
+                  + (SELECT count(*) FROM reviews WHERE fingerprint_version < ?1)",
+            [FINGERPRINT_VERSION],
+            |r| r.get(0),
+        )?;
+        if outdated == 0 {
+            return Ok(());
+        }
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        // A 304-only watch must fetch once to gain what the new projection models.
+        tx.execute(
+            "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
+            [FINGERPRINT_VERSION],
+        )?;
+        upgrade::accepted_from_sources(&tx, &routes)?;
+        upgrade::open_reviews_from_sources(&tx)?;
+        // Whatever has no source (older releases, external `$ref`s), or whose source the new
+        // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
+        // contract as before; the first full fetch then classifies it.
+        for (table, key_col, name_col, spec_col, gz_col, fp_col, source_cols) in [
+            (
+                "tools",
+                "name",
+                "name",
+                "spec_json",
+                "NULL",
+                "fingerprint",
+                "NULL, NULL",
+            ),
+            (
+                "tool_versions",
+                "rowid",
+                "tool",
+                "spec_json",
+                "spec_gz",
+                "fingerprint",
+                "source_kind, source_digest",
+            ),
+            (
+                "reviews",
+                "id",
+                "watch",
+                "candidate_spec_json",
+                "candidate_gz",
+                "candidate_fingerprint",
+                "source_kind, source_digest",
+            ),
+        ] {
+            type Row = (
+                String,
+                String,
+                String,
+                Option<Vec<u8>>,
+                Option<Kind>,
+                Option<String>,
+            );
+            let rows: Vec<Row> = tx
+                .prepare(&format!(
+                    "SELECT CAST({key_col} AS TEXT), {name_col}, {spec_col}, {gz_col}, {source_cols}
+                     FROM {table} WHERE fingerprint_version < ?1"
+                ))?
+                .query_map([FINGERPRINT_VERSION], |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                })?
+                .collect::<rusqlite::Result<_>>()?;
+            for (key, name, json, gz, kind, digest) in rows {
+                let from_source = kind.map(|k| (k, digest.as_deref()));
+                let read = match table {
+                    // A new `tools` row keeps its contract in the current history row.
+                    "tools" => read_tool(&tx, &key).map(|t| t.map(|t| tool_fingerprint(&t.spec))),
+                    // A pruned review keeps the fingerprint it was decided on (metadata only).
+                    "reviews" if json.is_empty() && gz.is_none() && from_source.is_none() => {
+                        Ok(None)
+                    }
+                    _ => stored_spec(
+                        &tx,
+                        (table_name(table), &key, &name),
+                        &json,
+                        gz,
+                        from_source,
+                        SharedEndpoints::default(),
+                    )
+                    .map(|spec| Some(tool_fingerprint(&spec))),
+                };
+                let fingerprint = match read {
+                    // A contract read from a source this release no longer reads keeps its
+                    // fingerprint; reading it fails closed until the watch is forgotten.
+                    Err(RegistryError::SourceUnreadable {
+                        table,
+                        key,
+                        problem,
+                    }) => {
+                        tracing::error!(event = "projection_upgrade_failed", table, key = %key,
+                            problem = %problem, "a contract stored as its source cannot be read by this release");
+                        None
+                    }
+                    other => other?,
+                };
+                match fingerprint {
+                    Some(fp) => tx.execute(
+                        &format!("UPDATE {table} SET {fp_col} = ?1, fingerprint_version = ?2 WHERE CAST({key_col} AS TEXT) = ?3"),
+                        params![fp, FINGERPRINT_VERSION, key],
+                    )?,
+                    None => tx.execute(
+                        &format!("UPDATE {table} SET fingerprint_version = ?1 WHERE CAST({key_col} AS TEXT) = ?2"),
+                        params![FINGERPRINT_VERSION, key],
+                    )?,
+                };
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+}
+
+/// Whether a non-empty `-wal` file lies beside the registry at `path`.
+fn has_wal(path: &Path) -> bool {
+    let mut wal = path.as_os_str().to_owned();
+    wal.push("-wal");
+    std::fs::metadata(PathBuf::from(wal)).is_ok_and(|m| m.len() > 0)
+}
+
+/// SQLite's query planner stability guarantee: a cached statement keeps its plan instead of
+/// being re-prepared when bound values could change it (the refresh's point read was
+/// re-prepared on almost every run: issue 35's measurement, ~200 µs per 304).
+pub(super) fn stable_plans(conn: &Connection) -> rusqlite::Result<()> {
+    conn.set_db_config(
+        rusqlite::config::DbConfig::SQLITE_DBCONFIG_ENABLE_QPSG,
+        true,
+    )
+    .map(|_| ())
+}
+
+fn table_name(table: &str) -> &'static str {
+    match table {
+        "tools" => "tools",
+        "tool_versions" => "tool_versions",
+        _ => "reviews",
+    }
+}
+
+/// The registry a process opened at startup, to ask later whether it is still that one (a
+/// registry deleted or replaced under a running daemon is never written to or re-created:
+/// docs/reliability.md H6). SQLite: the file's (device, inode) at the configured path.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    path: PathBuf,
+    identity: Option<(u64, u64)>,
+}
+
+/// How the registry opened at startup was lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lost {
+    Deleted,
+    Replaced,
+}
+
+impl Lost {
+    /// The word logs and errors use (`registry_replaced`'s `what`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Lost::Deleted => "deleted",
+            Lost::Replaced => "replaced",
+        }
+    }
+}
+
+fn file_identity(path: &Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path)?;
+    Ok((m.dev(), m.ino()))
+}
+
+impl Opened {
+    /// The registry at `path` as it is now (right after opening it).
+    pub fn at(path: &Path) -> Opened {
+        Opened {
+            path: path.to_path_buf(),
+            identity: file_identity(path).ok(),
+        }
+    }
+
+    /// Whether the registry there is still the one opened: `None` when it is, or when that
+    /// cannot be known (a stat error is not evidence of a replacement).
+    pub fn lost(&self) -> Option<Lost> {
+        match (file_identity(&self.path), self.identity) {
+            (Ok(now), Some(then)) if now == then => None,
+            (Ok(_), Some(_)) => Some(Lost::Replaced),
+            (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some(Lost::Deleted),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Watch state and HTTP validators: a cycle's bookkeeping (no registry version bump),
+//! `watch forget` and `watch reset`.
+
+use super::{
+    digests, events, failpoint, release_sources, supersede_open_reviews, Registry, Result,
+    WatchState, WatchStatus,
+};
+use crate::core::event::{EventData, EventKind};
+use crate::core::model::{DriftReport, Kind};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+impl Registry {
+    pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
+                        consecutive_failures, source_identity
+                 FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| {
+                    Ok(WatchState {
+                        watch: r.get(0)?,
+                        kind: r.get(1)?,
+                        status: r.get(2)?,
+                        last_compatibility: r.get(3)?,
+                        last_checked_at: r.get(4)?,
+                        last_error: r.get(5)?,
+                        consecutive_failures: r.get(6)?,
+                        source_identity: r.get(7)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+    /// Records a watch's bookkeeping after a cycle (not contract state: no version bump).
+    pub fn record_watch(&mut self, state: &WatchState) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        tx.commit()?;
+        Ok(())
+    }
+    /// Records a failed cycle: the state, and `refresh_failed` when this failure is the
+    /// `error_after`-th in a row (with its metric class).
+    pub fn record_failure(&mut self, state: &WatchState, class: &str) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, Some(class))?;
+        tx.commit()?;
+        Ok(())
+    }
+    /// Records a `report_only` cycle with the report its event describes.
+    pub fn record_report_only(&mut self, state: &WatchState, report: &DriftReport) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        events::upsert_watch_emitting(&tx, &routes, state, Some(report), None)?;
+        tx.commit()?;
+        Ok(())
+    }
+    pub fn validators(
+        &self,
+        watch: &str,
+        source_digest: &str,
+    ) -> Result<Option<(Option<String>, Option<String>)>> {
+        Ok(self
+            .conn
+            .query_row(
+                "SELECT etag, last_modified FROM validators WHERE watch = ?1 AND source_digest = ?2",
+                [watch, source_digest],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+    /// Records an `unchanged` result: state plus (advanced) validators, one transaction.
+    pub fn record_unchanged(
+        &mut self,
+        state: &WatchState,
+        validators: Option<(&str, Option<&str>, Option<&str>)>,
+    ) -> Result<()> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        // The source is back at the accepted contract: an open review no longer describes it.
+        supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
+        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        if let Some((digest, etag, last_modified)) = validators {
+            store_validators(&tx, &state.watch, digest, etag, last_modified)?;
+        }
+        failpoint::hit("unchanged.before_commit")?;
+        tx.commit()?;
+        Ok(())
+    }
+    /// Drops a watch's tool, history, state, validators, reviews and rejections.
+    /// Returns whether anything existed. Removing a tool bumps the registry version.
+    pub fn forget(&mut self, watch: &str) -> Result<bool> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        let kind: Option<Kind> = tx
+            .query_row(
+                "SELECT kind FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let dropped = digests(
+            &tx,
+            "SELECT source_digest FROM tools WHERE name = ?1
+             UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
+             UNION SELECT source_digest FROM reviews WHERE watch = ?1",
+            [watch],
+        )?;
+        let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
+        let mut removed = had_tool as usize;
+        for sql in [
+            "DELETE FROM tool_versions WHERE tool = ?1",
+            "DELETE FROM watch_state WHERE watch = ?1",
+            "DELETE FROM validators WHERE watch = ?1",
+            "DELETE FROM reviews WHERE watch = ?1",
+            "DELETE FROM rejected_candidates WHERE watch = ?1",
+        ] {
+            removed += tx.execute(sql, [watch])?;
+        }
+        release_sources(&tx, dropped)?;
+        if had_tool {
+            tx.execute(
+                "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",
+                [],
+            )?;
+        }
+        if removed > 0 {
+            let mut data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
+            if had_tool {
+                data.registry_version = Some(tx.query_row(
+                    "SELECT registry_version FROM registry_head WHERE id = 1",
+                    [],
+                    |r| r.get(0),
+                )?);
+            }
+            events::emit(&tx, &routes, EventKind::WatchForgotten, &data)?;
+        }
+        tx.commit()?;
+        Ok(removed > 0)
+    }
+    /// Clears a watch's `stale`/`error` state so the next cycle starts afresh (and adopts the
+    /// configured source identity). Returns whether the watch had state.
+    pub fn reset(&mut self, watch: &str) -> Result<bool> {
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        let kind: Option<Kind> = tx
+            .query_row(
+                "SELECT kind FROM watch_state WHERE watch = ?1",
+                [watch],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let n = tx.execute(
+            "UPDATE watch_state SET status = ?2, last_error = NULL, consecutive_failures = 0,
+                    source_identity = NULL WHERE watch = ?1",
+            params![watch, WatchStatus::Idle],
+        )?;
+        if n > 0 {
+            let data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
+            events::emit(&tx, &routes, EventKind::WatchReset, &data)?;
+        }
+        tx.commit()?;
+        Ok(n > 0)
+    }
+    /// Every stored watch state, by name (one query).
+    pub fn watch_states(&self) -> Result<Vec<WatchState>> {
+        let mut states: Vec<WatchState> = self.watch_state_map()?.into_values().collect();
+        states.sort_by(|a, b| a.watch.cmp(&b.watch));
+        Ok(states)
+    }
+}
+
+pub(super) fn upsert_watch(tx: &Transaction<'_>, s: &WatchState) -> Result<()> {
+    tx.execute(
+        "INSERT INTO watch_state (watch, kind, status, last_compatibility, last_checked_at, last_error,
+            consecutive_failures, source_identity)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (watch) DO UPDATE SET kind = ?2, status = ?3, last_compatibility = ?4,
+            last_checked_at = ?5, last_error = ?6, consecutive_failures = ?7, source_identity = ?8",
+        params![
+            s.watch,
+            s.kind,
+            s.status,
+            s.last_compatibility,
+            s.last_checked_at,
+            s.last_error,
+            s.consecutive_failures,
+            s.source_identity
+        ],
+    )?;
+    Ok(())
+}
+
+pub(super) fn store_validators(
+    tx: &Transaction<'_>,
+    watch: &str,
+    digest: &str,
+    etag: Option<&str>,
+    last_modified: Option<&str>,
+) -> Result<()> {
+    // One source per watch: validators of an earlier source identity are dropped.
+    tx.execute("DELETE FROM validators WHERE watch = ?1", [watch])?;
+    if etag.is_some() || last_modified.is_some() {
+        tx.execute(
+            "INSERT INTO validators (watch, source_digest, etag, last_modified) VALUES (?1, ?2, ?3, ?4)",
+            params![watch, digest, etag, last_modified],
+        )?;
+    }
+    Ok(())
+}
