@@ -174,6 +174,7 @@ const ALWAYS_IN_SCOPE: &[&str] = &[
     "execution-target-changed",
     "hidden-text-added",
     "instructions-changed",
+    "unclassified-change",
 ];
 
 /// MCP rules for text that reaches a model and for new tools, prompts and resources.
@@ -190,16 +191,11 @@ const MCP_ALWAYS_IN_SCOPE: &[&str] = &[
     "tool-title-changed",
 ];
 
-/// Whether a change of `rule` (of side `contract_level` when it judges the contract as a
-/// whole) at `severity` stays in scope whatever the consumer uses.
-pub fn never_out_of_scope(
-    kind: Option<Kind>,
-    rule: &str,
-    contract_level: bool,
-    severity: Severity,
-) -> bool {
-    contract_level
-        || ALWAYS_IN_SCOPE.contains(&rule)
+/// Whether a change of `rule` at `severity` stays in scope whatever the consumer uses. (A
+/// change judged outside every endpoint, the contract as a whole, is always in scope: the
+/// emitter never demotes it.) An unexplained change is never assumed out of reach.
+pub fn never_out_of_scope(kind: Option<Kind>, rule: &str, severity: Severity) -> bool {
+    ALWAYS_IN_SCOPE.contains(&rule)
         || (kind == Some(Kind::Mcp)
             && (severity == Severity::Security || MCP_ALWAYS_IN_SCOPE.contains(&rule)))
 }
@@ -216,42 +212,37 @@ mod tests {
     }
 
     #[test]
-    fn contract_level_and_mcp_security_changes_are_never_out_of_scope() {
+    fn contract_and_mcp_security_changes_are_never_out_of_scope() {
         use Severity::*;
-        assert!(never_out_of_scope(
-            None,
+        assert!(never_out_of_scope(None, "unclassified-change", Breaking));
+        assert!(!never_out_of_scope(
+            Some(Kind::Openapi),
             "extension-changed",
-            true,
             Breaking
         ));
         assert!(never_out_of_scope(
             Some(Kind::Openapi),
             "execution-target-changed",
-            false,
             Security
         ));
         assert!(!never_out_of_scope(
             Some(Kind::Openapi),
             "endpoint-added-write",
-            false,
             Security
         ));
         assert!(never_out_of_scope(
             Some(Kind::Mcp),
             "endpoint-removed",
-            false,
             Security
         ));
         assert!(never_out_of_scope(
             Some(Kind::Mcp),
             "tool-description-changed",
-            false,
             Info
         ));
         assert!(!never_out_of_scope(
             Some(Kind::Mcp),
             "endpoint-removed",
-            false,
             Breaking
         ));
     }

@@ -536,3 +536,20 @@ fn a_security_scheme_change_stays_in_scope_at_the_used_endpoint() {
             && c.get("out_of_scope").is_none()
             && c["path"].as_str().unwrap().contains("listPets")));
 }
+
+#[test]
+fn an_endpoint_extension_is_scoped_but_a_document_extension_never_is() {
+    let sb = Sandbox::new();
+    let mut new = old_doc();
+    new["paths"]["/orders"]["get"]["x-internal"] = json!(true);
+    let (code, report, _) = diff_with(&sb, &old_doc(), &new, &["listPets"], &[]);
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(change(&report, "extension-changed")["out_of_scope"], true);
+    let mut new = old_doc();
+    new["x-gateway"] = json!({"route": "elsewhere"});
+    let (code, report, _) = diff_with(&sb, &old_doc(), &new, &["listPets"], &[]);
+    assert_eq!(code, 1, "{report}");
+    assert!(change(&report, "extension-changed")
+        .get("out_of_scope")
+        .is_none());
+}

@@ -3,7 +3,7 @@
 //! the rules comes in as data: the kind being judged, and a [`RuleSwap`] by which it judges
 //! some changes with stricter rules of its own (MCP: model-facing text).
 
-use super::rule::{Rule, SeverityOverrides, Side};
+use super::rule::{Rule, SeverityOverrides};
 use crate::core::change_kind::ChangeKind;
 use crate::core::model::{Change, EndpointSubKind, Kind, Severity, ValueOrd};
 use crate::core::scope::{never_out_of_scope, Scope};
@@ -79,7 +79,7 @@ impl<'o> Emitter<'o> {
         self.scope.is_some()
             && self.endpoint_used == Some(false)
             && !self.definitions.iter().any(|reached| *reached)
-            && !never_out_of_scope(self.kind, rule.id, rule.side == Side::Contract, severity)
+            && !never_out_of_scope(self.kind, rule.id, severity)
     }
 
     /// Judges changes of `kind`, with `swap` choosing its rules where they differ from the
