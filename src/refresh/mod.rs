@@ -10,8 +10,8 @@ use crate::core::model::{Compatibility, DriftReport, Kind};
 use crate::fetch::openapi_refs::BundleError;
 use crate::fetch::{self, FetchOutcome, Validators};
 use crate::registry::{
-    now_rfc3339, CasBase, Fetched, Provenance, Queued, Registry, RegistryError, StoredSource,
-    WatchState, WatchStatus,
+    now_rfc3339, CasBase, Fetched, Provenance, Queued, Registry, RegistryError, SourceValidators,
+    StoredSource, WatchState, WatchStatus,
 };
 use crate::sources::{self, fetch_error_class};
 
@@ -520,14 +520,7 @@ async fn refresh_inner(
     state.kind = watch.kind;
     state.last_checked_at = Some(now_rfc3339());
 
-    let stored_validators = if existing {
-        view.validators.map(|(etag, last_modified)| Validators {
-            etag,
-            last_modified,
-        })
-    } else {
-        None
-    };
+    let stored_validators = if existing { view.validators } else { None };
     let started = std::time::Instant::now();
     let source = watch.source.to_source();
     let request = watch.load_request(stored_validators);
@@ -600,11 +593,10 @@ async fn refresh_inner(
     };
     drop(bytes);
     let fingerprint = tool_fingerprint(&spec);
-    let new_validators = (
-        source_digest.as_str(),
-        validators.etag.as_deref(),
-        validators.last_modified.as_deref(),
-    );
+    let new_validators = SourceValidators {
+        source_digest: source_digest.as_str(),
+        validators: &validators,
+    };
 
     let policy = ApplyPolicy {
         apply_compatible: watch.apply_compatible,
@@ -682,7 +674,7 @@ pub(crate) struct Candidate<'a> {
     pub spec: &'a crate::core::model::ToolSpec,
     pub fingerprint: &'a str,
     pub source: &'a StoredSource,
-    pub validators: (&'a str, Option<&'a str>, Option<&'a str>),
+    pub validators: SourceValidators<'a>,
 }
 
 /// What a decision needs from the registry, read in one place.

@@ -10,6 +10,7 @@ use crate::config::{SourceConfig, WatchConfig};
 use crate::core::diff::{classify, ClassifyPolicy};
 use crate::core::fingerprint::tool_fingerprint;
 use crate::core::model::Kind;
+use crate::registry::SourceValidators;
 use crate::registry::{
     CasBase, Provenance, Registry, RegistryError, StoredSource, WatchState, WatchStatus,
 };
@@ -94,7 +95,7 @@ pub(super) fn rebaseline_mcp(
     spec: &crate::core::model::ToolSpec,
     keep_versions: u32,
     state: &mut WatchState,
-    validators: (&str, Option<&str>, Option<&str>),
+    validators: SourceValidators<'_>,
     source: &StoredSource,
 ) -> Result<Option<Outcome>, RefreshError> {
     use crate::core::normalize::mcp::tools_only_projection;
@@ -150,7 +151,7 @@ fn apply_projection_upgrade(
     spec: &crate::core::model::ToolSpec,
     keep_versions: u32,
     state: &mut WatchState,
-    validators: (&str, Option<&str>, Option<&str>),
+    validators: SourceValidators<'_>,
     source: &StoredSource,
 ) -> Result<Option<i64>, RefreshError> {
     mark_ok(state, WatchStatus::Unchanged, None);
@@ -195,7 +196,7 @@ pub(super) fn rebaseline_legacy(
     spec: &crate::core::model::ToolSpec,
     keep_versions: u32,
     state: &mut WatchState,
-    validators: (&str, Option<&str>, Option<&str>),
+    validators: SourceValidators<'_>,
     source: &StoredSource,
 ) -> Result<Option<Outcome>, RefreshError> {
     use crate::core::diff::rules::NEWLY_READ_BY_PROJECTION_2;

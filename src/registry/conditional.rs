@@ -17,7 +17,7 @@ pub struct Conditional {
     pub fingerprint: Option<String>,
     pub state: Option<WatchState>,
     /// ETag and Last-Modified stored for the current source, when any row is stored.
-    pub validators: Option<(Option<String>, Option<String>)>,
+    pub validators: Option<crate::fetch::Validators>,
     pub open_review: bool,
 }
 
@@ -40,21 +40,16 @@ impl Registry {
         )?;
         let row = stmt
             .query_row(params![watch, source_digest], |r| {
-                let state = match r.get::<_, Option<String>>(1)? {
-                    Some(name) => Some(WatchState {
-                        watch: name,
-                        kind: r.get(2)?,
-                        status: r.get(3)?,
-                        last_compatibility: r.get(4)?,
-                        last_checked_at: r.get(5)?,
-                        last_error: r.get(6)?,
-                        consecutive_failures: r.get(7)?,
-                        source_identity: r.get(8)?,
-                    }),
-                    None => None,
+                // The LEFT JOIN leaves the state's columns NULL when no state row is stored.
+                let state = match r.get_ref(1)? {
+                    rusqlite::types::ValueRef::Null => None,
+                    _ => Some(super::watch::watch_state_at(r, 1)?),
                 };
                 let validators = if r.get::<_, bool>(9)? {
-                    Some((r.get(10)?, r.get(11)?))
+                    Some(crate::fetch::Validators {
+                        etag: r.get(10)?,
+                        last_modified: r.get(11)?,
+                    })
                 } else {
                     None
                 };

@@ -2,6 +2,7 @@
 //! from the stored source where the row keeps no contract) and the compare-and-swap apply
 //! that bumps `registry_version` once per committed contract mutation.
 
+use super::watch::SourceValidators;
 use super::{
     codec, digests, events, failpoint, now_rfc3339, release_sources, source_spec, store_source,
     store_validators, supersede_open_reviews, CasBase, HistoryEntry, Provenance, Registry,
@@ -150,7 +151,7 @@ impl Registry {
         provenance: &Provenance,
         keep_versions: u32,
         state: &WatchState,
-        validators: Option<(&str, Option<&str>, Option<&str>)>,
+        validators: Option<SourceValidators<'_>>,
         source: &StoredSource,
     ) -> Result<i64> {
         self.apply_candidate(
@@ -174,7 +175,7 @@ impl Registry {
         provenance: &Provenance,
         keep_versions: u32,
         state: &WatchState,
-        validators: Option<(&str, Option<&str>, Option<&str>)>,
+        validators: Option<SourceValidators<'_>>,
         source: &StoredSource,
         report: Option<&DriftReport>,
     ) -> Result<i64> {
@@ -200,8 +201,8 @@ impl Registry {
         }
         data.registry_version = Some(version);
         events::emit(&tx, &routes, kind, &data)?;
-        if let Some((digest, etag, last_modified)) = validators {
-            store_validators(&tx, &state.watch, digest, etag, last_modified)?;
+        if let Some(validators) = validators {
+            store_validators(&tx, &state.watch, validators)?;
         }
         failpoint::hit("apply.after_state")?;
         tx.commit()?;

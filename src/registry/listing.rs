@@ -82,18 +82,7 @@ impl Registry {
                     consecutive_failures, source_identity
              FROM watch_state",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(WatchState {
-                watch: r.get(0)?,
-                kind: r.get(1)?,
-                status: r.get(2)?,
-                last_compatibility: r.get(3)?,
-                last_checked_at: r.get(4)?,
-                last_error: r.get(5)?,
-                consecutive_failures: r.get(6)?,
-                source_identity: r.get(7)?,
-            })
-        })?;
+        let rows = stmt.query_map([], |r| super::watch::watch_state_at(r, 0))?;
         let mut out = HashMap::new();
         for row in rows {
             let state = row?;

@@ -44,6 +44,7 @@ use reviews::{read_review, review_source, supersede_open_reviews};
 pub use sources::StoredSource;
 use sources::{digests, release_sources, source_spec, store_source};
 pub use state::{ReviewState, UnknownText, Via, WatchStatus};
+pub use watch::SourceValidators;
 use watch::{store_validators, upsert_watch};
 
 /// `[storage] keep_reviews` when not configured: closed reviews per watch that keep their

@@ -461,10 +461,23 @@ fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::T
         &Provenance::default(),
         100,
         &state,
-        Some(("digest", Some("\"v1\""), None)),
+        Some(super::SourceValidators {
+            source_digest: "digest",
+            validators: &crate::fetch::Validators {
+                etag: Some("\"v1\"".into()),
+                last_modified: None,
+            },
+        }),
         &StoredSource::of(doc.as_bytes()),
     )
     .unwrap();
+    assert_eq!(
+        r.validators("acme.tools", "digest").unwrap(),
+        Some(crate::fetch::Validators {
+            etag: Some("\"v1\"".into()),
+            last_modified: None,
+        })
+    );
     drop(r);
     let path = dir.path().join("nested/registry.sqlite3");
     let conn = Connection::open(&path).unwrap();

@@ -7,7 +7,24 @@ use super::{
 };
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::{DriftReport, Kind};
-use rusqlite::{params, OptionalExtension, Transaction};
+use crate::fetch::Validators;
+use rusqlite::{params, OptionalExtension, Row, Transaction};
+
+/// The watch state in the eight columns `watch, kind, status, last_compatibility,
+/// last_checked_at, last_error, consecutive_failures, source_identity` of `watch_state`,
+/// read from column `first` on: the one mapping every query of that row shares.
+pub(super) fn watch_state_at(r: &Row<'_>, first: usize) -> rusqlite::Result<WatchState> {
+    Ok(WatchState {
+        watch: r.get(first)?,
+        kind: r.get(first + 1)?,
+        status: r.get(first + 2)?,
+        last_compatibility: r.get(first + 3)?,
+        last_checked_at: r.get(first + 4)?,
+        last_error: r.get(first + 5)?,
+        consecutive_failures: r.get(first + 6)?,
+        source_identity: r.get(first + 7)?,
+    })
+}
 
 impl Registry {
     pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
@@ -18,18 +35,7 @@ impl Registry {
                         consecutive_failures, source_identity
                  FROM watch_state WHERE watch = ?1",
                 [watch],
-                |r| {
-                    Ok(WatchState {
-                        watch: r.get(0)?,
-                        kind: r.get(1)?,
-                        status: r.get(2)?,
-                        last_compatibility: r.get(3)?,
-                        last_checked_at: r.get(4)?,
-                        last_error: r.get(5)?,
-                        consecutive_failures: r.get(6)?,
-                        source_identity: r.get(7)?,
-                    })
-                },
+                |r| watch_state_at(r, 0),
             )
             .optional()?)
     }
@@ -62,17 +68,18 @@ impl Registry {
         tx.commit()?;
         Ok(())
     }
-    pub fn validators(
-        &self,
-        watch: &str,
-        source_digest: &str,
-    ) -> Result<Option<(Option<String>, Option<String>)>> {
+    pub fn validators(&self, watch: &str, source_digest: &str) -> Result<Option<Validators>> {
         Ok(self
             .conn
             .query_row(
                 "SELECT etag, last_modified FROM validators WHERE watch = ?1 AND source_digest = ?2",
                 [watch, source_digest],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| {
+                    Ok(Validators {
+                        etag: r.get(0)?,
+                        last_modified: r.get(1)?,
+                    })
+                },
             )
             .optional()?)
     }
@@ -80,15 +87,15 @@ impl Registry {
     pub fn record_unchanged(
         &mut self,
         state: &WatchState,
-        validators: Option<(&str, Option<&str>, Option<&str>)>,
+        validators: Option<SourceValidators<'_>>,
     ) -> Result<()> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         // The source is back at the accepted contract: an open review no longer describes it.
         supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
         events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
-        if let Some((digest, etag, last_modified)) = validators {
-            store_validators(&tx, &state.watch, digest, etag, last_modified)?;
+        if let Some(validators) = validators {
+            store_validators(&tx, &state.watch, validators)?;
         }
         failpoint::hit("unchanged.before_commit")?;
         tx.commit()?;
@@ -198,13 +205,24 @@ pub(super) fn upsert_watch(tx: &Transaction<'_>, s: &WatchState) -> Result<()> {
     Ok(())
 }
 
+/// The HTTP validators a fetch answered, with the source identity they belong to.
+#[derive(Clone, Copy, Debug)]
+pub struct SourceValidators<'a> {
+    /// The digest of the watch's source identity (`refresh::source_identity`).
+    pub source_digest: &'a str,
+    pub validators: &'a Validators,
+}
+
 pub(super) fn store_validators(
     tx: &Transaction<'_>,
     watch: &str,
-    digest: &str,
-    etag: Option<&str>,
-    last_modified: Option<&str>,
+    given: SourceValidators<'_>,
 ) -> Result<()> {
+    let (digest, etag, last_modified) = (
+        given.source_digest,
+        given.validators.etag.as_deref(),
+        given.validators.last_modified.as_deref(),
+    );
     // One source per watch: validators of an earlier source identity are dropped.
     tx.execute("DELETE FROM validators WHERE watch = ?1", [watch])?;
     if etag.is_some() || last_modified.is_some() {
