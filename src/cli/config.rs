@@ -20,10 +20,28 @@ pub fn run(action: ConfigCommand) -> Outcome {
             schemawatch::daemon::check_listen(&config)
                 .map_err(|e| super::Failure::Usage(e.into()))?;
             // Each watch's consumer scope reads (its file, pin watch or bucket); whether its
-            // entries name something is judged against the documents at each refresh.
+            // entries name something is judged below against the registry, and against the
+            // documents at each refresh.
             for watch in config.watches.iter().filter(|w| w.uses.is_some()) {
                 schemawatch::refresh::watch_policy(watch)
                     .map_err(|e| super::Failure::Usage(anyhow::anyhow!(e)))?;
+            }
+            // Entries against what the registry holds, as `run` checks them at start.
+            let scoped = config
+                .watches
+                .iter()
+                .any(|w| w.uses.is_some() && !w.allow_unknown_uses);
+            if scoped && config.storage.path.exists() {
+                match schemawatch::registry::Registry::open_read_only(&config.storage.path) {
+                    Ok(registry) => {
+                        schemawatch::refresh::uses::check_uses_against(&registry, &config.watches)
+                            .map_err(|e| super::Failure::Usage(anyhow::anyhow!(e)))?
+                    }
+                    Err(e) => eprintln!(
+                        "schemawatch: warning: uses not checked against the registry {}: {e}",
+                        config.storage.path.display()
+                    ),
+                }
             }
             // What `run` will do about descriptors under this shell's limits (H24).
             use schemawatch::daemon::descriptors;

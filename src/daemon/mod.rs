@@ -121,6 +121,12 @@ async fn reload(
         path: path.to_path_buf(),
         message,
     })?;
+    check_reloaded_uses(shared, &new)
+        .await
+        .map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })?;
     let old = shared.config();
     if new.storage.path != old.storage.path {
         tracing::warn!(
@@ -159,6 +165,29 @@ async fn reload(
         millis = started.elapsed().as_millis() as u64
     );
     Ok(())
+}
+
+/// A reloaded config's `uses` against the registry, as at start: on the blocking pool, with
+/// only the watches that have a scope to check.
+async fn check_reloaded_uses(shared: &Arc<Shared>, new: &Config) -> Result<(), String> {
+    let scoped: Vec<_> = new
+        .watches
+        .iter()
+        .filter(|w| w.uses.is_some() && !w.allow_unknown_uses)
+        .cloned()
+        .collect();
+    if scoped.is_empty() {
+        return Ok(());
+    }
+    let shared = shared.clone();
+    let checked = tokio::task::spawn_blocking(move || {
+        let registry = shared.take_registry().map_err(|e| e.to_string())?;
+        let checked = crate::refresh::uses::check_uses_against(&registry, &scoped);
+        shared.give_back(registry);
+        checked
+    })
+    .await;
+    checked.unwrap_or_else(|e| Err(format!("checking uses: {e}")))
 }
 
 /// Serves the API on a thread and runtime of its own: refreshes run synchronous registry
@@ -395,6 +424,9 @@ pub async fn run_with(
     let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
     // File identities of older releases, stored relative (docs/reliability.md H10).
     crate::refresh::migrate_identities(&mut registry, &config)?;
+    // A `uses` entry naming nothing the registry holds is a config error, not a silent gate.
+    crate::refresh::uses::check_uses_against(&registry, &config.watches)
+        .map_err(DaemonError::Refused)?;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
         .await

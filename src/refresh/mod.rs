@@ -636,12 +636,10 @@ async fn refresh_inner(
                 if let Some(uses) = classify_policy.uses.as_ref() {
                     let unknown = uses.unknown(current, &spec);
                     if !unknown.is_empty() && !watch.allow_unknown_uses {
-                        return Err(RefreshError::Classification(format!(
-                            "watch {:?}: uses entr{} {} name{} nothing in the accepted contract nor the new one (allow_unknown_uses = true to allow)",
-                            watch.name,
-                            if unknown.len() == 1 { "y" } else { "ies" },
-                            unknown.iter().map(|u| format!("{u:?}")).collect::<Vec<_>>().join(", "),
-                            if unknown.len() == 1 { "s" } else { "" },
+                        return Err(RefreshError::Classification(uses::describe_unknown(
+                            &watch.name,
+                            &unknown,
+                            "the accepted contract nor the new one",
                         )));
                     }
                 }

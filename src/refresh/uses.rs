@@ -70,3 +70,64 @@ pub fn read_uses_file(path: &Path, watch: Option<&str>) -> Result<Uses, String> 
     }
     Ok(parse_uses_lines(&text))
 }
+
+/// The error a refresh and a start give for `uses` entries that name nothing.
+pub fn describe_unknown(watch: &str, unknown: &[String], against: &str) -> String {
+    format!(
+        "watch {watch:?}: uses entr{} {} name{} nothing in {against} (allow_unknown_uses = true to allow)",
+        if unknown.len() == 1 { "y" } else { "ies" },
+        unknown
+            .iter()
+            .map(|u| format!("{u:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if unknown.len() == 1 { "s" } else { "" },
+    )
+}
+
+/// At `config check`, `run` and a reload: each watch's `uses` against what the registry
+/// holds for it, the accepted contract and the candidate of its open review (the newest
+/// document a refresh saw). A typo must not wait for the next drift to show; a watch with
+/// no accepted contract yet is judged at its refreshes. Every watch in error is named.
+pub fn check_uses_against(
+    registry: &crate::registry::Registry,
+    watches: &[crate::config::WatchConfig],
+) -> Result<(), String> {
+    let mut errors = Vec::new();
+    for watch in watches.iter().filter(|w| !w.allow_unknown_uses) {
+        let Some(source) = &watch.uses else { continue };
+        let uses = read_uses(source, Some(&watch.name))
+            .map_err(|e| format!("watch {:?}: {e}", watch.name))?;
+        let accepted = registry
+            .tool(&watch.name)
+            .map_err(|e| format!("registry: {e}"))?;
+        let Some(accepted) = accepted else { continue };
+        let candidate = match registry
+            .open_review_for(&watch.name)
+            .map_err(|e| format!("registry: {e}"))?
+        {
+            Some(id) => {
+                registry
+                    .review(id)
+                    .map_err(|e| format!("registry: {e}"))?
+                    .candidate
+            }
+            None => None,
+        };
+        let newest = candidate.as_ref().unwrap_or(&accepted.spec);
+        let unknown = uses.unknown(&accepted.spec, newest);
+        if !unknown.is_empty() {
+            let against = if candidate.is_some() {
+                "the accepted contract nor its open review"
+            } else {
+                "the accepted contract"
+            };
+            errors.push(describe_unknown(&watch.name, &unknown, against));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.join("; "))
+    }
+}

@@ -553,3 +553,165 @@ fn an_endpoint_extension_is_scoped_but_a_document_extension_never_is() {
         .get("out_of_scope")
         .is_none());
 }
+
+/// A typo is caught before any drift: `config check` and `run` judge each watch's `uses`
+/// against the accepted contract and the candidate of its open review.
+#[test]
+fn a_typo_in_a_watch_uses_is_a_config_error_at_config_check_and_at_start() {
+    let sb = Sandbox::new();
+    let doc = write(&sb, "api.json", &old_doc());
+    let cfg = sb.config_arg();
+    let config = |uses: &str| {
+        sb.write_config(&format!("[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\npath = \"{doc}\"\n{uses}"));
+    };
+    // No registry yet: nothing to judge against, the first refresh registers.
+    config("uses = [\"listPest\"]\n");
+    sb.run(&["config", "check", "--config", &cfg])
+        .assert_code(0);
+    config("uses = [\"listOrders\"]\n");
+    sb.check(&[]).0.assert_code(0);
+    // The provider removes a field listOrders returns and adds `wipe`: a review opens.
+    write(&sb, "api.json", &new_doc());
+    let (_, check) = sb.check(&[]);
+    assert_eq!(only_outcome(&check)["action"], "pending_review", "{check}");
+    // `wipe` is only in the open review's candidate: it names something.
+    config("uses = [\"listOrders\", \"wipe\"]\n");
+    sb.run(&["config", "check", "--config", &cfg])
+        .assert_code(0);
+    config("uses = [\"listOrders\", \"listPest\", \"wpie\"]\n");
+    let run = sb.run(&["config", "check", "--config", &cfg]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    let err = run.stderr_text();
+    assert!(
+        err.contains("\"listPest\", \"wpie\"")
+            && err.contains("acme.pets")
+            && err.contains("open review")
+            && !err.contains("\"listOrders\""),
+        "{err}"
+    );
+    let run = sb.run(&["run", "--config", &cfg]);
+    assert_ne!(run.code, 0, "{}", run.describe());
+    assert!(
+        run.stderr_text().contains("refusing to start")
+            && run.stderr_text().contains("\"listPest\", \"wpie\""),
+        "{}",
+        run.describe()
+    );
+    // Said on purpose: the entries need not name anything yet.
+    config("uses = [\"listOrders\", \"listPest\", \"wpie\"]\nallow_unknown_uses = true\n");
+    sb.run(&["config", "check", "--config", &cfg])
+        .assert_code(0);
+}
+
+/// `diff DOC DOC --uses` with one entry: exit 0 when it names something, 2 when not.
+fn names_something(sb: &Sandbox, kind: &str, doc: &str, entry: &str) -> bool {
+    let uses = sb.write_file("uses.txt", format!("{entry}\n").as_bytes());
+    let uses = uses.to_string_lossy().into_owned();
+    let run = sb.run(&["diff", "--kind", kind, doc, doc, "--uses", &uses]);
+    match run.code {
+        0 => true,
+        2 => {
+            assert!(
+                run.stderr_text()
+                    .contains(&format!("{entry:?} names nothing")),
+                "{entry}: {}",
+                run.describe()
+            );
+            false
+        }
+        _ => panic!("{entry}: {}", run.describe()),
+    }
+}
+
+fn corpus(rel: &str) -> String {
+    format!("{}/tests/corpus/{rel}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The entry forms README "Scope and policy" lists for OpenRPC, OData and SQLite, each
+/// accepted, and near misses refused.
+#[test]
+fn openrpc_odata_and_sqlite_entries_are_named_as_documented() {
+    let sb = Sandbox::new();
+    let rpc = corpus("openrpc/open-rpc-examples/params-by-name-petstore-openrpc.json");
+    for entry in ["list_pets", "CALL list_pets"] {
+        assert!(names_something(&sb, "openrpc", &rpc, entry), "{entry}");
+    }
+    for entry in ["list_pet", "CALL /list_pets", "GET list_pets"] {
+        assert!(!names_something(&sb, "openrpc", &rpc, entry), "{entry}");
+    }
+    let odata = corpus("odata/trippin/v2019-inmemory.xml");
+    for entry in [
+        "People",
+        "People.get",
+        "People.create",
+        "GET /People",
+        "GET /People({})",
+        "ResetDataSource",
+        "ACTION /ResetDataSource",
+        "GetNearestAirport",
+        "GetNearestAirport()",
+    ] {
+        assert!(names_something(&sb, "odata", &odata, entry), "{entry}");
+    }
+    for entry in ["Peple", "People.fetch", "GET People"] {
+        assert!(!names_something(&sb, "odata", &odata, entry), "{entry}");
+    }
+    let db = sb.path("app.db");
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT);
+             CREATE VIEW user_names AS SELECT name FROM users;",
+        )
+        .unwrap();
+    let db = db.to_string_lossy().into_owned();
+    for entry in ["users", "TABLE users", "user_names", "VIEW user_names"] {
+        assert!(names_something(&sb, "sqlite", &db, entry), "{entry}");
+    }
+    for entry in ["main.users", "usres", "TABLE user_names"] {
+        assert!(!names_something(&sb, "sqlite", &db, entry), "{entry}");
+    }
+}
+
+/// PostgreSQL tables and functions by `schema.table` / `schema.fn(args)`, checked at
+/// `config check` against the registered contract (the real throwaway cluster).
+#[test]
+fn postgres_entries_are_schema_qualified_and_checked_at_config_check() {
+    let Some(db) = crate::common::postgres::database() else {
+        return;
+    };
+    db.sql("CREATE TABLE customers (id integer PRIMARY KEY, name text NOT NULL)");
+    db.sql("CREATE FUNCTION customer_count(min_id integer) RETURNS bigint STABLE LANGUAGE sql AS 'SELECT count(*) FROM customers WHERE id >= min_id'");
+    let role = format!("{}_reader", db.name);
+    db.sql(&format!(
+        "CREATE ROLE \"{role}\" LOGIN PASSWORD '{}'",
+        crate::common::CANARY
+    ));
+    let url = db.url().replacen("schemawatch@", &format!("{role}@"), 1);
+    let sb = Sandbox::new();
+    let cfg = sb.config_arg();
+    let config = |uses: &str| {
+        sb.write_config(&format!(
+            "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.db\"\nkind = \"postgres\"\nurl = \"{url}\"\nca_file = \"{}\"\npassword = \"${{{}}}\"\n{uses}",
+            db.cluster.ca.display(),
+            crate::common::TOKEN_VAR,
+        ));
+    };
+    config("");
+    let (run, check) = sb.check(&[]);
+    run.assert_code(0);
+    assert_eq!(only_outcome(&check)["action"], "registered", "{check}");
+    config("uses = [\"public.customers\", \"public.customer_count(min_id integer)\"]\n");
+    sb.run(&["config", "check", "--config", &cfg])
+        .assert_code(0);
+    for typo in [
+        "customers",
+        "public.customer",
+        "public.customer_count(integer)",
+    ] {
+        config(&format!("uses = [\"public.customers\", \"{typo}\"]\n"));
+        let run = sb.run(&["config", "check", "--config", &cfg]);
+        assert_eq!(run.code, 2, "{typo}: {}", run.describe());
+        assert!(run.stderr_text().contains(typo), "{}", run.describe());
+    }
+}

@@ -473,6 +473,51 @@ async fn reload_keeps_unchanged_schedules_and_an_invalid_config_changes_nothing(
     d.stop().await;
 }
 
+/// A reload whose `uses` names nothing the registry holds for the watch is refused like any
+/// invalid config (the running one stays); a start with it refuses to run.
+#[tokio::test(start_paused = true)]
+async fn a_reload_with_a_typo_in_uses_keeps_the_running_config() {
+    let sb = Sandbox::new();
+    sb.write_file("pets.json", &Pets::v1().bytes());
+    let watch = |uses: &str| {
+        format!(
+            "{}\nuses = [{uses}]\n\n",
+            file_watch("acme.pets", "pets.json", "10s").trim_end()
+        )
+    };
+    sb.write_config(&config_text(&watch("\"listPets\""), ""));
+    // The accepted contract the entries are judged against.
+    sb.check(&[]).0.assert_code(0);
+    let starts: Starts = Arc::default();
+    let d = InProcess::start(&sb, recording(starts.clone())).await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    sb.write_config(&config_text(&watch("\"listPets\", \"listPest\""), ""));
+    d.send(Event::Reload).await;
+    tokio::time::sleep(Duration::from_secs(15)).await;
+    let failed = d.events_named("config_reload_failed");
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    let error = failed[0]["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("\"listPest\" names nothing"),
+        "{}",
+        failed[0]
+    );
+    assert!(d.events_named("config_reloaded").is_empty());
+    // Still running the old config: the watch keeps its pace.
+    let before = starts_of(&starts, "acme.pets").len();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    assert!(starts_of(&starts, "acme.pets").len() >= before + 2);
+    d.stop().await;
+    let run = sb.run(&["run", "--config", &sb.config_arg()]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr_text().contains("refusing to start")
+            && run.stderr_text().contains("\"listPest\" names nothing"),
+        "{}",
+        run.describe()
+    );
+}
+
 /// The INFO `summary` event comes every `summary_interval` with the `/v1/summary` counts.
 #[tokio::test(start_paused = true)]
 async fn the_summary_comes_every_interval_with_the_counts() {
