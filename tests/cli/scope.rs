@@ -715,3 +715,59 @@ fn postgres_entries_are_schema_qualified_and_checked_at_config_check() {
         assert!(run.stderr_text().contains(typo), "{}", run.describe());
     }
 }
+
+/// A pin file is a uses file: its `tool:WATCH/NAME` ids, those of `--watch` or of the only
+/// watch it names; a pin naming several watches without `--watch` is exit 2.
+#[test]
+fn a_pin_file_is_a_uses_file_of_one_watch() {
+    let sb = Sandbox::new();
+    let mut small = old_doc();
+    for path in ["/owners", "/orders", "/stores/{id}"] {
+        small["paths"].as_object_mut().unwrap().remove(path);
+    }
+    let (full, small) = (
+        write(&sb, "full.json", &old_doc()),
+        write(&sb, "small.json", &small),
+    );
+    sb.write_config(&format!("[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.full\"\nkind = \"openapi\"\npath = \"{full}\"\n\n[[watch]]\nname = \"acme.small\"\nkind = \"openapi\"\npath = \"{small}\"\n"));
+    let cfg = sb.config_arg();
+    sb.check(&[]).0.assert_code(0);
+    let capture = |watches: &[&str]| {
+        let mut args = vec!["pin", "capture", "--config", cfg.as_str()];
+        for w in watches {
+            args.extend(["--watch", w]);
+        }
+        let run = sb.run(&args);
+        run.assert_code(0);
+        run.stdout_text()
+    };
+    let one = sb.write_file("one.pin.json", capture(&["acme.small"]).as_bytes());
+    let both = sb.write_file("both.pin.json", capture(&[]).as_bytes());
+    let (one, both) = (one.to_string_lossy(), both.to_string_lossy());
+    let (o, n) = (
+        write(&sb, "old.json", &old_doc()),
+        write(&sb, "new.json", &new_doc()),
+    );
+    let verdict = |extra: &[&str]| {
+        let mut args = vec!["diff", o.as_str(), n.as_str(), "--json"];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        assert_eq!(run.code, 0, "{extra:?}: {}", run.describe());
+        run.json()["compatibility"].as_str().unwrap().to_string()
+    };
+    // Unscoped, the new write endpoint is security_review; acme.small uses listPets only, so
+    // both it and the Order change are out of its scope; acme.full uses listOrders (breaking).
+    assert_eq!(verdict(&["--uses", &one]), "compatible");
+    assert_eq!(verdict(&[]), "security_review");
+    let run = sb.run(&["diff", &o, &n, "--uses", &both]);
+    assert_eq!(run.code, 2, "{}", run.describe());
+    assert!(run.stderr_text().contains("--watch"), "{}", run.describe());
+    assert_eq!(
+        verdict(&["--config", &cfg, "--watch", "acme.small", "--uses", &both]),
+        "compatible"
+    );
+    assert_eq!(
+        verdict(&["--config", &cfg, "--watch", "acme.full", "--uses", &both]),
+        "breaking"
+    );
+}
