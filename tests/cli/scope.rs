@@ -627,10 +627,10 @@ fn corpus(rel: &str) -> String {
     format!("{}/tests/corpus/{rel}", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The entry forms README "Scope and policy" lists for OpenRPC, OData and SQLite, each
-/// accepted, and near misses refused.
+/// The entry forms README "Scope and policy" lists for OpenRPC, OData, OPTIMADE and SQLite,
+/// each accepted, and near misses refused.
 #[test]
-fn openrpc_odata_and_sqlite_entries_are_named_as_documented() {
+fn openrpc_odata_optimade_and_sqlite_entries_are_named_as_documented() {
     let sb = Sandbox::new();
     let rpc = corpus("openrpc/open-rpc-examples/params-by-name-petstore-openrpc.json");
     for entry in ["list_pets", "CALL list_pets"] {
@@ -655,6 +655,25 @@ fn openrpc_odata_and_sqlite_entries_are_named_as_documented() {
     }
     for entry in ["Peple", "People.fetch", "GET People"] {
         assert!(!names_something(&sb, "odata", &odata, entry), "{entry}");
+    }
+    let entries = corpus("optimade/info-structures/v2026-06-30.json");
+    for entry in [
+        "structures",
+        "structures.get",
+        "GET /structures",
+        "GET /structures/{}",
+    ] {
+        assert!(names_something(&sb, "optimade", &entries, entry), "{entry}");
+    }
+    let index = corpus("optimade/providers-index-info/v2020-02-12.json");
+    for entry in ["info", "GET /info", "links"] {
+        assert!(names_something(&sb, "optimade", &index, entry), "{entry}");
+    }
+    for entry in ["structure", "GET /structures/{id}"] {
+        assert!(
+            !names_something(&sb, "optimade", &entries, entry),
+            "{entry}"
+        );
     }
     let db = sb.path("app.db");
     rusqlite::Connection::open(&db)
