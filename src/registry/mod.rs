@@ -23,6 +23,7 @@ pub mod failpoint;
 mod lifecycle;
 mod listing;
 mod migrate;
+pub mod pg;
 mod reviews;
 mod sources;
 mod state;
@@ -118,9 +119,21 @@ pub enum RegistryError {
         path: String,
         source: std::io::Error,
     },
+    /// A PostgreSQL registry's statement failed (the server's message and SQLSTATE; never a
+    /// password).
+    #[error("registry database (PostgreSQL): {0}")]
+    Postgres(String),
+    #[error("cannot connect to the registry database {target}: {reason}")]
+    PostgresConnect { target: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, RegistryError>;
+
+impl From<postgres::Error> for RegistryError {
+    fn from(e: postgres::Error) -> RegistryError {
+        RegistryError::Postgres(crate::sources::postgres::scrub(&e, None))
+    }
+}
 
 impl From<rusqlite::Error> for RegistryError {
     fn from(e: rusqlite::Error) -> RegistryError {
@@ -303,5 +316,7 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+#[cfg(test)]
+mod pg_tests;
 #[cfg(test)]
 mod tests;
