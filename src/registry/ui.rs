@@ -22,8 +22,7 @@ impl Registry {
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ?1", [now_unix])?;
         tx.execute(
-            "INSERT OR REPLACE INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4)",
+            UPSERT_SESSION,
             params![token_sha256, reviewer, super::now_rfc3339(), expires_at],
         )?;
         tx.commit()?;
@@ -109,3 +108,11 @@ impl Registry {
             .flatten())
     }
 }
+
+/// A session row written whole (every column of `ui_sessions` in the SET list, as the
+/// `INSERT OR REPLACE` it replaces; `upserts_write_every_column` checks it).
+pub(super) const UPSERT_SESSION: &str =
+    "INSERT INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
+     VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (token_sha256) DO UPDATE SET reviewer = excluded.reviewer,
+        created_at = excluded.created_at, expires_at = excluded.expires_at";
