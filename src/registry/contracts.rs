@@ -224,10 +224,12 @@ impl Registry {
     }
     /// The one full fetch a legacy snapshot is allowed has happened: classify normally from now.
     pub fn clear_legacy_projection(&mut self, watch: &str) -> Result<()> {
-        self.conn.execute(
+        let tx = self.write_tx()?;
+        tx.execute(
             "UPDATE tools SET legacy_projection = 0 WHERE name = ?1 AND legacy_projection <> 0",
             [watch],
         )?;
+        tx.commit()?;
         Ok(())
     }
 }

@@ -77,6 +77,11 @@ pub enum RegistryError {
         "registry schema version {found} is newer than this schemawatch supports ({supported})"
     )]
     TooNew { found: i64, supported: i64 },
+    /// The registry was last written by a schemawatch whose projection is newer
+    /// (`FINGERPRINT_VERSION` in the head row): this one would fingerprint documents
+    /// differently, so it refuses to write; reads still work.
+    #[error("this registry was written by a schemawatch with fingerprint version {recorded}, newer than this one's ({binary}): refusing to write (its documents would fingerprint differently); read-only commands still work, upgrade schemawatch to write")]
+    NewerProjection { recorded: i64, binary: i64 },
     /// A read-only open cannot migrate an older registry; open it once read-write.
     #[error(
         "registry schema version {found} is older than this schemawatch's ({supported}); a read-only open does not migrate it: run any read-write command (e.g. `schemawatch status`) on it first"

@@ -5,7 +5,7 @@
 
 use super::{codec, Registry, Result, UiSession};
 use crate::core::model::ToolSpec;
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 
 impl Registry {
     /// Stores a session under the digest of its cookie value, and drops expired ones. No
@@ -17,9 +17,7 @@ impl Registry {
         now_unix: i64,
         expires_at: i64,
     ) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write_tx()?;
         tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ?1", [now_unix])?;
         tx.execute(
             UPSERT_SESSION,
@@ -49,10 +47,12 @@ impl Registry {
 
     /// Logout: drops the session (whether or not it existed).
     pub fn delete_session(&mut self, token_sha256: &str) -> Result<()> {
-        self.conn.execute(
+        let tx = self.write_tx()?;
+        tx.execute(
             "DELETE FROM ui_sessions WHERE token_sha256 = ?1",
             [token_sha256],
         )?;
+        tx.commit()?;
         Ok(())
     }
 
