@@ -224,10 +224,12 @@ impl Registry {
     }
     /// The one full fetch a legacy snapshot is allowed has happened: classify normally from now.
     pub fn clear_legacy_projection(&mut self, watch: &str) -> Result<()> {
-        self.conn.execute(
+        let tx = self.write_tx()?;
+        tx.execute(
             "UPDATE tools SET legacy_projection = 0 WHERE name = ?1 AND legacy_projection <> 0",
             [watch],
         )?;
+        tx.commit()?;
         Ok(())
     }
 }
@@ -507,11 +509,18 @@ pub(super) fn apply_in(
     // `spec_json = ''` with `spec_gz` NULL: the contract is the current history row's
     // (format marker of migration 0003; older rows keep their text).
     tx.execute(
-        "INSERT OR REPLACE INTO tools (name, kind, position, version, registry_version, fingerprint,
-            fingerprint_version, spec_json, applied_at, spec_gz, source_digest, source_gz)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, NULL)",
-        params![name, spec.kind, position, next_tool_version, new_head, fingerprint,
-            FINGERPRINT_VERSION, now, source.digest],
+        UPSERT_TOOL,
+        params![
+            name,
+            spec.kind,
+            position,
+            next_tool_version,
+            new_head,
+            fingerprint,
+            FINGERPRINT_VERSION,
+            now,
+            source.digest
+        ],
     )?;
     tx.execute(
         "INSERT INTO tool_versions (tool, version, registry_version, fingerprint, fingerprint_version,
@@ -548,3 +557,19 @@ pub(super) fn apply_in(
     }
     Ok(new_head)
 }
+
+/// The accepted row of a tool, written whole: every column of `tools` is in the SET list, as
+/// the `INSERT OR REPLACE` it replaces wrote every column anew (a column it did not name took
+/// its default: `legacy_projection` is 0 after an apply). `?1`…`?9`: name, kind, position,
+/// version, registry version, fingerprint, fingerprint version, applied at, source digest.
+/// `upserts_write_every_column` checks the list against the table.
+pub(super) const UPSERT_TOOL: &str = "INSERT INTO tools (name, kind, position, version,
+        registry_version, fingerprint, fingerprint_version, spec_json, applied_at, spec_gz,
+        source_digest, source_gz, legacy_projection)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, '', ?8, NULL, ?9, NULL, 0)
+     ON CONFLICT (name) DO UPDATE SET kind = excluded.kind, position = excluded.position,
+        version = excluded.version, registry_version = excluded.registry_version,
+        fingerprint = excluded.fingerprint, fingerprint_version = excluded.fingerprint_version,
+        spec_json = excluded.spec_json, applied_at = excluded.applied_at,
+        spec_gz = excluded.spec_gz, source_digest = excluded.source_digest,
+        source_gz = excluded.source_gz, legacy_projection = excluded.legacy_projection";

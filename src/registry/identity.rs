@@ -20,7 +20,7 @@ impl Registry {
         let tx = self.write_tx()?;
         // Another process may have created it while we waited for the write lock: keep theirs.
         tx.execute(
-            "INSERT OR IGNORE INTO identity_key (id, key) VALUES (1, ?1)",
+            "INSERT INTO identity_key (id, key) VALUES (1, ?1) ON CONFLICT (id) DO NOTHING",
             [fresh.as_slice()],
         )?;
         tx.commit()?;

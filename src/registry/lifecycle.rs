@@ -138,7 +138,12 @@ impl Registry {
         }
         let mut registry = Registry { conn, routes: None };
         migrate::run(&mut registry.conn)?;
-        registry.refingerprint_outdated()?;
+        // A registry a newer projection wrote is opened for reading only in effect: its rows
+        // are not re-fingerprinted by this older one, and every write is refused (`write_tx`).
+        if recorded_fingerprint_version(&registry.conn)? <= FINGERPRINT_VERSION {
+            registry.refingerprint_outdated()?;
+            registry.record_fingerprint_version()?;
+        }
         Ok(registry)
     }
     /// Opens an existing registry read-only (for inspection): no migration, no writes. A
@@ -209,10 +214,37 @@ impl Registry {
         }
         Registry::checked_version(conn)
     }
+    /// Begins a write (`BEGIN IMMEDIATE`), refused when the registry was last written by a
+    /// binary of a newer projection (`FINGERPRINT_VERSION` in the head row, read under the
+    /// write lock, so a newer process recording it meanwhile is seen):
+    /// [`RegistryError::NewerProjection`]. Reads are not affected.
     pub(super) fn write_tx(&mut self) -> Result<Transaction<'_>> {
-        Ok(self
+        let tx = self
             .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?)
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let recorded = recorded_fingerprint_version(&tx)?;
+        if recorded > FINGERPRINT_VERSION {
+            return Err(RegistryError::NewerProjection {
+                recorded,
+                binary: FINGERPRINT_VERSION,
+            });
+        }
+        Ok(tx)
+    }
+    /// Records this binary's `FINGERPRINT_VERSION` in the head row once its projection
+    /// upgrade has run (a newer binary's first open; read first, so an open with nothing to
+    /// record takes no write lock). Never lowers it.
+    fn record_fingerprint_version(&mut self) -> Result<()> {
+        if recorded_fingerprint_version(&self.conn)? >= FINGERPRINT_VERSION {
+            return Ok(());
+        }
+        let tx = self.write_tx()?;
+        tx.execute(
+            "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1 AND fingerprint_version < ?1",
+            [FINGERPRINT_VERSION],
+        )?;
+        tx.commit()?;
+        Ok(())
     }
     /// Recomputes fingerprints of snapshots stored under an older projection version, from the
     /// normalized specs the registry keeps. Not a contract change: no version bump, no drift.
@@ -422,4 +454,11 @@ impl Opened {
             _ => None,
         }
     }
+}
+
+/// The `FINGERPRINT_VERSION` the head row records (0: none yet).
+fn recorded_fingerprint_version(conn: &Connection) -> Result<i64> {
+    Ok(conn
+        .prepare_cached("SELECT fingerprint_version FROM registry_head WHERE id = 1")?
+        .query_row([], |r| r.get(0))?)
 }

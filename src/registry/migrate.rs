@@ -1,29 +1,48 @@
-//! Schema migrations: the SQL files in `migrations/`, applied in order, each in its own
-//! transaction with the version recorded in `schema_migrations` and `PRAGMA user_version`.
+//! Schema migrations, in pairs: each SQL file of `migrations/` has its PostgreSQL twin of the
+//! same name in `migrations/postgres/` (a migration cannot be listed without one: `pair!`
+//! includes both), checked column by column by the schema-parity test. Applied in order, each
+//! in its own transaction with the version recorded in `schema_migrations` (and, on SQLite,
+//! `PRAGMA user_version`). A database newer than this binary is refused (`TooNew`).
 //! (Hand-rolled: the migration crates pin older rusqlite versions;
 //! docs/reliability.md Crates §1.)
 
 use super::{RegistryError, Result};
 use rusqlite::{params, Connection, TransactionBehavior};
 
-/// (version, SQL), in order. Append only: an applied migration never changes.
-const MIGRATIONS: &[(i64, &str)] = &[
-    (1, include_str!("../../migrations/0001_init.sql")),
-    (
-        2,
-        include_str!("../../migrations/0002_accepted_changes.sql"),
-    ),
-    (3, include_str!("../../migrations/0003_compact_storage.sql")),
-    (4, include_str!("../../migrations/0004_storage_sources.sql")),
-    (5, include_str!("../../migrations/0005_events.sql")),
-    (6, include_str!("../../migrations/0006_identity_key.sql")),
-    (7, include_str!("../../migrations/0007_tools_position.sql")),
+/// One migration: its version and the SQL of both backends.
+pub(super) struct Migration {
+    pub version: i64,
+    pub sqlite: &'static str,
+    pub postgres: &'static str,
+}
+
+macro_rules! pair {
+    ($version:expr, $file:literal) => {
+        Migration {
+            version: $version,
+            sqlite: include_str!(concat!("../../migrations/", $file)),
+            postgres: include_str!(concat!("../../migrations/postgres/", $file)),
+        }
+    };
+}
+
+/// In order. Append only: an applied migration never changes.
+pub(super) const MIGRATIONS: &[Migration] = &[
+    pair!(1, "0001_init.sql"),
+    pair!(2, "0002_accepted_changes.sql"),
+    pair!(3, "0003_compact_storage.sql"),
+    pair!(4, "0004_storage_sources.sql"),
+    pair!(5, "0005_events.sql"),
+    pair!(6, "0006_identity_key.sql"),
+    pair!(7, "0007_tools_position.sql"),
     // Numbered at merge (issue 32).
-    (8, include_str!("../../migrations/0008_ui_sessions.sql")),
+    pair!(8, "0008_ui_sessions.sql"),
+    // Numbered at merge.
+    pair!(9, "9999_registry_head.sql"),
 ];
 
 pub fn latest() -> i64 {
-    MIGRATIONS.last().map_or(0, |(v, _)| *v)
+    MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
 pub fn run(conn: &mut Connection) -> Result<()> {
@@ -34,23 +53,63 @@ pub fn run(conn: &mut Connection) -> Result<()> {
             supported: latest(),
         });
     }
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    for m in MIGRATIONS.iter().filter(|m| m.version > current) {
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
         // Another process may have migrated while we waited for the write lock.
         let now: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-        if now >= *version {
+        if now >= m.version {
             continue;
         }
         tx.execute_batch(
             "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL) STRICT;",
         )?;
-        tx.execute_batch(sql)?;
+        tx.execute_batch(m.sqlite)?;
         tx.execute(
             "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
-            params![version, super::now_rfc3339()],
+            params![m.version, super::now_rfc3339()],
         )?;
-        tx.pragma_update(None, "user_version", version)?;
+        tx.pragma_update(None, "user_version", m.version)?;
         tx.commit()?;
     }
     Ok(())
+}
+
+/// The key of the advisory lock migrations (and, later, the projection upgrade) hold on
+/// PostgreSQL: several daemons may start at once on one database. ("swmigr" in ASCII.)
+pub(super) const PG_MIGRATION_LOCK: i64 = 0x7377_6d69_6772;
+
+/// Applies the PostgreSQL migrations `client`'s database lacks. Each runs in its own
+/// transaction that first takes `pg_advisory_xact_lock` and then reads the applied version
+/// again, so processes starting at once apply each migration exactly once, in order, and the
+/// lock is released by the commit or rollback (never left behind by a dead process).
+pub(super) fn run_postgres(client: &mut postgres::Client) -> Result<()> {
+    loop {
+        let mut tx = client.transaction()?;
+        tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK])?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )?;
+        let current: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )?
+            .get(0);
+        if current > latest() {
+            return Err(RegistryError::TooNew {
+                found: current,
+                supported: latest(),
+            });
+        }
+        let Some(m) = MIGRATIONS.iter().find(|m| m.version > current) else {
+            tx.commit()?;
+            return Ok(());
+        };
+        tx.batch_execute(m.postgres)?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)",
+            &[&m.version, &super::now_rfc3339()],
+        )?;
+        tx.commit()?;
+    }
 }

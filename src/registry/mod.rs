@@ -23,6 +23,7 @@ pub mod failpoint;
 mod lifecycle;
 mod listing;
 mod migrate;
+pub mod pg;
 mod reviews;
 mod sources;
 mod state;
@@ -76,6 +77,11 @@ pub enum RegistryError {
         "registry schema version {found} is newer than this schemawatch supports ({supported})"
     )]
     TooNew { found: i64, supported: i64 },
+    /// The registry was last written by a schemawatch whose projection is newer
+    /// (`FINGERPRINT_VERSION` in the head row): this one would fingerprint documents
+    /// differently, so it refuses to write; reads still work.
+    #[error("this registry was written by a schemawatch with fingerprint version {recorded}, newer than this one's ({binary}): refusing to write (its documents would fingerprint differently); read-only commands still work, upgrade schemawatch to write")]
+    NewerProjection { recorded: i64, binary: i64 },
     /// A read-only open cannot migrate an older registry; open it once read-write.
     #[error(
         "registry schema version {found} is older than this schemawatch's ({supported}); a read-only open does not migrate it: run any read-write command (e.g. `schemawatch status`) on it first"
@@ -118,9 +124,21 @@ pub enum RegistryError {
         path: String,
         source: std::io::Error,
     },
+    /// A PostgreSQL registry's statement failed (the server's message and SQLSTATE; never a
+    /// password).
+    #[error("registry database (PostgreSQL): {0}")]
+    Postgres(String),
+    #[error("cannot connect to the registry database {target}: {reason}")]
+    PostgresConnect { target: String, reason: String },
 }
 
 pub type Result<T> = std::result::Result<T, RegistryError>;
+
+impl From<postgres::Error> for RegistryError {
+    fn from(e: postgres::Error) -> RegistryError {
+        RegistryError::Postgres(crate::sources::postgres::scrub(&e, None))
+    }
+}
 
 impl From<rusqlite::Error> for RegistryError {
     fn from(e: rusqlite::Error) -> RegistryError {
@@ -303,5 +321,7 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+#[cfg(test)]
+mod pg_tests;
 #[cfg(test)]
 mod tests;

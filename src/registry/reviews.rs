@@ -49,9 +49,15 @@ impl Registry {
         };
         let tx = self.write_tx()?;
         tx.execute(
-            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
-                source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![watch, fingerprint, review_id, now_rfc3339(), digest, FINGERPRINT_VERSION],
+            UPSERT_REJECTED,
+            params![
+                watch,
+                fingerprint,
+                review_id,
+                now_rfc3339(),
+                digest,
+                FINGERPRINT_VERSION
+            ],
         )?;
         tx.commit()?;
         tracing::warn!(event = "projection_upgrade", watch = %watch, review_id,
@@ -362,9 +368,15 @@ impl Registry {
         )?;
         release_sources(&tx, digest.iter().cloned().collect())?;
         tx.execute(
-            "INSERT OR REPLACE INTO rejected_candidates (watch, fingerprint, review_id, rejected_at,
-                source_digest, fingerprint_version) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            params![review.watch, review.candidate_fingerprint, id, now, digest, FINGERPRINT_VERSION],
+            UPSERT_REJECTED,
+            params![
+                review.watch,
+                review.candidate_fingerprint,
+                id,
+                now,
+                digest,
+                FINGERPRINT_VERSION
+            ],
         )?;
         tx.execute(
             "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
@@ -574,3 +586,12 @@ pub(super) fn supersede_open_reviews(
     release_sources(tx, dropped)?;
     Ok(())
 }
+
+/// A rejected candidate written whole (every column of `rejected_candidates` in the SET list,
+/// as the `INSERT OR REPLACE` it replaces; `upserts_write_every_column` checks it).
+pub(super) const UPSERT_REJECTED: &str = "INSERT INTO rejected_candidates (watch, fingerprint,
+        review_id, rejected_at, source_digest, fingerprint_version)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+     ON CONFLICT (watch, fingerprint) DO UPDATE SET review_id = excluded.review_id,
+        rejected_at = excluded.rejected_at, source_digest = excluded.source_digest,
+        fingerprint_version = excluded.fingerprint_version";

@@ -84,7 +84,7 @@ pub(super) fn source_spec(
 pub(super) fn store_source(tx: &Transaction<'_>, source: &StoredSource) -> Result<()> {
     if let (Some(digest), Some(gz)) = (&source.digest, &source.gz) {
         tx.execute(
-            "INSERT OR IGNORE INTO sources (digest, gz) VALUES (?1, ?2)",
+            "INSERT INTO sources (digest, gz) VALUES (?1, ?2) ON CONFLICT (digest) DO NOTHING",
             params![digest, gz],
         )?;
     }

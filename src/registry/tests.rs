@@ -842,3 +842,96 @@ fn unknown_stored_text_is_a_typed_error() {
     // The accepted contract itself is untouched by either column.
     assert!(r.tool("acme.pets").unwrap().is_some());
 }
+
+/// An apply writes the tool's accepted row whole, as the `INSERT OR REPLACE` the upsert
+/// replaced did: a column the statement does not take from its caller gets its default again,
+/// here `legacy_projection` (an upsert that left it out of its SET list would keep the 1).
+#[test]
+fn an_apply_rewrites_the_whole_accepted_row() {
+    let (_dir, mut r) = open();
+    r.apply(&spec(100), None, &Provenance::default(), 100)
+        .unwrap();
+    let current = r.tool("acme.pets").unwrap().unwrap();
+    let base = CasBase {
+        registry_version: current.registry_version,
+        fingerprint: current.fingerprint.clone(),
+    };
+    r.conn
+        .execute(
+            "UPDATE tools SET legacy_projection = 1, source_gz = x'00' WHERE name = 'acme.pets'",
+            [],
+        )
+        .unwrap();
+    assert!(r.legacy_projection("acme.pets").unwrap());
+    r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
+        .unwrap();
+    assert!(!r.legacy_projection("acme.pets").unwrap());
+    let (spec_gz, source_gz): (Option<Vec<u8>>, Option<Vec<u8>>) = r
+        .conn
+        .query_row(
+            "SELECT spec_gz, source_gz FROM tools WHERE name = 'acme.pets'",
+            [],
+            |row| Ok((row.get(0)?, row.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        (spec_gz, source_gz),
+        (None, None),
+        "written NULL, as before"
+    );
+    assert_eq!(r.tool("acme.pets").unwrap().unwrap().spec, spec(200));
+}
+
+/// Every upsert that replaced an `INSERT OR REPLACE` names every column of its table and sets
+/// every one that is not the conflict key from `excluded`: a column a later migration adds
+/// fails here until the statement writes it (else an update would keep its old value).
+#[test]
+fn upserts_write_every_column() {
+    let (_dir, r) = open();
+    for (table, key, sql) in [
+        ("tools", &["name"][..], super::contracts::UPSERT_TOOL),
+        (
+            "rejected_candidates",
+            &["watch", "fingerprint"][..],
+            super::reviews::UPSERT_REJECTED,
+        ),
+        (
+            "ui_sessions",
+            &["token_sha256"][..],
+            super::ui::UPSERT_SESSION,
+        ),
+    ] {
+        let squeezed: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
+        let mut stmt = r
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")
+            .unwrap();
+        let columns: Vec<String> = stmt
+            .query_map([table], |row| row.get(0))
+            .unwrap()
+            .collect::<std::result::Result<_, _>>()
+            .unwrap();
+        assert!(columns.len() >= 4, "{table}: {columns:?}");
+        let (insert, update) = squeezed
+            .split_once(" ON CONFLICT ")
+            .unwrap_or_else(|| panic!("{table}: no ON CONFLICT in {squeezed}"));
+        assert!(
+            update.starts_with(&format!("({}) DO UPDATE SET ", key.join(", "))),
+            "{table}: {update}"
+        );
+        for column in &columns {
+            assert!(
+                insert.contains(&format!(" {column},"))
+                    || insert.contains(&format!("({column},"))
+                    || insert.contains(&format!(" {column})")),
+                "{table}.{column} is not inserted: {insert}"
+            );
+            let set = format!("{column} = excluded.{column}");
+            assert_eq!(
+                update.contains(&set),
+                !key.contains(&column.as_str()),
+                "{table}.{column}: the SET list must write every column but the key: {update}"
+            );
+        }
+    }
+}

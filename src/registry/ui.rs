@@ -5,7 +5,7 @@
 
 use super::{codec, Registry, Result, UiSession};
 use crate::core::model::ToolSpec;
-use rusqlite::{params, OptionalExtension, TransactionBehavior};
+use rusqlite::{params, OptionalExtension};
 
 impl Registry {
     /// Stores a session under the digest of its cookie value, and drops expired ones. No
@@ -17,13 +17,10 @@ impl Registry {
         now_unix: i64,
         expires_at: i64,
     ) -> Result<()> {
-        let tx = self
-            .conn
-            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        let tx = self.write_tx()?;
         tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ?1", [now_unix])?;
         tx.execute(
-            "INSERT OR REPLACE INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
-             VALUES (?1, ?2, ?3, ?4)",
+            UPSERT_SESSION,
             params![token_sha256, reviewer, super::now_rfc3339(), expires_at],
         )?;
         tx.commit()?;
@@ -50,10 +47,12 @@ impl Registry {
 
     /// Logout: drops the session (whether or not it existed).
     pub fn delete_session(&mut self, token_sha256: &str) -> Result<()> {
-        self.conn.execute(
+        let tx = self.write_tx()?;
+        tx.execute(
             "DELETE FROM ui_sessions WHERE token_sha256 = ?1",
             [token_sha256],
         )?;
+        tx.commit()?;
         Ok(())
     }
 
@@ -109,3 +108,11 @@ impl Registry {
             .flatten())
     }
 }
+
+/// A session row written whole (every column of `ui_sessions` in the SET list, as the
+/// `INSERT OR REPLACE` it replaces; `upserts_write_every_column` checks it).
+pub(super) const UPSERT_SESSION: &str =
+    "INSERT INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
+     VALUES (?1, ?2, ?3, ?4)
+     ON CONFLICT (token_sha256) DO UPDATE SET reviewer = excluded.reviewer,
+        created_at = excluded.created_at, expires_at = excluded.expires_at";

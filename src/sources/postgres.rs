@@ -157,14 +157,14 @@ pub enum PostgresError {
     Timeout,
 }
 
-fn install_provider() {
+pub(crate) fn install_provider() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
         let _ = rustls::crypto::ring::default_provider().install_default();
     });
 }
 
-fn tls_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, PostgresError> {
+pub(crate) fn tls_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig, PostgresError> {
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::CertificateDer;
     let mut roots = rustls::RootCertStore::empty();
@@ -272,7 +272,7 @@ fn password(options: &DatabaseOptions, t: &Target) -> Result<Option<String>, Pos
 }
 
 /// Error text of the client, with every secret removed.
-fn scrub(error: &tokio_postgres::Error, secret: Option<&str>) -> String {
+pub(crate) fn scrub(error: &tokio_postgres::Error, secret: Option<&str>) -> String {
     let mut text = match error.as_db_error() {
         Some(db) => format!("{} (SQLSTATE {})", db.message(), db.code().code()),
         None => {

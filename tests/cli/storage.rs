@@ -343,3 +343,66 @@ fn h12_a_stored_source_that_was_tampered_with_fails_closed() {
     let export = sb.run(&["catalog", "export", "--config", &cfg]);
     assert_ne!(export.code, 0, "{}", export.describe());
 }
+
+fn recorded_fingerprint_version(sb: &Sandbox) -> i64 {
+    rusqlite::Connection::open(sb.path("registry.sqlite3"))
+        .unwrap()
+        .query_row(
+            "SELECT fingerprint_version FROM registry_head WHERE id = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+fn set_recorded_fingerprint_version(sb: &Sandbox, version: i64) {
+    rusqlite::Connection::open(sb.path("registry.sqlite3"))
+        .unwrap()
+        .execute(
+            "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1",
+            [version],
+        )
+        .unwrap();
+}
+
+/// Issue 33: the head row records the `FINGERPRINT_VERSION` of the newest binary that wrote the
+/// registry; a binary whose projection is older refuses to write (a typed error naming both
+/// versions, the registry untouched) while read-only commands still answer.
+#[test]
+fn a_registry_written_by_a_newer_projection_is_read_but_never_written() {
+    use schemawatch::core::fingerprint::FINGERPRINT_VERSION;
+    let sb = Sandbox::new();
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n\n[[watch]]\nname = \"acme.items\"\nkind = \"openapi\"\npath = \"items.json\"\n",
+    );
+    sb.write_file("items.json", &many_ops(20, None));
+    sb.check(&[]).0.assert_code(0);
+    assert_eq!(recorded_fingerprint_version(&sb), FINGERPRINT_VERSION);
+    // A registry last written before the head row recorded it (0), or by an older projection:
+    // this binary records its own on open.
+    set_recorded_fingerprint_version(&sb, FINGERPRINT_VERSION - 1);
+    sb.status();
+    assert_eq!(recorded_fingerprint_version(&sb), FINGERPRINT_VERSION);
+
+    // Now as if a newer schemawatch had written it.
+    let newer = FINGERPRINT_VERSION + 1;
+    set_recorded_fingerprint_version(&sb, newer);
+    let version = sb.registry_version();
+    let history = sb.history("acme.items");
+    sb.write_file("items.json", &many_ops(21, None));
+    let cfg = sb.config_arg();
+    let check = sb.run(&["check", "--config", &cfg, "--json"]);
+    assert_ne!(check.code, 0, "{}", check.describe());
+    let said = format!("{}{}", check.stdout_text(), check.stderr_text());
+    let expected = format!(
+        "written by a schemawatch with fingerprint version {newer}, newer than this one's ({FINGERPRINT_VERSION}): refusing to write"
+    );
+    assert!(said.contains(&expected), "{}", check.describe());
+    // Nothing written, and every read still answers.
+    assert_eq!(sb.registry_version(), version);
+    assert_eq!(sb.history("acme.items"), history);
+    sb.pending_list();
+    sb.run(&["catalog", "export", "--config", &cfg])
+        .assert_code(0);
+    assert_eq!(recorded_fingerprint_version(&sb), newer, "never lowered");
+}

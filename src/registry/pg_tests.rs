@@ -1,0 +1,312 @@
+//! The registry's PostgreSQL side on the real test cluster (`./scripts/test` starts it and
+//! exports `SCHEMAWATCH_TEST_PG_URL`, `SCHEMAWATCH_TEST_PG_PASSFILE`, `SCHEMAWATCH_TEST_PG_CA`):
+//! the schema-parity test (every SQLite table and column has its PostgreSQL twin), and the
+//! PostgreSQL migrations under their advisory lock. Each test creates a uniquely named
+//! database and drops it after. Without the cluster a test skips with a message; under
+//! `SCHEMAWATCH_REQUIRE_PEERS=1` it fails instead.
+
+use super::migrate::{latest, MIGRATIONS};
+use super::{pg, RegistryError};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Tables or columns only the PostgreSQL schema has, each with why. Empty: the two schemas
+/// are twins. (A PostgreSQL-only mechanism, say a change counter where SQLite has
+/// `PRAGMA data_version`, is listed here as `("table", None)` or `("table", Some("column"))`.)
+const POSTGRES_ONLY: &[(&str, Option<&str>)] = &[];
+
+struct Cluster {
+    url: url::Url,
+    password: Option<String>,
+    ca: PathBuf,
+}
+
+fn cluster() -> Option<Cluster> {
+    let found = (|| {
+        let url = url::Url::parse(&std::env::var("SCHEMAWATCH_TEST_PG_URL").ok()?).ok()?;
+        let passfile = std::env::var_os("SCHEMAWATCH_TEST_PG_PASSFILE")?;
+        let ca = PathBuf::from(std::env::var_os("SCHEMAWATCH_TEST_PG_CA")?);
+        // The harness writes one `host:port:*:user:password` line.
+        let text = std::fs::read_to_string(passfile).ok()?;
+        let password = text.lines().next()?.splitn(5, ':').nth(4)?.to_string();
+        Some(Cluster {
+            url,
+            password: Some(password),
+            ca,
+        })
+    })();
+    if found.is_none() {
+        if std::env::var("SCHEMAWATCH_REQUIRE_PEERS").as_deref() == Ok("1") {
+            panic!("PostgreSQL (SCHEMAWATCH_TEST_PG_URL from ./scripts/test's throwaway cluster) is missing and SCHEMAWATCH_REQUIRE_PEERS=1");
+        }
+        eprintln!("SKIPPED: PostgreSQL (SCHEMAWATCH_TEST_PG_URL from ./scripts/test's throwaway cluster) is missing");
+    }
+    found
+}
+
+/// A fresh database of the cluster, dropped with the handle.
+struct Database {
+    cluster: Cluster,
+    name: String,
+}
+
+impl Cluster {
+    fn connect_to(&self, database: &str) -> postgres::Client {
+        let mut url = self.url.clone();
+        url.set_path(&format!("/{database}"));
+        pg::connect(
+            &url,
+            self.password.as_deref(),
+            Some(&self.ca),
+            pg::CONNECT_TIMEOUT,
+        )
+        .unwrap_or_else(|e| panic!("connecting to {database}: {e}"))
+    }
+}
+
+impl Database {
+    fn connect(&self) -> postgres::Client {
+        self.cluster.connect_to(&self.name)
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let mut admin = self.cluster.connect_to("postgres");
+        let _ = admin.batch_execute(&format!(
+            "DROP DATABASE IF EXISTS \"{}\" WITH (FORCE)",
+            self.name
+        ));
+    }
+}
+
+fn database() -> Option<Database> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let cluster = cluster()?;
+    let name = format!(
+        "sw_registry_{}_{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    );
+    cluster
+        .connect_to("postgres")
+        .batch_execute(&format!("CREATE DATABASE \"{name}\""))
+        .unwrap();
+    Some(Database { cluster, name })
+}
+
+/// (table, column, not null) of every column, and the names of the indexes created by a
+/// migration (not the ones backing a primary key or UNIQUE constraint).
+type Shape = (BTreeSet<(String, String, bool)>, BTreeSet<String>);
+
+fn sqlite_shape() -> Shape {
+    let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+    super::migrate::run(&mut conn).unwrap();
+    let mut columns = BTreeSet::new();
+    let mut stmt = conn
+        .prepare(
+            "SELECT m.name, c.name, c.\"notnull\" OR c.pk > 0
+             FROM sqlite_schema m JOIN pragma_table_info(m.name) c
+             WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
+        )
+        .unwrap();
+    let rows = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap();
+    for row in rows {
+        columns.insert(row.unwrap());
+    }
+    let mut stmt = conn
+        .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")
+        .unwrap();
+    let indexes = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<std::result::Result<BTreeSet<String>, _>>()
+        .unwrap();
+    (columns, indexes)
+}
+
+fn postgres_shape(client: &mut postgres::Client) -> Shape {
+    let columns = client
+        .query(
+            "SELECT table_name::text, column_name::text, is_nullable = 'NO'
+             FROM information_schema.columns WHERE table_schema = 'public'",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    let indexes = client
+        .query(
+            "SELECT i.relname::text FROM pg_index x
+             JOIN pg_class i ON i.oid = x.indexrelid
+             JOIN pg_namespace n ON n.oid = i.relnamespace
+             WHERE n.nspname = 'public'
+               AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = x.indexrelid)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    (columns, indexes)
+}
+
+#[test]
+fn every_sqlite_table_and_column_has_its_postgresql_twin() {
+    let Some(db) = database() else { return };
+    let mut client = db.connect();
+    pg::migrate(&mut client).unwrap();
+    let (sqlite_columns, sqlite_indexes) = sqlite_shape();
+    let (pg_columns, pg_indexes) = postgres_shape(&mut client);
+    let postgres_only = |table: &str, column: &str| {
+        POSTGRES_ONLY
+            .iter()
+            .any(|(t, c)| *t == table && c.is_none_or(|c| c == column))
+    };
+    let missing: Vec<_> = sqlite_columns.difference(&pg_columns).collect();
+    let extra: Vec<_> = pg_columns
+        .difference(&sqlite_columns)
+        .filter(|(t, c, _)| !postgres_only(t, c))
+        .collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "every migration comes in pairs (migrations/ and migrations/postgres/):\n\
+         (table, column, not null) in SQLite without its PostgreSQL twin: {missing:?}\n\
+         in PostgreSQL only (and not in POSTGRES_ONLY): {extra:?}"
+    );
+    assert_eq!(
+        sqlite_indexes, pg_indexes,
+        "every index has its PostgreSQL twin of the same name"
+    );
+    // Both sides really were read (a query that matched nothing would compare equal).
+    assert!(sqlite_columns.contains(&("reviews".into(), "watch".into(), true)));
+    assert!(sqlite_columns.contains(&("registry_head".into(), "fingerprint_version".into(), true)));
+    assert!(sqlite_indexes.contains("one_open_review_per_watch"));
+}
+
+#[test]
+fn the_open_review_index_is_partial_and_unique_on_postgresql() {
+    let Some(db) = database() else { return };
+    let mut client = db.connect();
+    pg::migrate(&mut client).unwrap();
+    let insert = "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
+        base_registry_version, candidate_fingerprint, fingerprint_version, candidate_spec_json,
+        report_json) VALUES ('w', $1, 'breaking', 1, 't', 0, 'f', 1, '', '')";
+    client.execute(insert, &[&"open"]).unwrap();
+    client.execute(insert, &[&"rejected"]).unwrap();
+    client.execute(insert, &[&"rejected"]).unwrap();
+    let second_open = client.execute(insert, &[&"open"]).unwrap_err();
+    assert_eq!(
+        second_open.code(),
+        Some(&postgres::error::SqlState::UNIQUE_VIOLATION),
+        "{second_open}"
+    );
+}
+
+fn applied(client: &mut postgres::Client) -> Vec<(i64, i64, String)> {
+    client
+        .query(
+            "SELECT version, count(*), min(applied_at) FROM schema_migrations
+             GROUP BY version ORDER BY version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect()
+}
+
+#[test]
+fn concurrent_postgresql_migrations_apply_each_version_once() {
+    let Some(db) = database() else { return };
+    let db = std::sync::Arc::new(db);
+    let start = std::sync::Arc::new(std::sync::Barrier::new(6));
+    let racers: Vec<_> = (0..6)
+        .map(|_| {
+            let db = db.clone();
+            let start = start.clone();
+            std::thread::spawn(move || {
+                let mut client = db.connect();
+                start.wait();
+                pg::migrate(&mut client)
+            })
+        })
+        .collect();
+    for racer in racers {
+        racer.join().unwrap().unwrap();
+    }
+    let mut client = db.connect();
+    let first = applied(&mut client);
+    let versions: Vec<i64> = first.iter().map(|(v, _, _)| *v).collect();
+    let expected: Vec<i64> = MIGRATIONS.iter().map(|m| m.version).collect();
+    assert_eq!(versions, expected);
+    assert!(first.iter().all(|(_, count, _)| *count == 1), "{first:?}");
+    let meta: i64 = client
+        .query_one("SELECT count(*) FROM registry_meta", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(meta, 1, "the registry id is generated once");
+    // A second run is a no-op: nothing re-applied, nothing re-recorded.
+    pg::migrate(&mut client).unwrap();
+    assert_eq!(applied(&mut client), first);
+}
+
+#[test]
+fn a_postgresql_registry_newer_than_the_binary_is_refused() {
+    let Some(db) = database() else { return };
+    let mut client = db.connect();
+    pg::migrate(&mut client).unwrap();
+    client
+        .execute(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 'later')",
+            &[&(latest() + 1)],
+        )
+        .unwrap();
+    let err = pg::migrate(&mut client).unwrap_err();
+    assert!(
+        matches!(err, RegistryError::TooNew { found, supported } if found == latest() + 1 && supported == latest()),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "registry schema version {} is newer than this schemawatch supports ({})",
+            latest() + 1,
+            latest()
+        )
+    );
+    // Refused before touching anything: the lock's transaction rolled back.
+    let versions: i64 = client
+        .query_one("SELECT count(*) FROM schema_migrations", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(versions, MIGRATIONS.len() as i64 + 1);
+}
+
+#[test]
+fn a_wrong_password_is_a_typed_error_without_the_password() {
+    let Some(cluster) = cluster() else { return };
+    let wrong = "not-the-password-7d1c";
+    let err = pg::connect(
+        &cluster.url,
+        Some(wrong),
+        Some(&cluster.ca),
+        pg::CONNECT_TIMEOUT,
+    )
+    .err()
+    .unwrap();
+    let text = err.to_string();
+    assert!(
+        matches!(err, RegistryError::PostgresConnect { .. }),
+        "{text}"
+    );
+    assert!(
+        text.contains("28P01") || text.contains("password"),
+        "{text}"
+    );
+    assert!(!text.contains(wrong), "{text}");
+}
