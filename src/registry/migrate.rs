@@ -37,8 +37,8 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     pair!(7, "0007_tools_position.sql"),
     // Numbered at merge (issue 32).
     pair!(8, "0008_ui_sessions.sql"),
-    // Numbered at merge.
-    pair!(9, "9999_registry_head.sql"),
+    // Numbered at merge (issue 33).
+    pair!(9, "0009_registry_head.sql"),
 ];
 
 pub fn latest() -> i64 {
