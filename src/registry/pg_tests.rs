@@ -52,16 +52,23 @@ struct Database {
 }
 
 impl Cluster {
-    fn connect_to(&self, database: &str) -> postgres::Client {
+    fn options(&self) -> pg::PgOptions {
+        pg::PgOptions {
+            password: self.password.clone(),
+            ca_file: Some(self.ca.clone()),
+            ..pg::PgOptions::default()
+        }
+    }
+
+    fn url_of(&self, database: &str) -> url::Url {
         let mut url = self.url.clone();
         url.set_path(&format!("/{database}"));
-        pg::connect(
-            &url,
-            self.password.as_deref(),
-            Some(&self.ca),
-            pg::CONNECT_TIMEOUT,
-        )
-        .unwrap_or_else(|e| panic!("connecting to {database}: {e}"))
+        url
+    }
+
+    fn connect_to(&self, database: &str) -> postgres::Client {
+        pg::connect(&self.url_of(database), &self.options())
+            .unwrap_or_else(|e| panic!("connecting to {database}: {e}"))
     }
 }
 
@@ -291,14 +298,11 @@ fn a_postgresql_registry_newer_than_the_binary_is_refused() {
 fn a_wrong_password_is_a_typed_error_without_the_password() {
     let Some(cluster) = cluster() else { return };
     let wrong = "not-the-password-7d1c";
-    let err = pg::connect(
-        &cluster.url,
-        Some(wrong),
-        Some(&cluster.ca),
-        pg::CONNECT_TIMEOUT,
-    )
-    .err()
-    .unwrap();
+    let options = pg::PgOptions {
+        password: Some(wrong.into()),
+        ..cluster.options()
+    };
+    let err = pg::connect(&cluster.url, &options).err().unwrap();
     let text = err.to_string();
     assert!(
         matches!(err, RegistryError::PostgresConnect { .. }),
@@ -309,4 +313,95 @@ fn a_wrong_password_is_a_typed_error_without_the_password() {
         "{text}"
     );
     assert!(!text.contains(wrong), "{text}");
+}
+
+#[test]
+fn the_server_certificate_is_verified_unless_tls_is_disabled_in_the_url() {
+    let Some(cluster) = cluster() else { return };
+    let ssl_of = |client: &mut postgres::Client| -> bool {
+        client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    // The throwaway cluster's certificate is signed by a CA the system roots do not hold.
+    let options = pg::PgOptions {
+        ca_file: None,
+        ..cluster.options()
+    };
+    let err = pg::connect(&cluster.url, &options).err().unwrap();
+    assert!(
+        matches!(err, RegistryError::PostgresConnect { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    // The same URL with `sslmode=disable` written: plain TCP (the harness allows it).
+    let mut plain = cluster.url.clone();
+    plain.set_query(Some("sslmode=disable"));
+    assert!(!ssl_of(&mut pg::connect(&plain, &options).unwrap()));
+    // With the harness CA: TLS, verified.
+    assert!(ssl_of(&mut cluster.connect_to("postgres")));
+}
+
+#[test]
+fn a_statement_running_past_the_timeout_is_cancelled() {
+    let Some(cluster) = cluster() else { return };
+    let options = pg::PgOptions {
+        statement_timeout: std::time::Duration::from_millis(300),
+        ..cluster.options()
+    };
+    let mut client = pg::connect(&cluster.url, &options).unwrap();
+    let started = std::time::Instant::now();
+    let err = RegistryError::from(client.simple_query("SELECT pg_sleep(5)").unwrap_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert!(err.to_string().contains("SQLSTATE 57014"), "{err}");
+    let shown: String = client
+        .query_one("SHOW statement_timeout", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "300ms");
+}
+
+#[test]
+fn the_pool_is_bounded_and_a_checkout_waits_at_most_the_connect_timeout() {
+    let Some(db) = database() else { return };
+    let options = pg::PgOptions {
+        pool_size: 2,
+        connect_timeout: std::time::Duration::from_millis(500),
+        ..db.cluster.options()
+    };
+    let pool = pg::pool(&db.cluster.url_of(&db.name), &options).unwrap();
+    let first = pg::checkout(&pool).unwrap();
+    let mut second = pg::checkout(&pool).unwrap();
+    let started = std::time::Instant::now();
+    let third = pg::checkout(&pool);
+    let waited = started.elapsed();
+    assert!(
+        matches!(third, Err(RegistryError::PostgresConnect { .. })),
+        "a third connection of a pool of 2"
+    );
+    assert!(
+        waited >= std::time::Duration::from_millis(400)
+            && waited < std::time::Duration::from_secs(5),
+        "{waited:?}"
+    );
+    let open: i64 = second
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = $1 AND application_name = 'schemawatch'",
+            &[&db.name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 2);
+    drop(first);
+    pg::checkout(&pool).unwrap();
+    drop(second);
+    drop(pool);
 }
