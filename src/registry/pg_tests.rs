@@ -103,9 +103,20 @@ fn database() -> Option<Database> {
     Some(Database { cluster, name })
 }
 
-/// (table, column, not null) of every column, and the names of the indexes created by a
-/// migration (not the ones backing a primary key or UNIQUE constraint).
-type Shape = (BTreeSet<(String, String, bool)>, BTreeSet<String>);
+/// (table, column, type, not null) of every column, and the names of the indexes created by a
+/// migration (not the ones backing a primary key or UNIQUE constraint). The type is the
+/// PostgreSQL one, SQLite's declared type mapped to its twin: INTEGER is BIGINT (the code binds
+/// i64 on both; an INT4 twin would refuse them), TEXT is TEXT, BLOB is BYTEA.
+type Shape = (BTreeSet<(String, String, String, bool)>, BTreeSet<String>);
+
+fn twin_type(sqlite: &str) -> String {
+    match sqlite {
+        "INTEGER" => "bigint".into(),
+        "TEXT" => "text".into(),
+        "BLOB" => "bytea".into(),
+        other => format!("(SQLite type {other} has no twin type)"),
+    }
+}
 
 fn sqlite_shape() -> Shape {
     let mut conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -113,13 +124,20 @@ fn sqlite_shape() -> Shape {
     let mut columns = BTreeSet::new();
     let mut stmt = conn
         .prepare(
-            "SELECT m.name, c.name, c.\"notnull\" OR c.pk > 0
+            "SELECT m.name, c.name, c.type, c.\"notnull\" OR c.pk > 0
              FROM sqlite_schema m JOIN pragma_table_info(m.name) c
              WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
         )
         .unwrap();
     let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                twin_type(&r.get::<_, String>(2)?),
+                r.get(3)?,
+            ))
+        })
         .unwrap();
     for row in rows {
         columns.insert(row.unwrap());
@@ -138,13 +156,13 @@ fn sqlite_shape() -> Shape {
 fn postgres_shape(client: &mut postgres::Client) -> Shape {
     let columns = client
         .query(
-            "SELECT table_name::text, column_name::text, is_nullable = 'NO'
+            "SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'NO'
              FROM information_schema.columns WHERE table_schema = 'public'",
             &[],
         )
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
     let indexes = client
         .query(
@@ -177,12 +195,12 @@ fn every_sqlite_table_and_column_has_its_postgresql_twin() {
     let missing: Vec<_> = sqlite_columns.difference(&pg_columns).collect();
     let extra: Vec<_> = pg_columns
         .difference(&sqlite_columns)
-        .filter(|(t, c, _)| !postgres_only(t, c))
+        .filter(|(t, c, _, _)| !postgres_only(t, c))
         .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
         "every migration comes in pairs (migrations/ and migrations/postgres/):\n\
-         (table, column, not null) in SQLite without its PostgreSQL twin: {missing:?}\n\
+         (table, column, type, not null) in SQLite without its PostgreSQL twin: {missing:?}\n\
          in PostgreSQL only (and not in POSTGRES_ONLY): {extra:?}"
     );
     assert_eq!(
@@ -190,8 +208,13 @@ fn every_sqlite_table_and_column_has_its_postgresql_twin() {
         "every index has its PostgreSQL twin of the same name"
     );
     // Both sides really were read (a query that matched nothing would compare equal).
-    assert!(sqlite_columns.contains(&("reviews".into(), "watch".into(), true)));
-    assert!(sqlite_columns.contains(&("registry_head".into(), "fingerprint_version".into(), true)));
+    assert!(sqlite_columns.contains(&("reviews".into(), "watch".into(), "text".into(), true)));
+    assert!(sqlite_columns.contains(&(
+        "registry_head".into(),
+        "fingerprint_version".into(),
+        "bigint".into(),
+        true
+    )));
     assert!(sqlite_indexes.contains("one_open_review_per_watch"));
 }
 
