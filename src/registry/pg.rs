@@ -1,35 +1,75 @@
-//! The registry's PostgreSQL connection (issue 33, in progress): not reachable from the config
-//! or any command yet, used by the PostgreSQL migrations and their tests.
+//! The registry's PostgreSQL connections (issue 33, in progress): not reachable from the config
+//! or any command yet (`[storage] url` comes with the backend), used by the PostgreSQL
+//! migrations and their tests.
 //!
 //! The URL follows the `postgres` watch kind's rules (`sources::postgres::parse_url`: no
 //! password in it, `sslmode=verify-full` by default, `disable` only when written), and TLS is
 //! that kind's rustls setup (`tls_config`: the chain and the host name verified against
-//! `ca_file` or the system roots). The client is the blocking `postgres` crate, for the
-//! synchronous registry interface: called from plain threads or the blocking pool, never on
-//! a tokio worker (it would panic there).
+//! `ca_file` or the system roots). Every session runs under a `statement_timeout`. The client
+//! is the blocking `postgres` crate and the pool `r2d2` (bounded, a checkout waits at most the
+//! connect timeout), for the synchronous registry interface: called from plain threads or the
+//! blocking pool, never on a tokio worker (the client would panic there).
 
 use super::{RegistryError, Result};
 use crate::sources::postgres::{install_provider, parse_url, scrub, tls_config};
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// How long opening a connection may take when the caller gives no bound.
+/// How long opening a connection (or waiting for a pooled one) may take by default.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one statement may run by default before the server cancels it.
+pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Connections a pool opens at most by default.
+pub const POOL_SIZE: u32 = 8;
 
-/// Connects to the database at `url` with `password` (never logged, removed from every error
-/// text), verifying the server's certificate against `ca_file` (or the system roots) unless
-/// the URL says `sslmode=disable`.
-pub fn connect(
-    url: &url::Url,
-    password: Option<&str>,
-    ca_file: Option<&Path>,
-    connect_timeout: Duration,
-) -> Result<postgres::Client> {
+/// How to reach the registry's database, beyond its URL.
+#[derive(Clone, PartialEq, Eq)]
+pub struct PgOptions {
+    /// The password (never logged, removed from every error text).
+    pub password: Option<String>,
+    /// The certificate(s) the server's chain must lead to; `None`: the system roots.
+    pub ca_file: Option<PathBuf>,
+    pub connect_timeout: Duration,
+    /// The session's `statement_timeout` (whole milliseconds, at least 1).
+    pub statement_timeout: Duration,
+    /// A pool's bound on open connections (at least 1).
+    pub pool_size: u32,
+}
+
+impl Default for PgOptions {
+    fn default() -> PgOptions {
+        PgOptions {
+            password: None,
+            ca_file: None,
+            connect_timeout: CONNECT_TIMEOUT,
+            statement_timeout: STATEMENT_TIMEOUT,
+            pool_size: POOL_SIZE,
+        }
+    }
+}
+
+impl std::fmt::Debug for PgOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgOptions")
+            .field("password", &self.password.as_ref().map(|_| "<configured>"))
+            .field("ca_file", &self.ca_file)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("statement_timeout", &self.statement_timeout)
+            .field("pool_size", &self.pool_size)
+            .finish()
+    }
+}
+
+/// Connects to the database at `url`, verifying the server's certificate unless the URL says
+/// `sslmode=disable`, with the session's `statement_timeout` set at startup.
+pub fn connect(url: &url::Url, options: &PgOptions) -> Result<postgres::Client> {
     let t = parse_url(url).map_err(|e| RegistryError::PostgresConnect {
         target: "the registry URL".into(),
         reason: e.to_string(),
     })?;
     let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
+    let password = options.password.as_deref();
+    let statement_ms = options.statement_timeout.as_millis().max(1);
     let mut config = postgres::Config::new();
     config
         .host(&t.host)
@@ -37,7 +77,8 @@ pub fn connect(
         .user(&t.user)
         .dbname(&t.database)
         .application_name("schemawatch")
-        .connect_timeout(connect_timeout);
+        .connect_timeout(options.connect_timeout)
+        .options(&format!("-c statement_timeout={statement_ms}"));
     if let Some(p) = password {
         config.password(p);
     }
@@ -48,10 +89,11 @@ pub fn connect(
     if t.tls {
         install_provider();
         config.ssl_mode(postgres::config::SslMode::Require);
-        let tls = tls_config(ca_file).map_err(|e| RegistryError::PostgresConnect {
-            target: shown.clone(),
-            reason: e.to_string(),
-        })?;
+        let tls =
+            tls_config(options.ca_file.as_deref()).map_err(|e| RegistryError::PostgresConnect {
+                target: shown.clone(),
+                reason: e.to_string(),
+            })?;
         config
             .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
             .map_err(fail)
@@ -59,6 +101,76 @@ pub fn connect(
         config.ssl_mode(postgres::config::SslMode::Disable);
         config.connect(postgres::NoTls).map_err(fail)
     }
+}
+
+/// Opens the pool's connections with [`connect`].
+#[derive(Debug)]
+pub struct Manager {
+    url: url::Url,
+    options: PgOptions,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = postgres::Client;
+    type Error = RegistryError;
+
+    fn connect(&self) -> Result<postgres::Client> {
+        connect(&self.url, &self.options)
+    }
+
+    fn is_valid(&self, conn: &mut postgres::Client) -> Result<()> {
+        Ok(conn.is_valid(self.options.connect_timeout)?)
+    }
+
+    fn has_broken(&self, conn: &mut postgres::Client) -> bool {
+        conn.is_closed()
+    }
+}
+
+/// A pool's failures to connect, logged (their text is already scrubbed of the password).
+#[derive(Debug)]
+struct LogErrors;
+
+impl r2d2::HandleError<RegistryError> for LogErrors {
+    fn handle_error(&self, error: RegistryError) {
+        tracing::warn!(event = "registry_connect_failed", error = %error);
+    }
+}
+
+pub type Pool = r2d2::Pool<Manager>;
+
+/// A bounded pool of registry connections: at most `pool_size` open at once, none opened
+/// before the first checkout, each checked on checkout; a checkout waits at most
+/// `connect_timeout` for a free connection (then [`RegistryError::PostgresConnect`]).
+pub fn pool(url: &url::Url, options: &PgOptions) -> Result<Pool> {
+    // Refuse a bad URL now, not at the first checkout.
+    let t = parse_url(url).map_err(|e| RegistryError::PostgresConnect {
+        target: "the registry URL".into(),
+        reason: e.to_string(),
+    })?;
+    let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
+    r2d2::Pool::builder()
+        .max_size(options.pool_size.max(1))
+        .min_idle(Some(0))
+        .test_on_check_out(true)
+        .connection_timeout(options.connect_timeout)
+        .error_handler(Box::new(LogErrors))
+        .build(Manager {
+            url: url.clone(),
+            options: options.clone(),
+        })
+        .map_err(|e| RegistryError::PostgresConnect {
+            target: shown,
+            reason: e.to_string(),
+        })
+}
+
+/// A connection of `pool`, waiting at most its connect timeout.
+pub fn checkout(pool: &Pool) -> Result<r2d2::PooledConnection<Manager>> {
+    pool.get().map_err(|e| RegistryError::PostgresConnect {
+        target: "the registry pool".into(),
+        reason: e.to_string(),
+    })
 }
 
 /// Brings the database `client` is connected to up to this binary's schema: the PostgreSQL

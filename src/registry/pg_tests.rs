@@ -52,16 +52,23 @@ struct Database {
 }
 
 impl Cluster {
-    fn connect_to(&self, database: &str) -> postgres::Client {
+    fn options(&self) -> pg::PgOptions {
+        pg::PgOptions {
+            password: self.password.clone(),
+            ca_file: Some(self.ca.clone()),
+            ..pg::PgOptions::default()
+        }
+    }
+
+    fn url_of(&self, database: &str) -> url::Url {
         let mut url = self.url.clone();
         url.set_path(&format!("/{database}"));
-        pg::connect(
-            &url,
-            self.password.as_deref(),
-            Some(&self.ca),
-            pg::CONNECT_TIMEOUT,
-        )
-        .unwrap_or_else(|e| panic!("connecting to {database}: {e}"))
+        url
+    }
+
+    fn connect_to(&self, database: &str) -> postgres::Client {
+        pg::connect(&self.url_of(database), &self.options())
+            .unwrap_or_else(|e| panic!("connecting to {database}: {e}"))
     }
 }
 
@@ -96,9 +103,20 @@ fn database() -> Option<Database> {
     Some(Database { cluster, name })
 }
 
-/// (table, column, not null) of every column, and the names of the indexes created by a
-/// migration (not the ones backing a primary key or UNIQUE constraint).
-type Shape = (BTreeSet<(String, String, bool)>, BTreeSet<String>);
+/// (table, column, type, not null) of every column, and the names of the indexes created by a
+/// migration (not the ones backing a primary key or UNIQUE constraint). The type is the
+/// PostgreSQL one, SQLite's declared type mapped to its twin: INTEGER is BIGINT (the code binds
+/// i64 on both; an INT4 twin would refuse them), TEXT is TEXT, BLOB is BYTEA.
+type Shape = (BTreeSet<(String, String, String, bool)>, BTreeSet<String>);
+
+fn twin_type(sqlite: &str) -> String {
+    match sqlite {
+        "INTEGER" => "bigint".into(),
+        "TEXT" => "text".into(),
+        "BLOB" => "bytea".into(),
+        other => format!("(SQLite type {other} has no twin type)"),
+    }
+}
 
 fn sqlite_shape() -> Shape {
     let mut conn = rusqlite::Connection::open_in_memory().unwrap();
@@ -106,13 +124,20 @@ fn sqlite_shape() -> Shape {
     let mut columns = BTreeSet::new();
     let mut stmt = conn
         .prepare(
-            "SELECT m.name, c.name, c.\"notnull\" OR c.pk > 0
+            "SELECT m.name, c.name, c.type, c.\"notnull\" OR c.pk > 0
              FROM sqlite_schema m JOIN pragma_table_info(m.name) c
              WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'",
         )
         .unwrap();
     let rows = stmt
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                twin_type(&r.get::<_, String>(2)?),
+                r.get(3)?,
+            ))
+        })
         .unwrap();
     for row in rows {
         columns.insert(row.unwrap());
@@ -131,13 +156,13 @@ fn sqlite_shape() -> Shape {
 fn postgres_shape(client: &mut postgres::Client) -> Shape {
     let columns = client
         .query(
-            "SELECT table_name::text, column_name::text, is_nullable = 'NO'
+            "SELECT table_name::text, column_name::text, data_type::text, is_nullable = 'NO'
              FROM information_schema.columns WHERE table_schema = 'public'",
             &[],
         )
         .unwrap()
         .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
         .collect();
     let indexes = client
         .query(
@@ -170,12 +195,12 @@ fn every_sqlite_table_and_column_has_its_postgresql_twin() {
     let missing: Vec<_> = sqlite_columns.difference(&pg_columns).collect();
     let extra: Vec<_> = pg_columns
         .difference(&sqlite_columns)
-        .filter(|(t, c, _)| !postgres_only(t, c))
+        .filter(|(t, c, _, _)| !postgres_only(t, c))
         .collect();
     assert!(
         missing.is_empty() && extra.is_empty(),
         "every migration comes in pairs (migrations/ and migrations/postgres/):\n\
-         (table, column, not null) in SQLite without its PostgreSQL twin: {missing:?}\n\
+         (table, column, type, not null) in SQLite without its PostgreSQL twin: {missing:?}\n\
          in PostgreSQL only (and not in POSTGRES_ONLY): {extra:?}"
     );
     assert_eq!(
@@ -183,8 +208,13 @@ fn every_sqlite_table_and_column_has_its_postgresql_twin() {
         "every index has its PostgreSQL twin of the same name"
     );
     // Both sides really were read (a query that matched nothing would compare equal).
-    assert!(sqlite_columns.contains(&("reviews".into(), "watch".into(), true)));
-    assert!(sqlite_columns.contains(&("registry_head".into(), "fingerprint_version".into(), true)));
+    assert!(sqlite_columns.contains(&("reviews".into(), "watch".into(), "text".into(), true)));
+    assert!(sqlite_columns.contains(&(
+        "registry_head".into(),
+        "fingerprint_version".into(),
+        "bigint".into(),
+        true
+    )));
     assert!(sqlite_indexes.contains("one_open_review_per_watch"));
 }
 
@@ -291,14 +321,11 @@ fn a_postgresql_registry_newer_than_the_binary_is_refused() {
 fn a_wrong_password_is_a_typed_error_without_the_password() {
     let Some(cluster) = cluster() else { return };
     let wrong = "not-the-password-7d1c";
-    let err = pg::connect(
-        &cluster.url,
-        Some(wrong),
-        Some(&cluster.ca),
-        pg::CONNECT_TIMEOUT,
-    )
-    .err()
-    .unwrap();
+    let options = pg::PgOptions {
+        password: Some(wrong.into()),
+        ..cluster.options()
+    };
+    let err = pg::connect(&cluster.url, &options).err().unwrap();
     let text = err.to_string();
     assert!(
         matches!(err, RegistryError::PostgresConnect { .. }),
@@ -309,4 +336,95 @@ fn a_wrong_password_is_a_typed_error_without_the_password() {
         "{text}"
     );
     assert!(!text.contains(wrong), "{text}");
+}
+
+#[test]
+fn the_server_certificate_is_verified_unless_tls_is_disabled_in_the_url() {
+    let Some(cluster) = cluster() else { return };
+    let ssl_of = |client: &mut postgres::Client| -> bool {
+        client
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0)
+    };
+    // The throwaway cluster's certificate is signed by a CA the system roots do not hold.
+    let options = pg::PgOptions {
+        ca_file: None,
+        ..cluster.options()
+    };
+    let err = pg::connect(&cluster.url, &options).err().unwrap();
+    assert!(
+        matches!(err, RegistryError::PostgresConnect { .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().to_lowercase().contains("certificate"),
+        "{err}"
+    );
+    // The same URL with `sslmode=disable` written: plain TCP (the harness allows it).
+    let mut plain = cluster.url.clone();
+    plain.set_query(Some("sslmode=disable"));
+    assert!(!ssl_of(&mut pg::connect(&plain, &options).unwrap()));
+    // With the harness CA: TLS, verified.
+    assert!(ssl_of(&mut cluster.connect_to("postgres")));
+}
+
+#[test]
+fn a_statement_running_past_the_timeout_is_cancelled() {
+    let Some(cluster) = cluster() else { return };
+    let options = pg::PgOptions {
+        statement_timeout: std::time::Duration::from_millis(300),
+        ..cluster.options()
+    };
+    let mut client = pg::connect(&cluster.url, &options).unwrap();
+    let started = std::time::Instant::now();
+    let err = RegistryError::from(client.simple_query("SELECT pg_sleep(5)").unwrap_err());
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert!(err.to_string().contains("SQLSTATE 57014"), "{err}");
+    let shown: String = client
+        .query_one("SHOW statement_timeout", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(shown, "300ms");
+}
+
+#[test]
+fn the_pool_is_bounded_and_a_checkout_waits_at_most_the_connect_timeout() {
+    let Some(db) = database() else { return };
+    let options = pg::PgOptions {
+        pool_size: 2,
+        connect_timeout: std::time::Duration::from_millis(500),
+        ..db.cluster.options()
+    };
+    let pool = pg::pool(&db.cluster.url_of(&db.name), &options).unwrap();
+    let first = pg::checkout(&pool).unwrap();
+    let mut second = pg::checkout(&pool).unwrap();
+    let started = std::time::Instant::now();
+    let third = pg::checkout(&pool);
+    let waited = started.elapsed();
+    assert!(
+        matches!(third, Err(RegistryError::PostgresConnect { .. })),
+        "a third connection of a pool of 2"
+    );
+    assert!(
+        waited >= std::time::Duration::from_millis(400)
+            && waited < std::time::Duration::from_secs(5),
+        "{waited:?}"
+    );
+    let open: i64 = second
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity
+             WHERE datname = $1 AND application_name = 'schemawatch'",
+            &[&db.name],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 2);
+    drop(first);
+    pg::checkout(&pool).unwrap();
+    drop(second);
+    drop(pool);
 }
