@@ -91,6 +91,8 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
                     severity: config.severity.clone(),
                     classification: None,
                     uses: None,
+                    sunset: config.policy.clone(),
+                    date: None,
                 },
                 Some(name) => {
                     let watch = config.watch(name).ok_or_else(|| {
@@ -355,7 +357,11 @@ async fn compare(
     if let Err(Failure::Usage(e)) = check_uses(args, policy, &old_spec, &new_spec) {
         return Err(e);
     }
-    let report = classify(&old_spec, &new_spec, policy);
+    let policy = ClassifyPolicy {
+        date: Some(date),
+        ..policy.clone()
+    };
+    let report = classify(&old_spec, &new_spec, &policy);
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),
         new_spec.metadata.version.as_deref(),

@@ -372,7 +372,17 @@ pub fn watch_policy(watch: &WatchConfig) -> Result<ClassifyPolicy, String> {
         severity: watch.severity.clone(),
         classification,
         uses,
+        sunset: watch.policy.clone(),
+        date: Some(today()),
     })
+}
+
+/// Today (UTC) by the system clock: the check date of a watch's stability policy.
+pub fn today() -> crate::core::sunset::Date {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    crate::core::sunset::Date::from_unix_seconds(seconds)
 }
 
 /// Runs one refresh cycle of `watch` against `registry`.
