@@ -429,3 +429,90 @@ fn policy_config_errors_are_specific() {
         assert!(run.stderr_text().contains(expected), "{}", run.describe());
     }
 }
+
+/// A vendored oasdiff document (`tests/fixtures/oasdiff-sunset/`).
+fn oasdiff(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/oasdiff-sunset/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `diff` of two oasdiff documents: (exit code, report).
+fn diff_oasdiff(sb: &Sandbox, old: &str, new: &str, extra: &[&str]) -> (i32, Value) {
+    let (o, n) = (oasdiff(old), oasdiff(new));
+    let mut args = vec!["diff", &o, &n, "--json", "--fail-on", "breaking"];
+    args.extend_from_slice(extra);
+    let run = sb.run(&args);
+    assert!(run.code == 0 || run.code == 1, "{}", run.describe());
+    (run.code, run.json())
+}
+
+#[test]
+fn oasdiffs_deprecation_sunset_and_stability_documents() {
+    let sb = Sandbox::new();
+    // Deprecating with a sunset: the sunset is breaking, the deprecation itself info.
+    let (code, report) = diff_oasdiff(
+        &sb,
+        "deprecation/base.yaml",
+        "deprecation/deprecated-future.yaml",
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(change(&report, "sunset-added")["after"], "9999-08-10");
+    assert_eq!(change(&report, "deprecated-changed")["severity"], "info");
+    assert!(!rules(&report).contains(&"extension-changed".to_string()));
+    // An invalid sunset is its own breaking change.
+    let (_, report) = diff_oasdiff(
+        &sb,
+        "deprecation/base.yaml",
+        "deprecation/deprecated-with-invalid-sunset.yaml",
+        &[],
+    );
+    assert_eq!(change(&report, "sunset-date-invalid")["after"], "invalid");
+    // Removing the deprecated operation: compatible once its sunset (2022-08-10) has passed
+    // under allow_removal_after_sunset; breaking before it, and for a future sunset.
+    let allow = config(&sb, "allow_removal_after_sunset = true", "");
+    let (code, report) = diff_oasdiff(
+        &sb,
+        "deprecation/deprecated-past.yaml",
+        "deprecation/sunset.yaml",
+        &["--config", &allow, "--date", "2026-12-05"],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(report["compatibility"], "compatible");
+    let (code, _) = diff_oasdiff(
+        &sb,
+        "deprecation/deprecated-past.yaml",
+        "deprecation/sunset.yaml",
+        &["--config", &allow, "--date", "2022-08-09"],
+    );
+    assert_eq!(code, 1);
+    let (code, _) = diff_oasdiff(
+        &sb,
+        "deprecation/deprecated-future.yaml",
+        "deprecation/sunset.yaml",
+        &["--config", &allow, "--date", "2026-12-05"],
+    );
+    assert_eq!(code, 1);
+    // A beta endpoint gaining a sunset is info under min_stability = "stable".
+    let stable = config(&sb, "min_stability = \"stable\"", "");
+    let (code, report) = diff_oasdiff(
+        &sb,
+        "deprecation/base-beta-stability.yaml",
+        "deprecation/deprecated-future-beta-stability.yaml",
+        &["--config", &stable],
+    );
+    assert_eq!(code, 0, "{report}");
+    assert_eq!(change(&report, "sunset-added")["severity"], "info");
+    // Stable to draft is lowered.
+    let (code, report) = diff_oasdiff(
+        &sb,
+        "stability/base-endpoint-stable.yaml",
+        "stability/revision-endpoint-draft.yaml",
+        &[],
+    );
+    assert_eq!(code, 1);
+    assert_eq!(change(&report, "stability-lowered")["before"], "stable");
+    assert_eq!(change(&report, "stability-lowered")["after"], "draft");
+}
