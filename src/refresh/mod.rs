@@ -15,6 +15,7 @@ use crate::registry::{
 };
 use crate::sources::{self, fetch_error_class};
 
+pub mod sunsets;
 mod upgrade;
 pub mod uses;
 use serde::Serialize;

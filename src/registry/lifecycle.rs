@@ -139,6 +139,7 @@ impl Registry {
         let mut registry = Registry { conn, routes: None };
         migrate::run(&mut registry.conn)?;
         registry.refingerprint_outdated()?;
+        registry.backfill_sunsets()?;
         Ok(registry)
     }
     /// Opens an existing registry read-only (for inspection): no migration, no writes. A
@@ -239,6 +240,9 @@ impl Registry {
         )?;
         upgrade::accepted_from_sources(&tx, &routes)?;
         upgrade::open_reviews_from_sources(&tx)?;
+        // The accepted contracts may read differently now: their sunset facts are computed
+        // again (`backfill_sunsets`, right after).
+        tx.execute("DELETE FROM sunset_versions", [])?;
         // Whatever has no source (older releases, external `$ref`s), or whose source the new
         // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
         // contract as before; the first full fetch then classifies it.

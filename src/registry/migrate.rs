@@ -20,6 +20,8 @@ const MIGRATIONS: &[(i64, &str)] = &[
     (7, include_str!("../../migrations/0007_tools_position.sql")),
     // Numbered at merge (issue 32).
     (8, include_str!("../../migrations/0008_ui_sessions.sql")),
+    // Numbered at merge.
+    (9, include_str!("../../migrations/9999_sunsets.sql")),
 ];
 
 pub fn latest() -> i64 {

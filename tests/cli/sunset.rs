@@ -516,3 +516,68 @@ fn oasdiffs_deprecation_sunset_and_stability_documents() {
     assert_eq!(change(&report, "stability-lowered")["before"], "stable");
     assert_eq!(change(&report, "stability-lowered")["after"], "draft");
 }
+
+/// Today (UTC) plus `days`, as `YYYY-MM-DD`.
+pub(crate) fn day_from_today(days: i64) -> String {
+    schemawatch::ci::accept::Date::today()
+        .plus_days(days)
+        .to_string()
+}
+
+/// A registry written before the sunsets migration (its tables dropped, its schema version
+/// set back) gains the facts of its accepted contracts on open: `status` shows the next
+/// in-scope sunset without the document being fetched again.
+#[test]
+fn a_registry_written_before_the_sunsets_migration_is_backfilled_on_open() {
+    let sb = Sandbox::new();
+    let soon = day_from_today(10);
+    let later = day_from_today(40);
+    let mut document = doc(|op| op["x-sunset"] = json!(soon.clone()));
+    document["paths"]["/b"]["get"]["x-sunset"] = json!(later.clone());
+    document["paths"]["/c"] = json!({"get": {"operationId": "getC", "x-sunset": day_from_today(2),
+        "responses": {"200": {"description": "ok"}}}});
+    sb.write_file("api.json", document.to_string().as_bytes());
+    sb.write_config(
+        "[storage]\npath = \"registry.sqlite3\"\n[[watch]]\nname = \"acme.t\"\nkind = \"openapi\"\npath = \"api.json\"\nuses = [\"getA\", \"GET /b\"]\n",
+    );
+    let (run, _) = sb.check(&[]);
+    run.assert_code(0);
+    let row = &sb.status()["watches"][0];
+    // getC's sunset is the earliest, but the consumer does not use getC.
+    assert_eq!(
+        row["next_sunset"],
+        json!({"endpoint": "getA", "date": soon})
+    );
+    // Back to the schema before the migration.
+    {
+        let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+        let version: i64 = conn
+            .query_row("SELECT max(version) FROM schema_migrations", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        conn.execute_batch(&format!(
+            "DROP TABLE sunsets; DROP TABLE sunset_versions; DROP TABLE sunset_alerts;
+             DELETE FROM schema_migrations WHERE version = {version};
+             PRAGMA user_version = {};",
+            version - 1
+        ))
+        .unwrap();
+    }
+    // The document is gone: only the stored contract can answer.
+    std::fs::remove_file(sb.path("api.json")).unwrap();
+    let row = &sb.status()["watches"][0];
+    assert_eq!(
+        row["next_sunset"],
+        json!({"endpoint": "getA", "date": soon})
+    );
+    let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
+    let rows: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM sunsets WHERE watch = 'acme.t'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows, 3, "getA, getB and getC state a sunset");
+}
