@@ -433,14 +433,28 @@ fn odata_deprecated(endpoint: &EndpointSpec) -> bool {
     annotations.iter().any(|(term, value)| {
         let term = term.rsplit('/').next().unwrap_or(term);
         (term.ends_with("Core.V1.Revisions") || term.ends_with("Core.Revisions"))
-            && value.as_array().is_some_and(|records| {
-                records.iter().any(|r| {
-                    r.get("Kind")
-                        .and_then(Value::as_str)
-                        .is_some_and(|k| k.rsplit(['/', '.']).next() == Some("Deprecated"))
-                })
-            })
+            && has_deprecated_kind(value)
     })
+}
+
+/// Whether a `Core.Revisions` value holds a record of kind `Deprecated`: JSON CSDL
+/// (`{"Kind": "Deprecated"}`) or the XML tree the normalizer keeps (a `PropertyValue` with
+/// `Property="Kind"` and `EnumMember="Core.RevisionKind/Deprecated"`).
+fn has_deprecated_kind(value: &Value) -> bool {
+    let deprecated = |v: Option<&Value>| {
+        v.and_then(Value::as_str)
+            .is_some_and(|k| k.rsplit(['/', '.', '#']).next() == Some("Deprecated"))
+    };
+    match value {
+        Value::Object(map) => {
+            deprecated(map.get("Kind"))
+                || (map.get("Property").and_then(Value::as_str) == Some("Kind")
+                    && deprecated(map.get("EnumMember")))
+                || map.values().any(has_deprecated_kind)
+        }
+        Value::Array(items) => items.iter().any(has_deprecated_kind),
+        _ => false,
+    }
 }
 
 /// A watch's stability and sunset policy (`[policy]`, `[watch.policy]`), read against the
@@ -566,5 +580,52 @@ mod tests {
             Some(&json!("gamma"))
         ));
         assert!(!judged_extension("x-other", None, Some(&json!("beta"))));
+    }
+
+    #[test]
+    fn graphql_deprecated_and_odata_revisions_are_deprecations() {
+        use crate::core::normalize::{graphql, odata};
+        let spec = graphql::normalize(
+            "acme.graph",
+            b"type Query { old: Int @deprecated(reason: \"use new\") new: Int }",
+        )
+        .unwrap();
+        let deprecated: Vec<(&str, bool)> = spec
+            .endpoints
+            .iter()
+            .map(|e| {
+                (
+                    e.name.as_str(),
+                    EndpointFacts::of(e, &spec.definitions).deprecated,
+                )
+            })
+            .collect();
+        assert_eq!(deprecated, [("new", false), ("old", true)]);
+        let csdl = r#"<edmx:Edmx Version="4.0" xmlns:edmx="http://docs.oasis-open.org/odata/ns/edmx">
+<edmx:Reference Uri="https://oasis-tcs.github.io/odata-vocabularies/vocabularies/Org.OData.Core.V1.xml"><edmx:Include Namespace="Org.OData.Core.V1" Alias="Core"/></edmx:Reference>
+<edmx:DataServices><Schema Namespace="d" xmlns="http://docs.oasis-open.org/odata/ns/edm">
+<EntityType Name="Order"><Key><PropertyRef Name="Id"/></Key><Property Name="Id" Type="Edm.Int32" Nullable="false"/></EntityType>
+<Function Name="Top"><ReturnType Type="Collection(d.Order)"/>
+  <Annotation Term="Core.Revisions"><Collection><Record>
+    <PropertyValue Property="Version" String="2"/>
+    <PropertyValue Property="Kind" EnumMember="Core.RevisionKind/Deprecated"/>
+    <PropertyValue Property="Description" String="use Orders"/>
+  </Record></Collection></Annotation>
+</Function>
+<Function Name="Bottom"><ReturnType Type="Collection(d.Order)"/></Function>
+<EntityContainer Name="C">
+  <EntitySet Name="Orders" EntityType="d.Order"/>
+  <FunctionImport Name="Top" Function="d.Top" EntitySet="Orders"/>
+  <FunctionImport Name="Bottom" Function="d.Bottom" EntitySet="Orders"/>
+</EntityContainer>
+</Schema></edmx:DataServices></edmx:Edmx>"#;
+        let spec = odata::normalize("acme.odata", csdl.as_bytes()).unwrap();
+        let deprecated: Vec<&str> = spec
+            .endpoints
+            .iter()
+            .filter(|e| EndpointFacts::of(e, &spec.definitions).deprecated)
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(deprecated, ["Top"], "{:?}", spec.endpoints);
     }
 }
