@@ -311,6 +311,18 @@ fn min_stability_demotes_changes_below_it_read_from_the_accepted_side() {
         removed["policy"],
         "min_stability: the accepted stability beta is below stable"
     );
+    // The provenance grounds say why.
+    let (_, stamped) = diff(
+        &sb,
+        &doc(level("beta")),
+        &without_x(level("beta")),
+        &["--config", &policy, "--provenance"],
+    );
+    let grounds = stamped["_toulmin"]["grounds"].to_string();
+    assert!(
+        grounds.contains("(policy: min_stability: the accepted stability beta is below stable)"),
+        "{grounds}"
+    );
     // Without the policy the same change is breaking, with the same id.
     let (code, plain) = diff(&sb, &doc(level("beta")), &without_x(level("beta")), &[]);
     assert_eq!(code, 1);
