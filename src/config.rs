@@ -5,6 +5,7 @@
 
 use crate::core::diff::rules::{self, SeverityOverrides};
 use crate::core::model::{Kind, Severity};
+use crate::core::sunset::{Stability, SunsetPolicy};
 use crate::fetch::Validators;
 use crate::sources::{Request, Source};
 use serde::Deserialize;
@@ -30,6 +31,8 @@ pub struct Config {
     pub daemon: Daemon,
     pub server: Server,
     pub severity: SeverityOverrides,
+    /// `[policy]`: the stability and sunset policy of every watch without its own.
+    pub policy: SunsetPolicy,
     pub watches: Vec<WatchConfig>,
     /// `[[notify]]` sinks (main config file only) and `[notifications]` settings.
     pub notify: Vec<SinkConfig>,
@@ -255,6 +258,8 @@ pub struct WatchConfig {
     pub schema_query: BTreeMap<String, String>,
     /// Global `[severity]` merged with this watch's `[watch.severity]`.
     pub severity: SeverityOverrides,
+    /// Global `[policy]` with this watch's `[watch.policy]` keys over it.
+    pub policy: SunsetPolicy,
     /// OpenAPI external `$ref` policy (`external_refs`, default same-origin).
     pub external_refs: ExternalRefs,
     /// Which MCP resources are in the contract (`mcp_resources`, default templates).
@@ -300,6 +305,7 @@ struct RawConfig {
     server: Option<RawServer>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
+    policy: Option<RawPolicy>,
     #[serde(default)]
     watch: Vec<RawWatch>,
     #[serde(default)]
@@ -326,6 +332,55 @@ struct WatchesSoFar {
     names: HashMap<String, (PathBuf, usize)>,
     watches: Vec<WatchConfig>,
     unset_vars: Vec<String>,
+}
+
+/// `[policy]` / `[watch.policy]`: the stability and sunset policy (issue 31).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    min_stability: Option<toml::Spanned<String>>,
+    allow_removal_after_sunset: Option<bool>,
+    sunset_warning: Option<toml::Spanned<String>>,
+}
+
+/// The longest `sunset_warning`: a year.
+pub const MAX_SUNSET_WARNING: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// `raw`'s keys over `base`; errors name the table (`at`) and the line.
+fn apply_policy(
+    base: &SunsetPolicy,
+    raw: Option<&RawPolicy>,
+    text: &str,
+    at: &str,
+) -> Result<SunsetPolicy, String> {
+    let mut policy = base.clone();
+    let Some(raw) = raw else {
+        return Ok(policy);
+    };
+    if let Some(level) = &raw.min_stability {
+        policy.min_stability = Some(Stability::parse(level.get_ref()).ok_or_else(|| {
+            format!(
+                "line {}: {at}: min_stability {:?}: expected draft, alpha, beta or stable",
+                line_of(text, level.span()),
+                level.get_ref()
+            )
+        })?);
+    }
+    if let Some(allow) = raw.allow_removal_after_sunset {
+        policy.allow_removal_after_sunset = allow;
+    }
+    if let Some(warning) = &raw.sunset_warning {
+        let d = bounded_duration(warning, Duration::from_secs(86_400), MAX_SUNSET_WARNING)
+            .map_err(|e| {
+                format!(
+                    "line {}: {at}: sunset_warning: {e}",
+                    line_of(text, warning.span())
+                )
+            })?;
+        // Whole days, rounded up: a sunset is a date.
+        policy.sunset_warning_days = i64::try_from(d.as_secs().div_ceil(86_400)).unwrap_or(366);
+    }
+    Ok(policy)
 }
 
 #[derive(Deserialize)]
@@ -401,6 +456,7 @@ struct RawWatch {
     schema_query: BTreeMap<String, String>,
     #[serde(default)]
     severity: BTreeMap<String, String>,
+    policy: Option<RawPolicy>,
     uses: Option<Vec<String>>,
     uses_file: Option<String>,
     allow_unknown_uses: Option<bool>,
@@ -609,11 +665,25 @@ impl Config {
         };
         let global_severity =
             parse_overrides(&raw.severity).map_err(|m| invalid(format!("[severity]: {m}")))?;
+        let global_policy = apply_policy(
+            &SunsetPolicy::default(),
+            raw.policy.as_ref(),
+            text,
+            "[policy]",
+        )
+        .map_err(invalid)?;
 
         let notifications = parse_notifications(raw.notifications, text).map_err(invalid)?;
         let notify = parse_sinks(raw.notify, text, &base).map_err(invalid)?;
         let mut so_far = WatchesSoFar::default();
-        Config::add_watches(path, text, raw.watch, &global_severity, &mut so_far, false)?;
+        Config::add_watches(
+            path,
+            text,
+            raw.watch,
+            (&global_severity, &global_policy),
+            &mut so_far,
+            false,
+        )?;
         let included = included_files(path, text, &base, raw.include.as_deref().unwrap_or(&[]))?;
         for file in &included {
             let text = std::fs::read_to_string(file).map_err(|source| ConfigError::Read {
@@ -627,7 +697,14 @@ impl Config {
                     describe_toml_error(&text, &e)
                 ),
             })?;
-            Config::add_watches(file, &text, raw.watch, &global_severity, &mut so_far, true)?;
+            Config::add_watches(
+                file,
+                &text,
+                raw.watch,
+                (&global_severity, &global_policy),
+                &mut so_far,
+                true,
+            )?;
         }
         let WatchesSoFar {
             watches,
@@ -649,6 +726,7 @@ impl Config {
             daemon,
             server,
             severity: global_severity,
+            policy: global_policy,
             watches,
             notify,
             notifications,
@@ -665,7 +743,7 @@ impl Config {
         path: &Path,
         text: &str,
         raw_watches: Vec<RawWatch>,
-        global_severity: &SeverityOverrides,
+        (global_severity, global_policy): (&SeverityOverrides, &SunsetPolicy),
         so_far: &mut WatchesSoFar,
         included: bool,
     ) -> Result<(), ConfigError> {
@@ -904,6 +982,8 @@ impl Config {
                     "{at}: `allow_unknown_uses` and `apply_out_of_scope` need `uses` or `uses_file`"
                 )));
             }
+            let policy =
+                apply_policy(global_policy, w.policy.as_ref(), text, &at).map_err(&invalid)?;
             watches.push(WatchConfig {
                 uses,
                 allow_unknown_uses: w.allow_unknown_uses.unwrap_or(false),
@@ -966,6 +1046,7 @@ impl Config {
                     .map(|(k, v)| (k, crate::fetch::absolutize_file_refs(&v, &base)))
                     .collect(),
                 severity,
+                policy,
                 name: watch_name,
             });
         }

@@ -43,6 +43,8 @@ pub struct Metrics {
     /// Unix time the oldest open review was queued; 0 with none open (no watch label).
     pub oldest_pending_review: FloatGauge,
     pub registry_version: Gauge,
+    /// In-scope accepted sunsets within their watch's `sunset_warning` (no watch label).
+    pub sunsets_approaching: Gauge,
     pub watches: Gauge,
     pub in_flight: Gauge,
     pub reload_successful: Gauge,
@@ -130,6 +132,7 @@ impl Metrics {
             pending_reviews: Gauge::default(),
             oldest_pending_review: FloatGauge::default(),
             registry_version: Gauge::default(),
+            sunsets_approaching: Gauge::default(),
             watches: Gauge::default(),
             in_flight: Gauge::default(),
             reload_successful: Gauge::default(),
@@ -227,6 +230,11 @@ impl Metrics {
             "registry_version",
             "The registry's monotonic version",
             m.registry_version.clone(),
+        );
+        registry.register(
+            "sunsets_approaching",
+            "Endpoints in use whose accepted sunset is within sunset_warning",
+            m.sunsets_approaching.clone(),
         );
         registry.register("watches", "Configured watches", m.watches.clone());
         registry.register(

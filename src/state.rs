@@ -494,6 +494,50 @@ impl Shared {
         }
     }
 
+    /// Raises `sunset_approaching` (a WARN line and an event, once per watch, endpoint and
+    /// date: the registry remembers) for every in-scope accepted sunset within its watch's
+    /// `sunset_warning` of today, and sets the `sunsets_approaching` gauge: one query for the
+    /// facts, one write per new alert.
+    pub fn check_sunsets(&self, registry: &mut Registry) {
+        let facts = match registry.sunsets() {
+            Ok(facts) => facts,
+            Err(e) => {
+                tracing::error!(event = "registry_unavailable", error = %e, "cannot read the stored sunsets");
+                return;
+            }
+        };
+        if facts.is_empty() {
+            self.metrics.sunsets_approaching.set(0);
+            return;
+        }
+        let config = self.config();
+        let today = crate::refresh::today();
+        let mut approaching = 0i64;
+        let mut raised = false;
+        for watch in &config.watches {
+            for fact in crate::refresh::sunsets::approaching(watch, &facts, today) {
+                approaching += 1;
+                match registry.raise_sunset_alert(fact, watch.kind.as_str()) {
+                    Ok(true) => {
+                        raised = true;
+                        tracing::warn!(event = "sunset_approaching", watch = %watch.name,
+                            endpoint = %fact.endpoint, sunset = fact.sunset.as_deref().unwrap_or(""),
+                            "an endpoint in use reaches its sunset date soon");
+                    }
+                    Ok(false) => {}
+                    Err(e) => {
+                        tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e,
+                            "cannot record a sunset alert");
+                    }
+                }
+            }
+        }
+        self.metrics.sunsets_approaching.set(approaching);
+        if raised {
+            self.deliveries_wake.notify_one();
+        }
+    }
+
     /// One refresh of `watch`, holding `permit`, serialized with any other refresh of the
     /// same watch, within its deadline. `None` when the registry cannot be opened.
     pub async fn run_refresh(
@@ -566,6 +610,7 @@ impl Shared {
         if !matches!(outcome.action, Action::Unchanged | Action::Error) {
             self.update_registry_gauges(&registry);
         }
+        self.check_sunsets(&mut registry);
         // An event may have been written with this cycle (a failure streak's too).
         if outcome.action != Action::Unchanged || failures > 0 {
             self.deliveries_wake.notify_one();

@@ -7,7 +7,7 @@ use crate::config::{Config, WatchConfig};
 use crate::core::report::report_json;
 use crate::refresh::Outcome;
 use crate::registry::{
-    HistoryEntry, Registry, RegistryError, Review, ReviewHead, WatchState, WatchStatus,
+    HistoryEntry, Registry, RegistryError, Review, ReviewHead, SunsetFact, WatchState, WatchStatus,
 };
 use serde_json::{json, Value};
 
@@ -85,8 +85,12 @@ fn row_json(
     state: Option<&WatchState>,
     pending: i64,
     fingerprint: Option<&String>,
+    sunsets: &[SunsetFact],
 ) -> Value {
+    let next_sunset = crate::refresh::sunsets::next_sunset(watch, sunsets, crate::refresh::today())
+        .map(|(endpoint, date)| json!({"endpoint": endpoint, "date": date}));
     json!({
+        "next_sunset": next_sunset,
         "watch": watch.name,
         "kind": watch.kind.as_str(),
         "status": state.map_or("idle", |s| s.status.as_str()),
@@ -112,11 +116,13 @@ pub fn watch_row(
     // The fingerprint only, like the listing: no contract is read (or normalized again).
     let fingerprint = registry.fingerprint(&watch.name)?;
     let pending = registry.open_change_count(&watch.name)?;
+    let sunsets = registry.sunsets()?;
     Ok(Some(row_json(
         watch,
         state.as_ref(),
         pending,
         fingerprint.as_ref(),
+        &sunsets,
     )))
 }
 
@@ -125,8 +131,8 @@ pub fn watch_rows(config: &Config, registry: &Registry) -> Result<Vec<Value>, Re
     Ok(watch_listing(config, registry, &Filter::default(), &Page::default())?.rows)
 }
 
-/// The configured watches' rows that `filter` keeps, cut to `page`: three queries in all, or
-/// three per row of a page without a status filter.
+/// The configured watches' rows that `filter` keeps, cut to `page`: four queries in all, or
+/// three per row of a page without a status filter (and one for the stored sunsets).
 pub fn watch_listing(
     config: &Config,
     registry: &Registry,
@@ -143,13 +149,20 @@ pub fn watch_listing(
             .map(|w| (w.name.as_str(), w))
             .collect();
         let (kept, next_after) = cut(items, page);
+        let sunsets = registry.sunsets()?;
         let rows = kept
             .into_iter()
             .map(|w| {
                 let state = registry.watch_state(&w.name)?;
                 let pending = registry.open_change_count(&w.name)?;
                 let fingerprint = registry.fingerprint(&w.name)?;
-                Ok(row_json(w, state.as_ref(), pending, fingerprint.as_ref()))
+                Ok(row_json(
+                    w,
+                    state.as_ref(),
+                    pending,
+                    fingerprint.as_ref(),
+                    &sunsets,
+                ))
             })
             .collect::<Result<_, RegistryError>>()?;
         return Ok(Listing { rows, next_after });
@@ -157,6 +170,7 @@ pub fn watch_listing(
     let states = registry.watch_state_map()?;
     let fingerprints = registry.fingerprints()?;
     let pending = registry.open_change_counts()?;
+    let sunsets = registry.sunsets()?;
     let items = config
         .watches
         .iter()
@@ -174,12 +188,13 @@ pub fn watch_listing(
             state,
             pending.get(&w.name).copied().unwrap_or(0),
             fingerprints.get(&w.name),
+            &sunsets,
         )
     }))
 }
 
 /// Several status-filtered listings of the same name filter (the review UI's overview
-/// sections), from one read of the registry: three queries in all, however many sections.
+/// sections), from one read of the registry: four queries in all, however many sections.
 pub fn sectioned_listings(
     config: &Config,
     registry: &Registry,
@@ -189,6 +204,7 @@ pub fn sectioned_listings(
     let states = registry.watch_state_map()?;
     let fingerprints = registry.fingerprints()?;
     let pending = registry.open_change_counts()?;
+    let sunsets = registry.sunsets()?;
     Ok(sections
         .iter()
         .map(|(status, page)| {
@@ -213,6 +229,7 @@ pub fn sectioned_listings(
                     state,
                     pending.get(&w.name).copied().unwrap_or(0),
                     fingerprints.get(&w.name),
+                    &sunsets,
                 )
             })
         })

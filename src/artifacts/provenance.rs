@@ -26,8 +26,11 @@ pub fn stamp(mut artifact: Value, report: &DriftReport, scope: &str) -> Value {
         .map(|c| {
             let why = if c.out_of_scope {
                 " (out of scope: no endpoint the consumer uses reaches it; demoted to info)"
+                    .to_string()
+            } else if let Some(policy) = &c.policy {
+                format!(" (policy: {policy})")
             } else {
-                ""
+                String::new()
             };
             json!(format!(
                 "{} {} [{}]{why}",

@@ -18,103 +18,16 @@ use std::collections::BTreeMap;
 /// How far ahead an entry may expire, counted from the check date.
 pub const MAX_VALIDITY_DAYS: i64 = 366;
 
-/// A calendar date (UTC), as days since 1970-01-01 plus its text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Date {
-    days: i64,
-}
+pub use crate::core::sunset::Date;
 
 impl Date {
-    /// Parses `YYYY-MM-DD` (a real calendar day).
-    pub fn parse(text: &str) -> Option<Date> {
-        let bytes = text.as_bytes();
-        if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
-            return None;
-        }
-        let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-            let part = &text[range];
-            part.bytes()
-                .all(|b| b.is_ascii_digit())
-                .then(|| part.parse().ok())
-                .flatten()
-        };
-        let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
-        if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
-            return None;
-        }
-        Some(Date {
-            days: days_from_civil(y, m, d),
-        })
-    }
-
-    /// The UTC date of a Unix time in seconds.
-    pub fn from_unix_seconds(seconds: i64) -> Date {
-        Date {
-            days: seconds.div_euclid(86_400),
-        }
-    }
-
-    /// Today (UTC) by the system clock.
+    /// Today (UTC) by the system clock (the core never reads the clock).
     pub fn today() -> Date {
         let seconds = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs() as i64);
         Date::from_unix_seconds(seconds)
     }
-
-    pub fn plus_days(self, days: i64) -> Date {
-        Date {
-            days: self.days + days,
-        }
-    }
-
-    pub fn days_until(self, later: Date) -> i64 {
-        later.days - self.days
-    }
-}
-
-impl std::fmt::Display for Date {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (y, m, d) = civil_from_days(self.days);
-        write!(f, "{y:04}-{m:02}-{d:02}")
-    }
-}
-
-fn is_leap(y: i64) -> bool {
-    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
-}
-
-fn days_in_month(y: i64, m: i64) -> i64 {
-    match m {
-        2 if is_leap(y) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-// Howard Hinnant's days-from-civil / civil-from-days (proleptic Gregorian calendar).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// One `[[accept]]` entry.

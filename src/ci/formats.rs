@@ -353,6 +353,7 @@ mod tests {
                 after: None,
                 message: HOSTILE.into(),
                 out_of_scope: false,
+                policy: None,
             }],
         }
     }

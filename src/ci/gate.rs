@@ -351,6 +351,7 @@ mod tests {
             after: None,
             message: "gone".into(),
             out_of_scope: false,
+            policy: None,
         }
     }
 

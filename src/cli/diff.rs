@@ -46,7 +46,8 @@ pub struct DiffArgs {
     /// accepted change is reported but does not fail `--fail-on`.
     #[arg(long)]
     accept: Option<PathBuf>,
-    /// The check date for `--accept` (YYYY-MM-DD; default: SOURCE_DATE_EPOCH, else today UTC).
+    /// The check date for `--accept` and the sunset policy (YYYY-MM-DD; default:
+    /// SOURCE_DATE_EPOCH, else today UTC).
     #[arg(long)]
     date: Option<String>,
     /// Exit 1 when an accept entry matches no change (a stale entry).
@@ -91,6 +92,8 @@ fn policy(args: &DiffArgs) -> anyhow::Result<ClassifyPolicy> {
                     severity: config.severity.clone(),
                     classification: None,
                     uses: None,
+                    sunset: config.policy.clone(),
+                    date: None,
                 },
                 Some(name) => {
                     let watch = config.watch(name).ok_or_else(|| {
@@ -355,7 +358,11 @@ async fn compare(
     if let Err(Failure::Usage(e)) = check_uses(args, policy, &old_spec, &new_spec) {
         return Err(e);
     }
-    let report = classify(&old_spec, &new_spec, policy);
+    let policy = ClassifyPolicy {
+        date: Some(date),
+        ..policy.clone()
+    };
+    let report = classify(&old_spec, &new_spec, &policy);
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),
         new_spec.metadata.version.as_deref(),
@@ -561,7 +568,11 @@ async fn diff(args: &DiffArgs, policy: &ClassifyPolicy, old: &str, new: &str) ->
         .any(|(f, _)| !matches!(f, Format::Text | Format::Markdown))
         .then_some(new_bytes);
     check_uses(args, policy, &old_spec, &new_spec)?;
-    let report = classify(&old_spec, &new_spec, policy);
+    let policy = ClassifyPolicy {
+        date: Some(date),
+        ..policy.clone()
+    };
+    let report = classify(&old_spec, &new_spec, &policy);
     let hints = gate::hints(
         old_spec.metadata.version.as_deref(),
         new_spec.metadata.version.as_deref(),

@@ -131,6 +131,8 @@ change_kinds! {
     ServersChanged = "servers_changed",
     SideEffectsChanged = "side_effects_changed",
     SpecifiedByChanged = "specified_by_changed",
+    StabilityChanged = "stability_changed",
+    SunsetChanged = "sunset_changed",
     TitleChanged = "title_changed",
     TriggerAdded = "trigger_added",
     TriggerChanged = "trigger_changed",

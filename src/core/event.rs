@@ -118,6 +118,7 @@ event_kinds! {
     WatchRecovered => "watch_recovered", "A watch that raised `refresh_failed` refreshed successfully again.";
     ProjectionUpgrade => "projection_upgrade", "A contract was baselined without review: the same document read more completely by a newer release.";
     RegistryReplaced => "registry_replaced", "The registry file was replaced or deleted under the daemon (delivered from memory, best effort, not durable).";
+    SunsetApproaching => "sunset_approaching", "An endpoint in use of an accepted contract reaches its sunset date within `sunset_warning` (once per endpoint and date).";
 }
 
 impl EventKind {
@@ -169,6 +170,12 @@ pub struct EventData {
     /// For `review_superseded`: the review that replaced it, when one did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<i64>,
+    /// For `sunset_approaching`: the endpoint (its name in the contract).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub endpoint: Option<String>,
+    /// For `sunset_approaching`: the sunset date (`YYYY-MM-DD`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sunset: Option<String>,
 }
 
 impl EventData {

@@ -15,3 +15,4 @@ pub mod normalize;
 pub mod report;
 pub mod scope;
 pub mod small_map;
+pub mod sunset;

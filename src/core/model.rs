@@ -391,6 +391,11 @@ pub struct Change {
     /// Serialized only when true, so every report without a scope keeps its bytes.
     #[serde(default, skip_serializing_if = "is_false")]
     pub out_of_scope: bool,
+    /// Why the stability policy (`[policy]`) changed this change's severity, when it did
+    /// (`min_stability`, `allow_removal_after_sunset`). Serialized only when set, so stored
+    /// changes without it keep loading and reports without a policy keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
 }
 
 fn is_false(value: &bool) -> bool {

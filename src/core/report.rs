@@ -105,6 +105,10 @@ pub fn change_json_with_id(c: &Change, id: &str) -> Value {
     if c.out_of_scope {
         value["out_of_scope"] = json!(true);
     }
+    // Only when the stability policy changed its severity (issue 31).
+    if let Some(why) = &c.policy {
+        value["policy"] = json!(why);
+    }
     value
 }
 
@@ -138,6 +142,9 @@ pub fn report_text(report: &DriftReport) -> String {
         }
         if c.out_of_scope {
             out.push_str(" [out of scope]");
+        }
+        if let Some(why) = &c.policy {
+            out.push_str(&format!(" [policy: {why}]"));
         }
         out.push('\n');
     }
@@ -349,6 +356,7 @@ mod tests {
             after: after.map(ValueOrd),
             message: "m".into(),
             out_of_scope: false,
+            policy: None,
         };
         let cases = [
             change(None, None, "", "unclassified-change"),

@@ -15,6 +15,7 @@ use crate::registry::{
 };
 use crate::sources::{self, fetch_error_class};
 
+pub mod sunsets;
 mod upgrade;
 pub mod uses;
 use serde::Serialize;
@@ -372,7 +373,17 @@ pub fn watch_policy(watch: &WatchConfig) -> Result<ClassifyPolicy, String> {
         severity: watch.severity.clone(),
         classification,
         uses,
+        sunset: watch.policy.clone(),
+        date: Some(today()),
     })
+}
+
+/// Today (UTC) by the system clock: the check date of a watch's stability policy.
+pub fn today() -> crate::core::sunset::Date {
+    let seconds = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
+    crate::core::sunset::Date::from_unix_seconds(seconds)
 }
 
 /// Runs one refresh cycle of `watch` against `registry`.

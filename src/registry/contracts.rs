@@ -548,6 +548,7 @@ pub(super) fn apply_in(
         params![name, next_tool_version - i64::from(keep_versions)],
     )?;
     release_sources(tx, dropped)?;
+    super::sunsets::write_facts(tx, &name, next_tool_version, spec)?;
     let bumped = tx.execute(
         "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",
         params![head, new_head],

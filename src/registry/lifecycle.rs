@@ -142,6 +142,7 @@ impl Registry {
         // are not re-fingerprinted by this older one, and every write is refused (`write_tx`).
         if recorded_fingerprint_version(&registry.conn)? <= FINGERPRINT_VERSION {
             registry.refingerprint_outdated()?;
+            registry.backfill_sunsets()?;
             registry.record_fingerprint_version()?;
         }
         Ok(registry)
@@ -271,6 +272,9 @@ impl Registry {
         )?;
         upgrade::accepted_from_sources(&tx, &routes)?;
         upgrade::open_reviews_from_sources(&tx)?;
+        // The accepted contracts may read differently now: their sunset facts are computed
+        // again (`backfill_sunsets`, right after).
+        tx.execute("DELETE FROM sunset_versions", [])?;
         // Whatever has no source (older releases, external `$ref`s), or whose source the new
         // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
         // contract as before; the first full fetch then classifies it.

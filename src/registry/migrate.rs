@@ -39,6 +39,8 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     pair!(8, "0008_ui_sessions.sql"),
     // Numbered at merge (issue 33).
     pair!(9, "0009_registry_head.sql"),
+    // Numbered at merge (issue 31).
+    pair!(10, "0010_sunsets.sql"),
 ];
 
 pub fn latest() -> i64 {

@@ -11,7 +11,8 @@
 //! compare-and-swap apply), `reviews` (reviews, decisions, rejected candidates), `watch` (watch
 //! state, validators, forget and reset), `sources` (stored source documents), `events` (the
 //! event log and deliveries), `listing` (whole-registry reads), `conditional` (the 304 path),
-//! `ui` (sessions, one version at a time), `upgrade` (the projection upgrade).
+//! `ui` (sessions, one version at a time), `upgrade` (the projection upgrade), `sunsets` (sunset
+//! and deprecation facts of accepted contracts, sunset alerts).
 
 mod codec;
 mod contracts;
@@ -27,6 +28,8 @@ pub mod pg;
 mod reviews;
 mod sources;
 mod state;
+mod sunsets;
+pub use sunsets::SunsetFact;
 mod ui;
 mod upgrade;
 mod watch;

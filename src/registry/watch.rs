@@ -132,6 +132,7 @@ impl Registry {
             removed += tx.execute(sql, [watch])?;
         }
         release_sources(&tx, dropped)?;
+        super::sunsets::forget_facts(&tx, watch)?;
         if had_tool {
             tx.execute(
                 "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",

@@ -24,5 +24,6 @@ mod local_files;
 mod scope;
 mod sources;
 mod storage;
+mod sunset;
 mod upgrade;
 mod watch_files;

@@ -14,5 +14,6 @@ mod paused;
 mod review_age;
 mod scale;
 mod service;
+mod sunset;
 mod systemd;
 mod ui;

@@ -189,6 +189,7 @@ pub(super) mod cases {
                 .into(),
             }),
             uses: None,
+            ..Default::default()
         }
     }
 

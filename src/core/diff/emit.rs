@@ -7,6 +7,7 @@ use super::rule::{Rule, SeverityOverrides};
 use crate::core::change_kind::ChangeKind;
 use crate::core::model::{Change, EndpointSubKind, Kind, Severity, ValueOrd};
 use crate::core::scope::{never_out_of_scope, Scope};
+use crate::core::sunset::{Date, EndpointFacts, SunsetPolicy};
 use serde_json::Value;
 
 /// The rule a kind uses in place of a general one, given the sub-kind of the endpoint being
@@ -29,6 +30,14 @@ pub struct Emitter<'o> {
     endpoint_used: Option<bool>,
     /// For each definition being compared (outermost first): whether a used endpoint reaches it.
     definitions: Vec<bool>,
+    /// How many named definitions deep the comparison is (a definition is compared once, for
+    /// whichever endpoint reaches it first: the stability policy never demotes inside one).
+    definition_depth: usize,
+    /// The stability and sunset policy, when it can change a verdict, and the check date.
+    policy: Option<(&'o SunsetPolicy, Option<Date>)>,
+    /// The accepted (old) facts of the endpoint being judged (`None` outside endpoints and
+    /// for a new endpoint).
+    accepted: Option<EndpointFacts>,
 }
 
 impl<'o> Emitter<'o> {
@@ -42,6 +51,61 @@ impl<'o> Emitter<'o> {
             scope: None,
             endpoint_used: None,
             definitions: Vec::new(),
+            definition_depth: 0,
+            policy: None,
+            accepted: None,
+        }
+    }
+
+    /// Judges with a stability and sunset policy on the check date `date`.
+    pub fn with_policy(mut self, policy: &'o SunsetPolicy, date: Option<Date>) -> Self {
+        self.policy = policy.judges().then_some((policy, date));
+        self
+    }
+
+    /// The accepted facts of the endpoint being judged, when the policy needs them.
+    pub fn set_accepted(&mut self, facts: Option<EndpointFacts>) {
+        if self.policy.is_some() {
+            self.accepted = facts;
+        }
+    }
+
+    /// Why the policy changes a change of `rule` at `severity` here, and to what (a security
+    /// change is never lowered).
+    fn policy_verdict(&self, rule: &Rule, severity: Severity) -> Option<(Severity, String)> {
+        let (policy, date) = self.policy?;
+        let accepted = self.accepted.as_ref()?;
+        if severity == Severity::Security {
+            return None;
+        }
+        if policy.allow_removal_after_sunset && rule.id == "endpoint-removed" {
+            if let (Some(sunset), Some(date)) =
+                (accepted.sunset.as_ref().and_then(|s| s.known()), date)
+            {
+                if sunset <= date && severity > Severity::Compatible {
+                    return Some((
+                        Severity::Compatible,
+                        format!("allow_removal_after_sunset: the accepted sunset {sunset} is on or before the check date {date}"),
+                    ));
+                }
+            }
+        }
+        match policy.min_stability {
+            Some(min)
+                if accepted.level() < min
+                    && self.definition_depth == 0
+                    && severity > Severity::Info =>
+            {
+                Some((
+                    Severity::Info,
+                    format!(
+                        "min_stability: the accepted stability {} is below {}",
+                        accepted.level().as_str(),
+                        min.as_str()
+                    ),
+                ))
+            }
+            _ => None,
         }
     }
 
@@ -64,6 +128,7 @@ impl<'o> Emitter<'o> {
 
     /// Enters a definition being compared (its old and new pointers).
     pub fn enter_definition(&mut self, old: &str, new: &str) {
+        self.definition_depth += 1;
         if let Some(scope) = self.scope {
             self.definitions.push(scope.reaches_definition(old, new));
         }
@@ -71,6 +136,7 @@ impl<'o> Emitter<'o> {
 
     /// Leaves the definition entered last.
     pub fn leave_definition(&mut self) {
+        self.definition_depth = self.definition_depth.saturating_sub(1);
         self.definitions.pop();
     }
 
@@ -115,6 +181,15 @@ impl<'o> Emitter<'o> {
         };
         let severity = rule.severity_under(self.overrides);
         let out_of_scope = self.out_of_scope(rule, severity);
+        let verdict = if out_of_scope {
+            None
+        } else {
+            self.policy_verdict(rule, severity)
+        };
+        let (severity, policy) = match verdict {
+            Some((severity, why)) => (severity, Some(why)),
+            None => (severity, None),
+        };
         self.changes.push(Change {
             path: path.to_string(),
             kind,
@@ -128,6 +203,7 @@ impl<'o> Emitter<'o> {
             after: after.map(ValueOrd),
             message,
             out_of_scope,
+            policy,
         });
     }
 }

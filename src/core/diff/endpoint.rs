@@ -371,7 +371,8 @@ pub(super) fn compare_kept(
     let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     for key in keys {
         let (before, after) = (old.get(key), new.get(key));
-        if before == after {
+        if before == after || crate::core::sunset::judged_extension(key, before, after) {
+            // (A stability level or sunset that moved is judged by the stability rules.)
             continue;
         }
         let last = key.rsplit('.').next().unwrap_or(key);

@@ -27,6 +27,7 @@ pub mod rule;
 pub mod rules;
 pub mod schema;
 pub mod shared;
+pub mod stability;
 #[cfg(test)]
 mod tests;
 pub mod text;
@@ -43,6 +44,7 @@ use crate::core::model::{
     Compatibility, DriftReport, EndpointSpec, EndpointSubKind, Kind, ToolSpec,
 };
 use crate::core::scope::{Scope, Uses};
+use crate::core::sunset::{Date, EndpointFacts, SunsetPolicy};
 use emit::RuleSwap;
 use pair::{match_endpoints, EndpointPair};
 use rule::SeverityOverrides;
@@ -63,6 +65,12 @@ pub struct ClassifyPolicy {
     /// The consumer's scope (`uses`): a change outside it is demoted to `info` and marked
     /// `out_of_scope` (`core::scope`). `None`: everything is in scope.
     pub uses: Option<Uses>,
+    /// The stability and sunset policy (`[policy]`, `[watch.policy]`), read from the accepted
+    /// (old) side only.
+    pub sunset: SunsetPolicy,
+    /// The check date the policy judges sunsets on (`diff --date`, today in the daemon);
+    /// `None`: no sunset has passed.
+    pub date: Option<Date>,
 }
 
 /// A check of a matched pair of endpoints at `at` (their path in the report).
@@ -133,7 +141,8 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         .map(|uses| Scope::resolve(uses, old, new));
     let mut out = Emitter::new(&policy.severity)
         .for_kind(new.kind, hooks.swap)
-        .with_scope(scope.as_ref());
+        .with_scope(scope.as_ref())
+        .with_policy(&policy.sunset, policy.date);
     let mut schemas = SchemaDiffer::new(&old.definitions, &new.definitions, &SCHEMA_WIRING)
         .nominal_types(old.kind == Kind::Graphql && new.kind == Kind::Graphql);
 
@@ -169,6 +178,14 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
             EndpointPair::Removed(e) | EndpointPair::Added(e) => out.uses_any(&[e.name.as_str()]),
             EndpointPair::Matched(o, n) => out.uses_any(&[o.name.as_str(), n.name.as_str()]),
         });
+        // The policy reads the accepted side only: a provider cannot lower protection by
+        // editing the document it publishes.
+        out.set_accepted(match pair {
+            EndpointPair::Removed(o) | EndpointPair::Matched(o, _) => {
+                Some(EndpointFacts::of(o, &old.definitions))
+            }
+            EndpointPair::Added(_) => None,
+        });
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => match hooks.added {
@@ -179,6 +196,11 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
                 let before = out.changes.len();
                 let defs_before = schemas.changed_definitions.len();
                 compare_pair(o, n, &hooks, &mut schemas, &mut out);
+                let facts = (
+                    EndpointFacts::of(o, &old.definitions),
+                    EndpointFacts::of(n, &new.definitions),
+                );
+                stability::compare(o, n, (&facts.0, &facts.1), &endpoint_path(n), &mut out);
                 let explained =
                     out.changes.len() > before || schemas.changed_definitions.len() > defs_before;
                 if !explained {
@@ -189,6 +211,7 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
     }
     out.set_endpoint(None);
     out.set_endpoint_used(None);
+    out.set_accepted(None);
     // An endpoint whose only difference lies in a shared definition is explained when that
     // definition's change was reported (possibly while comparing another endpoint).
     for (o, n) in unexplained {

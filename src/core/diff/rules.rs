@@ -2,7 +2,7 @@
 //! beside the check that emits it and its test cases, and listed in that file's `RULES`; the
 //! families are registered once, in [`FAMILIES`] (`contract.rs`, `shared.rs`, `endpoint.rs`,
 //! `parameter.rs`, `body.rs`, `response.rs`, `schema.rs`, `tool.rs`, `text.rs`, `database.rs`,
-//! `graphql.rs`, `odata.rs`, `openrpc.rs`). Emit sites take `&'static Rule`, so a misspelt rule
+//! `graphql.rs`, `odata.rs`, `openrpc.rs`, `stability.rs`). Emit sites take `&'static Rule`, so a misspelt rule
 //! cannot compile. [`ALL`] lists every rule once, sorted by id: `schemawatch rules` and
 //! `docs/rules.md` are generated from it (a test fails when the file is stale), and config
 //! overrides are checked against it.
@@ -15,7 +15,7 @@
 pub use super::rule::{Rule, SeverityOverrides, Side};
 use super::{
     body, contract, database, endpoint, graphql, odata, openrpc, parameter, response, schema,
-    shared, text, tool,
+    shared, stability, text, tool,
 };
 use std::collections::HashSet;
 use std::sync::LazyLock;
@@ -47,7 +47,7 @@ macro_rules! families {
 
 families![
     contract, shared, endpoint, parameter, body, response, schema, tool, text, database, graphql,
-    odata, openrpc,
+    odata, openrpc, stability,
 ];
 
 /// Every rule, sorted by id (the rules of [`FAMILIES`]).

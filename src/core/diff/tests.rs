@@ -456,6 +456,7 @@ fn severity_overrides_apply() {
         severity: overrides,
         classification: None,
         uses: None,
+        ..Default::default()
     };
     let report = classify(&old, &new, &policy);
     assert_eq!(report.compatibility, Compatibility::Compatible);

@@ -1,0 +1,173 @@
+//! Sunset and deprecation facts of the accepted contracts (issue 31, migration `sunsets`):
+//! written with each stored contract (`write_facts`, from the compare-and-swap apply),
+//! backfilled on open for contracts stored before (`backfill_sunsets`), listed without
+//! decoding a document (`Registry::sunsets`), and the `sunset_approaching` alerts raised once
+//! per (watch, endpoint, date) across restarts (`Registry::raise_sunset_alert`).
+
+use super::{events, now_rfc3339, read_tool, Registry, Result};
+use crate::core::event::{EventData, EventKind};
+use crate::core::model::ToolSpec;
+use crate::core::sunset::{DateFact, EndpointFacts};
+use rusqlite::{params, OptionalExtension, Transaction};
+
+/// One endpoint of an accepted contract that is deprecated or states a sunset.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SunsetFact {
+    pub watch: String,
+    /// The accepted contract's tool version.
+    pub version: i64,
+    pub endpoint: String,
+    pub operation_id: Option<String>,
+    /// `METHOD path` (what a `uses` entry may name besides the name and operationId).
+    pub identity: String,
+    pub deprecated: bool,
+    /// The sunset's UTC day (`YYYY-MM-DD`) when known.
+    pub sunset: Option<String>,
+    /// `known`, `unknown` (declared without a date), `invalid`, or `None` (no sunset).
+    pub sunset_state: Option<String>,
+}
+
+/// Replaces the facts of `watch` with those of its accepted contract `spec` at `version`.
+pub(super) fn write_facts(
+    tx: &Transaction<'_>,
+    watch: &str,
+    version: i64,
+    spec: &ToolSpec,
+) -> Result<()> {
+    tx.execute("DELETE FROM sunsets WHERE watch = ?1", [watch])?;
+    tx.execute("DELETE FROM sunset_versions WHERE watch = ?1", [watch])?;
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO sunsets (watch, version, endpoint, operation_id, identity,
+            deprecated, sunset, sunset_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         ON CONFLICT (watch, version, endpoint) DO UPDATE SET operation_id = excluded.operation_id,
+            identity = excluded.identity, deprecated = excluded.deprecated,
+            sunset = excluded.sunset, sunset_state = excluded.sunset_state",
+    )?;
+    for endpoint in &spec.endpoints {
+        let facts = EndpointFacts::of(endpoint, &spec.definitions);
+        if !facts.deprecated && facts.sunset.is_none() {
+            continue;
+        }
+        let (sunset, state) = match &facts.sunset {
+            None => (None, None),
+            Some(DateFact::Known(d)) => (Some(d.to_string()), Some("known")),
+            Some(DateFact::Unknown) => (None, Some("unknown")),
+            Some(DateFact::Invalid(_)) => (None, Some("invalid")),
+        };
+        insert.execute(params![
+            watch,
+            version,
+            endpoint.name.as_str(),
+            endpoint.operation_id.as_deref(),
+            endpoint.identity(),
+            i64::from(facts.deprecated),
+            sunset,
+            state
+        ])?;
+    }
+    tx.execute(
+        "INSERT INTO sunset_versions (watch, version) VALUES (?1, ?2)
+         ON CONFLICT (watch, version) DO NOTHING",
+        params![watch, version],
+    )?;
+    Ok(())
+}
+
+/// Drops a forgotten watch's facts and alerts.
+pub(super) fn forget_facts(tx: &Transaction<'_>, watch: &str) -> Result<()> {
+    for sql in [
+        "DELETE FROM sunsets WHERE watch = ?1",
+        "DELETE FROM sunset_versions WHERE watch = ?1",
+        "DELETE FROM sunset_alerts WHERE watch = ?1",
+    ] {
+        tx.execute(sql, [watch])?;
+    }
+    Ok(())
+}
+
+impl Registry {
+    /// Computes the facts of every accepted contract stored without them (before the
+    /// migration, or re-read by a projection upgrade). Reads first: a registry with nothing
+    /// to do takes no write lock.
+    pub(super) fn backfill_sunsets(&mut self) -> Result<()> {
+        let missing: Vec<String> = self
+            .conn
+            .prepare(
+                "SELECT name FROM tools t WHERE NOT EXISTS (SELECT 1 FROM sunset_versions s
+                    WHERE s.watch = t.name AND s.version = t.version) ORDER BY name",
+            )?
+            .query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let tx = self.write_tx()?;
+        for name in missing {
+            // A contract whose source no longer reads is left out (its reads fail closed).
+            let Ok(Some(tool)) = read_tool(&tx, &name) else {
+                continue;
+            };
+            write_facts(&tx, &name, tool.version, &tool.spec)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every stored fact, by watch and endpoint: one query, no document decoded.
+    pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
+        let rows = self
+            .conn
+            .prepare_cached(
+                "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
+                    s.sunset, s.sunset_state
+                 FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version
+                 ORDER BY s.watch, s.endpoint",
+            )?
+            .query_map([], |r| {
+                Ok(SunsetFact {
+                    watch: r.get(0)?,
+                    version: r.get(1)?,
+                    endpoint: r.get(2)?,
+                    operation_id: r.get(3)?,
+                    identity: r.get(4)?,
+                    deprecated: r.get::<_, i64>(5)? != 0,
+                    sunset: r.get(6)?,
+                    sunset_state: r.get(7)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Records a `sunset_approaching` alert for `fact` and writes its event, in one
+    /// transaction; `false` when it was raised before (once per watch, endpoint and date).
+    pub fn raise_sunset_alert(&mut self, fact: &SunsetFact, kind: &str) -> Result<bool> {
+        let Some(sunset) = &fact.sunset else {
+            return Ok(false);
+        };
+        let routes = self.current_routes();
+        let tx = self.write_tx()?;
+        let raised: Option<String> = tx
+            .query_row(
+                "SELECT raised_at FROM sunset_alerts WHERE watch = ?1 AND endpoint = ?2 AND sunset = ?3",
+                params![fact.watch, fact.endpoint, sunset],
+                |r| r.get(0),
+            )
+            .optional()?;
+        if raised.is_some() {
+            return Ok(false);
+        }
+        tx.execute(
+            "INSERT INTO sunset_alerts (watch, endpoint, sunset, raised_at) VALUES (?1, ?2, ?3, ?4)",
+            params![fact.watch, fact.endpoint, sunset, now_rfc3339()],
+        )?;
+        let data = EventData {
+            endpoint: Some(fact.endpoint.clone()),
+            sunset: Some(sunset.clone()),
+            ..EventData::for_watch(&fact.watch, kind)
+        };
+        events::emit(&tx, &routes, EventKind::SunsetApproaching, &data)?;
+        tx.commit()?;
+        Ok(true)
+    }
+}
