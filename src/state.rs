@@ -98,6 +98,8 @@ pub struct Shared {
     /// Wakes the delivery task: an event this process committed, or another process's write
     /// seen through the change token.
     pub deliveries_wake: Arc<tokio::sync::Notify>,
+    /// Each watch's approaching sunsets as of its last refresh (only watches with some).
+    sunsets_approaching: Mutex<HashMap<String, i64>>,
     /// Where `POST /v1/watches/{name}/refresh` queues a refresh (set by the daemon's loop).
     refresh_requests: Mutex<Option<tokio::sync::mpsc::Sender<RefreshRequest>>>,
     /// `[server] read_token_env` and `refresh_token_env` values (trimmed).
@@ -173,6 +175,7 @@ impl Shared {
             read_token: RwLock::new(token_of(config.server.read_token_env.as_deref())),
             refresh_token: RwLock::new(token_of(config.server.refresh_token_env.as_deref())),
             deliveries_wake: Arc::new(tokio::sync::Notify::new()),
+            sunsets_approaching: Mutex::new(HashMap::new()),
             refresh_requests: Mutex::new(None),
             exposed: !bound.ip().is_loopback(),
             allowed_hosts: allowed_hosts(
@@ -495,47 +498,57 @@ impl Shared {
     }
 
     /// Raises `sunset_approaching` (a WARN line and an event, once per watch, endpoint and
-    /// date: the registry remembers) for every in-scope accepted sunset within its watch's
-    /// `sunset_warning` of today, and sets the `sunsets_approaching` gauge: one query for the
-    /// facts, one write per new alert.
-    pub fn check_sunsets(&self, registry: &mut Registry) {
-        let facts = match registry.sunsets() {
+    /// date: the registry remembers) for every in-scope accepted sunset of `watch` within its
+    /// `sunset_warning` of today, after a refresh of it, and keeps the `sunsets_approaching`
+    /// gauge: the sum of each watch's count as of its last refresh. One indexed read of the
+    /// watch's facts, one write per new alert: a refresh's cost does not grow with the
+    /// number of watches.
+    pub fn check_sunsets(&self, registry: &mut Registry, watch: &WatchConfig) {
+        let facts = match registry.sunsets_of(&watch.name) {
             Ok(facts) => facts,
             Err(e) => {
-                tracing::error!(event = "registry_unavailable", error = %e, "cannot read the stored sunsets");
+                tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e, "cannot read the stored sunsets");
                 return;
             }
         };
-        if facts.is_empty() {
-            self.metrics.sunsets_approaching.set(0);
-            return;
-        }
-        let config = self.config();
         let today = crate::refresh::today();
-        let mut approaching = 0i64;
+        let approaching = crate::refresh::sunsets::approaching(watch, &facts, today);
         let mut raised = false;
-        for watch in &config.watches {
-            for fact in crate::refresh::sunsets::approaching(watch, &facts, today) {
-                approaching += 1;
-                match registry.raise_sunset_alert(fact, watch.kind.as_str()) {
-                    Ok(true) => {
-                        raised = true;
-                        tracing::warn!(event = "sunset_approaching", watch = %watch.name,
-                            endpoint = %fact.endpoint, sunset = fact.sunset.as_deref().unwrap_or(""),
-                            "an endpoint in use reaches its sunset date soon");
-                    }
-                    Ok(false) => {}
-                    Err(e) => {
-                        tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e,
-                            "cannot record a sunset alert");
-                    }
+        for fact in &approaching {
+            match registry.raise_sunset_alert(fact, watch.kind.as_str()) {
+                Ok(true) => {
+                    raised = true;
+                    tracing::warn!(event = "sunset_approaching", watch = %watch.name,
+                        endpoint = %fact.endpoint, sunset = fact.sunset.as_deref().unwrap_or(""),
+                        "an endpoint in use reaches its sunset date soon");
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e,
+                        "cannot record a sunset alert");
                 }
             }
         }
-        self.metrics.sunsets_approaching.set(approaching);
+        self.set_sunsets_approaching(&watch.name, approaching.len() as i64);
         if raised {
             self.deliveries_wake.notify_one();
         }
+    }
+
+    /// Records `watch`'s count of approaching sunsets and sets the gauge to the sum. Only
+    /// watches with some are kept (few), so the sum is cheap; a removed watch's count goes
+    /// with it at the reload ([`Shared::set_watches`]).
+    fn set_sunsets_approaching(&self, watch: &str, count: i64) {
+        let mut counts = match self.sunsets_approaching.lock() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if count > 0 {
+            counts.insert(watch.to_string(), count);
+        } else if counts.remove(watch).is_none() {
+            return;
+        }
+        self.metrics.sunsets_approaching.set(counts.values().sum());
     }
 
     /// One refresh of `watch`, holding `permit`, serialized with any other refresh of the
@@ -610,7 +623,7 @@ impl Shared {
         if !matches!(outcome.action, Action::Unchanged | Action::Error) {
             self.update_registry_gauges(&registry);
         }
-        self.check_sunsets(&mut registry);
+        self.check_sunsets(&mut registry, watch);
         // An event may have been written with this cycle (a failure streak's too).
         if outcome.action != Action::Unchanged || failures > 0 {
             self.deliveries_wake.notify_one();
@@ -673,6 +686,13 @@ impl Shared {
         };
         let wanted: HashMap<&str, &WatchConfig> =
             watches.iter().map(|w| (w.name.as_str(), w)).collect();
+        if let Ok(mut counts) = self.sunsets_approaching.lock() {
+            let before = counts.len();
+            counts.retain(|name, _| wanted.contains_key(name.as_str()));
+            if counts.len() != before {
+                self.metrics.sunsets_approaching.set(counts.values().sum());
+            }
+        }
         cells.retain(|name, cell| {
             if wanted.contains_key(name.as_str()) {
                 return true;

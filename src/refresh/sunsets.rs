@@ -31,16 +31,24 @@ fn day(fact: &SunsetFact) -> Option<Date> {
     fact.sunset.as_deref().and_then(Date::parse)
 }
 
+/// The facts of `watch` in `facts`, sorted by watch as `Registry::sunsets` answers them: a
+/// binary search, so a listing's rows each cost O(log facts), not a scan.
+pub fn of_watch<'f>(facts: &'f [SunsetFact], watch: &str) -> &'f [SunsetFact] {
+    let start = facts.partition_point(|f| f.watch.as_str() < watch);
+    let end = start + facts[start..].partition_point(|f| f.watch == watch);
+    &facts[start..end]
+}
+
 /// `watch`'s in-scope facts with a known sunset, earliest first (`facts` may hold other
-/// watches'; it is `Registry::sunsets`, sorted by watch).
+/// watches'; it is `Registry::sunsets` or `Registry::sunsets_of`, sorted by watch).
 pub fn dated<'f>(watch: &WatchConfig, facts: &'f [SunsetFact]) -> Vec<(Date, &'f SunsetFact)> {
-    let mine: Vec<&SunsetFact> = facts.iter().filter(|f| f.watch == watch.name).collect();
+    let mine = of_watch(facts, &watch.name);
     if mine.is_empty() {
         return Vec::new();
     }
     let uses = scope_of(watch);
     let mut out: Vec<(Date, &SunsetFact)> = mine
-        .into_iter()
+        .iter()
         .filter(|f| in_scope(f, uses.as_ref()))
         .filter_map(|f| day(f).map(|d| (d, f)))
         .collect();
@@ -72,4 +80,53 @@ pub fn approaching<'f>(
         .filter(|(d, _)| *d >= today && d.plus_days(-warning) <= today)
         .map(|(_, f)| f)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(watch: &str, endpoint: &str) -> SunsetFact {
+        SunsetFact {
+            watch: watch.into(),
+            version: 1,
+            endpoint: endpoint.into(),
+            operation_id: None,
+            identity: format!("GET /{endpoint}"),
+            deprecated: true,
+            sunset: Some("2027-01-31".into()),
+            sunset_state: Some("known".into()),
+        }
+    }
+
+    /// A watch's facts are found by binary search in the sorted listing, whatever comes
+    /// before and after it, including a watch whose name is a prefix of another's.
+    #[test]
+    fn of_watch_finds_exactly_one_watchs_facts() {
+        let facts = vec![
+            fact("acme", "a"),
+            fact("acme.pets", "a"),
+            fact("acme.pets", "b"),
+            fact("acme.pets2", "a"),
+            fact("zeta", "a"),
+        ];
+        let names = |w: &str| -> Vec<(String, String)> {
+            of_watch(&facts, w)
+                .iter()
+                .map(|f| (f.watch.clone(), f.endpoint.clone()))
+                .collect()
+        };
+        assert_eq!(
+            names("acme.pets"),
+            [
+                ("acme.pets".into(), "a".into()),
+                ("acme.pets".into(), "b".into())
+            ]
+        );
+        assert_eq!(names("acme").len(), 1);
+        assert_eq!(names("acme.pets2").len(), 1);
+        assert!(names("acme.p").is_empty());
+        assert!(names("zz").is_empty());
+        assert!(names("").is_empty());
+    }
 }

@@ -113,9 +113,11 @@ impl Registry {
         Ok(())
     }
 
-    /// Every stored fact, by watch and endpoint: one query, no document decoded.
+    /// Every stored fact, sorted by watch and endpoint (byte order, whatever the database's
+    /// collation: `refresh::sunsets::of_watch` finds a watch's facts by binary search): one
+    /// query, no document decoded.
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
-        let rows = self
+        let mut rows: Vec<SunsetFact> = self
             .conn
             .prepare_cached(
                 "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
@@ -123,19 +125,27 @@ impl Registry {
                  FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version
                  ORDER BY s.watch, s.endpoint",
             )?
-            .query_map([], |r| {
-                Ok(SunsetFact {
-                    watch: r.get(0)?,
-                    version: r.get(1)?,
-                    endpoint: r.get(2)?,
-                    operation_id: r.get(3)?,
-                    identity: r.get(4)?,
-                    deprecated: r.get::<_, i64>(5)? != 0,
-                    sunset: r.get(6)?,
-                    sunset_state: r.get(7)?,
-                })
-            })?
+            .query_map([], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
+        rows.sort_by(|a, b| (&a.watch, &a.endpoint).cmp(&(&b.watch, &b.endpoint)));
+        Ok(rows)
+    }
+
+    /// The stored facts of one watch's accepted contract, by endpoint: what a refresh of it
+    /// checks (an indexed read of its rows only).
+    pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
+        let mut rows: Vec<SunsetFact> = self
+            .conn
+            .prepare_cached(
+                "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
+                    s.sunset, s.sunset_state
+                 FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version
+                 WHERE s.watch = ?1
+                 ORDER BY s.endpoint",
+            )?
+            .query_map([watch], fact_row)?
+            .collect::<rusqlite::Result<_>>()?;
+        rows.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
         Ok(rows)
     }
 
@@ -170,4 +180,17 @@ impl Registry {
         tx.commit()?;
         Ok(true)
     }
+}
+
+fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SunsetFact> {
+    Ok(SunsetFact {
+        watch: r.get(0)?,
+        version: r.get(1)?,
+        endpoint: r.get(2)?,
+        operation_id: r.get(3)?,
+        identity: r.get(4)?,
+        deprecated: r.get::<_, i64>(5)? != 0,
+        sunset: r.get(6)?,
+        sunset_state: r.get(7)?,
+    })
 }
