@@ -140,14 +140,8 @@ fn check_uses(
         return Ok(());
     }
     Err(Failure::Usage(anyhow!(
-        "uses entr{} {} name{} nothing in OLD nor NEW (a typo would silence the gate; --allow-unknown-uses to allow)",
-        if unknown.len() == 1 { "y" } else { "ies" },
-        unknown
-            .iter()
-            .map(|u| format!("{u:?}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if unknown.len() == 1 { "s" } else { "" },
+        "{} in OLD nor NEW (a typo would silence the gate; --allow-unknown-uses to allow)",
+        schemawatch::core::scope::entries_naming_nothing(&unknown)
     )))
 }
 

@@ -46,6 +46,22 @@ impl Uses {
     }
 }
 
+/// `uses entry "a" names nothing` / `uses entries "a", "b" name nothing`: the start of every
+/// message about entries that name nothing (`diff`, a refresh, a start or reload).
+pub fn entries_naming_nothing(unknown: &[String]) -> String {
+    let one = unknown.len() == 1;
+    format!(
+        "uses entr{} {} name{} nothing",
+        if one { "y" } else { "ies" },
+        unknown
+            .iter()
+            .map(|u| format!("{u:?}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        if one { "s" } else { "" },
+    )
+}
+
 /// Parses a uses file: one entry a line; blank lines and lines starting with `#` are skipped.
 pub fn parse_uses_lines(text: &str) -> Uses {
     Uses::new(

@@ -74,14 +74,8 @@ pub fn read_uses_file(path: &Path, watch: Option<&str>) -> Result<Uses, String> 
 /// The error a refresh and a start give for `uses` entries that name nothing.
 pub fn describe_unknown(watch: &str, unknown: &[String], against: &str) -> String {
     format!(
-        "watch {watch:?}: uses entr{} {} name{} nothing in {against} (allow_unknown_uses = true to allow)",
-        if unknown.len() == 1 { "y" } else { "ies" },
-        unknown
-            .iter()
-            .map(|u| format!("{u:?}"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        if unknown.len() == 1 { "s" } else { "" },
+        "watch {watch:?}: {} in {against} (allow_unknown_uses = true to allow)",
+        crate::core::scope::entries_naming_nothing(unknown)
     )
 }
 

@@ -67,21 +67,11 @@ pub fn connect(url: &url::Url, options: &PgOptions) -> Result<postgres::Client> 
         target: "the registry URL".into(),
         reason: e.to_string(),
     })?;
-    let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
+    let shown = t.shown();
     let password = options.password.as_deref();
     let statement_ms = options.statement_timeout.as_millis().max(1);
-    let mut config = postgres::Config::new();
-    config
-        .host(&t.host)
-        .port(t.port)
-        .user(&t.user)
-        .dbname(&t.database)
-        .application_name("schemawatch")
-        .connect_timeout(options.connect_timeout)
-        .options(&format!("-c statement_timeout={statement_ms}"));
-    if let Some(p) = password {
-        config.password(p);
-    }
+    let mut config = postgres::Config::from(t.client_config(options.connect_timeout, password));
+    config.options(&format!("-c statement_timeout={statement_ms}"));
     let fail = |e: postgres::Error| RegistryError::PostgresConnect {
         target: shown.clone(),
         reason: scrub(&e, password),
@@ -148,7 +138,7 @@ pub fn pool(url: &url::Url, options: &PgOptions) -> Result<Pool> {
         target: "the registry URL".into(),
         reason: e.to_string(),
     })?;
-    let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
+    let shown = t.shown();
     r2d2::Pool::builder()
         .max_size(options.pool_size.max(1))
         .min_idle(Some(0))

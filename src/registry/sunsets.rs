@@ -119,12 +119,7 @@ impl Registry {
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
             .conn
-            .prepare_cached(
-                "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
-                    s.sunset, s.sunset_state
-                 FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version
-                 ORDER BY s.watch, s.endpoint",
-            )?
+            .prepare_cached(&format!("{FACTS} ORDER BY s.watch, s.endpoint"))?
             .query_map([], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
         rows.sort_by(|a, b| (&a.watch, &a.endpoint).cmp(&(&b.watch, &b.endpoint)));
@@ -136,13 +131,7 @@ impl Registry {
     pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
             .conn
-            .prepare_cached(
-                "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
-                    s.sunset, s.sunset_state
-                 FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version
-                 WHERE s.watch = ?1
-                 ORDER BY s.endpoint",
-            )?
+            .prepare_cached(&format!("{FACTS} WHERE s.watch = ?1 ORDER BY s.endpoint"))?
             .query_map([watch], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
         rows.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
@@ -181,6 +170,12 @@ impl Registry {
         Ok(true)
     }
 }
+
+/// The facts of accepted contracts (a superseded version's rows are not read), as [`fact_row`]
+/// reads them.
+const FACTS: &str = "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity,
+    s.deprecated, s.sunset, s.sunset_state
+    FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version";
 
 fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SunsetFact> {
     Ok(SunsetFact {

@@ -89,6 +89,36 @@ fn decode(text: &str) -> String {
 }
 
 /// Validates a database URL (config load, the command line, and every fetch).
+impl Target {
+    /// `user@host:port/database`, for messages (never a password).
+    pub fn shown(&self) -> String {
+        format!(
+            "{}@{}:{}/{}",
+            self.user, self.host, self.port, self.database
+        )
+    }
+
+    /// The client settings of this target, as the watch kind and the registry both connect.
+    pub fn client_config(
+        &self,
+        connect_timeout: std::time::Duration,
+        password: Option<&str>,
+    ) -> tokio_postgres::Config {
+        let mut config = tokio_postgres::Config::new();
+        config
+            .host(&self.host)
+            .port(self.port)
+            .user(&self.user)
+            .dbname(&self.database)
+            .application_name("schemawatch")
+            .connect_timeout(connect_timeout);
+        if let Some(p) = password {
+            config.password(p);
+        }
+        config
+    }
+}
+
 pub fn parse_url(url: &Url) -> Result<Target, UrlError> {
     if !matches!(url.scheme(), "postgresql" | "postgres") {
         return Err(UrlError::Scheme);
@@ -339,19 +369,9 @@ async fn read(
         max_message,
     } = limits;
     let t = parse_url(url)?;
-    let shown = format!("{}@{}:{}/{}", t.user, t.host, t.port, t.database);
+    let shown = t.shown();
     let secret = password(options, &t)?;
-    let mut config = tokio_postgres::Config::new();
-    config
-        .host(&t.host)
-        .port(t.port)
-        .user(&t.user)
-        .dbname(&t.database)
-        .application_name("schemawatch")
-        .connect_timeout(connect_timeout);
-    if let Some(p) = &secret {
-        config.password(p.as_str());
-    }
+    let mut config = t.client_config(connect_timeout, secret.as_deref());
     let connect_err = |e: tokio_postgres::Error| PostgresError::Connect {
         target: shown.clone(),
         reason: scrub(&e, secret.as_deref()),

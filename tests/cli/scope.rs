@@ -2,7 +2,7 @@
 //! `info` and marked `out_of_scope`, through `diff --uses`, `--config --watch` and the daemon's
 //! one-shot `check`. Some changes are never out of scope; a typo is an error.
 
-use crate::common::{only_outcome, Sandbox};
+use crate::common::{change, only_outcome, Sandbox};
 use serde_json::{json, Value};
 
 /// `listPets` (GET /pets) and `listOwners` (GET /owners) both reach `Pet`; `listOrders`
@@ -80,15 +80,6 @@ fn diff_with(
         run.json()
     };
     (run.code, value, run.stderr_text())
-}
-
-fn change<'a>(report: &'a Value, rule: &str) -> &'a Value {
-    report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["rule"] == rule)
-        .unwrap_or_else(|| panic!("no {rule} change: {report}"))
 }
 
 #[test]

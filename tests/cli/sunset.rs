@@ -2,7 +2,7 @@
 //! split out of `extension-changed`, the `[policy]` / `[watch.policy]` keys read from the
 //! accepted (old) side on the check date (`--date`), every accepted date form and a bad one.
 
-use crate::common::Sandbox;
+use crate::common::{change, Sandbox};
 use serde_json::{json, Value};
 
 /// `getA` (GET /a) returns an object with `x`; `getB` (GET /b) is plain. `edit_a` changes
@@ -71,15 +71,6 @@ fn rules(report: &Value) -> Vec<String> {
         .iter()
         .map(|c| c["rule"].as_str().unwrap().to_string())
         .collect()
-}
-
-fn change<'a>(report: &'a Value, rule: &str) -> &'a Value {
-    report["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["rule"] == rule)
-        .unwrap_or_else(|| panic!("no {rule} change: {report}"))
 }
 
 fn level(level: &'static str) -> impl FnOnce(&mut Value) {

@@ -495,6 +495,16 @@ impl Default for Sandbox {
     }
 }
 
+/// The first change of `rule` in a `diff --json` report.
+pub fn change<'a>(report: &'a Value, rule: &str) -> &'a Value {
+    report["changes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no changes array: {report}"))
+        .iter()
+        .find(|c| c["rule"] == rule)
+        .unwrap_or_else(|| panic!("no {rule} change: {report}"))
+}
+
 /// The one outcome of a single-watch `check --json`.
 pub fn only_outcome(check: &Value) -> &Value {
     let outcomes = check["outcomes"]
