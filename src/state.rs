@@ -100,6 +100,9 @@ pub struct Shared {
     pub deliveries_wake: Arc<tokio::sync::Notify>,
     /// Each watch's approaching sunsets as of its last refresh (only watches with some).
     sunsets_approaching: Mutex<HashMap<String, i64>>,
+    /// Whether the registry held any sunset fact at the last recount (or since): see
+    /// [`Shared::check_sunsets`]. True until first asked.
+    sunsets_stored: AtomicBool,
     /// Where `POST /v1/watches/{name}/refresh` queues a refresh (set by the daemon's loop).
     refresh_requests: Mutex<Option<tokio::sync::mpsc::Sender<RefreshRequest>>>,
     /// `[server] read_token_env` and `refresh_token_env` values (trimmed).
@@ -176,6 +179,7 @@ impl Shared {
             refresh_token: RwLock::new(token_of(config.server.refresh_token_env.as_deref())),
             deliveries_wake: Arc::new(tokio::sync::Notify::new()),
             sunsets_approaching: Mutex::new(HashMap::new()),
+            sunsets_stored: AtomicBool::new(true),
             refresh_requests: Mutex::new(None),
             exposed: !bound.ip().is_loopback(),
             allowed_hosts: allowed_hosts(
@@ -503,7 +507,16 @@ impl Shared {
     /// gauge: the sum of each watch's count as of its last refresh. One indexed read of the
     /// watch's facts, one write per new alert: a refresh's cost does not grow with the
     /// number of watches.
-    pub fn check_sunsets(&self, registry: &mut Registry, watch: &WatchConfig) {
+    ///
+    /// While the registry holds no fact at all (the common case), a refresh that moved no
+    /// contract (`moved` false: unchanged, failed) reads nothing: the 304 path stays as cheap
+    /// as before. The recount ([`Shared::recount_if_changed`]) notices facts another process
+    /// stored.
+    pub fn check_sunsets(&self, registry: &mut Registry, watch: &WatchConfig, moved: bool) {
+        if !moved && !self.sunsets_stored.load(Ordering::SeqCst) {
+            self.set_sunsets_approaching(&watch.name, 0);
+            return;
+        }
         let facts = match registry.sunsets_of(&watch.name) {
             Ok(facts) => facts,
             Err(e) => {
@@ -511,6 +524,9 @@ impl Shared {
                 return;
             }
         };
+        if !facts.is_empty() {
+            self.sunsets_stored.store(true, Ordering::SeqCst);
+        }
         let today = crate::refresh::today();
         let approaching = crate::refresh::sunsets::approaching(watch, &facts, today);
         let mut raised = false;
@@ -623,7 +639,8 @@ impl Shared {
         if !matches!(outcome.action, Action::Unchanged | Action::Error) {
             self.update_registry_gauges(&registry);
         }
-        self.check_sunsets(&mut registry, watch);
+        let moved = !matches!(outcome.action, Action::Unchanged | Action::Error);
+        self.check_sunsets(&mut registry, watch, moved);
         // An event may have been written with this cycle (a failure streak's too).
         if outcome.action != Action::Unchanged || failures > 0 {
             self.deliveries_wake.notify_one();
@@ -833,6 +850,9 @@ impl Shared {
         };
         if last == Some(version) {
             return false;
+        }
+        if let Ok(stored) = registry.has_sunsets() {
+            self.sunsets_stored.store(stored, Ordering::SeqCst);
         }
         // One pass over (watch, status), no allocation per row; the moves are applied after.
         let mut moves: Vec<(String, WatchStatus)> = Vec::new();

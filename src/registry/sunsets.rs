@@ -126,6 +126,16 @@ impl Registry {
         Ok(rows)
     }
 
+    /// Whether any fact is stored at all: while none is, a refresh that moved no contract has
+    /// no sunset to check (the daemon asks at each recount).
+    pub fn has_sunsets(&self) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT EXISTS (SELECT 1 FROM sunsets)")?
+            .query_row([], |r| r.get::<_, i64>(0))?
+            != 0)
+    }
+
     /// The stored facts of one watch's accepted contract, by endpoint: what a refresh of it
     /// checks (an indexed read of its rows only).
     pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
