@@ -103,6 +103,9 @@ pub struct Shared {
     /// Whether the registry held any sunset fact at the last recount (or since): see
     /// [`Shared::check_sunsets`]. True until first asked.
     sunsets_stored: AtomicBool,
+    /// The last refresh (or connection) failed on the registry itself (class `registry`: a
+    /// full disk, a database away): `/readyz` says not ready until one gets through.
+    registry_failing: AtomicBool,
     /// Where `POST /v1/watches/{name}/refresh` queues a refresh (set by the daemon's loop).
     refresh_requests: Mutex<Option<tokio::sync::mpsc::Sender<RefreshRequest>>>,
     /// `[server] read_token_env` and `refresh_token_env` values (trimmed).
@@ -180,6 +183,7 @@ impl Shared {
             deliveries_wake: Arc::new(tokio::sync::Notify::new()),
             sunsets_approaching: Mutex::new(HashMap::new()),
             sunsets_stored: AtomicBool::new(true),
+            registry_failing: AtomicBool::new(false),
             refresh_requests: Mutex::new(None),
             exposed: !bound.ip().is_loopback(),
             allowed_hosts: allowed_hosts(
@@ -271,7 +275,24 @@ impl Shared {
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst) && self.registry_intact().is_ok()
+        self.ready.load(Ordering::SeqCst)
+            && self.registry_intact().is_ok()
+            && !self.registry_failing.load(Ordering::SeqCst)
+    }
+
+    /// Records whether the registry answered the last refresh, logging the change either
+    /// way once (`registry_failing` at ERROR, `registry_recovered` at INFO).
+    fn set_registry_failing(&self, failing: bool, error: Option<&str>) {
+        let was = self.registry_failing.swap(failing, Ordering::SeqCst);
+        if failing && !was {
+            tracing::error!(event = "registry_failing", error = error.unwrap_or(""),
+                "the registry refuses reads or writes: refreshes keep their status and backoff in memory, /readyz says not ready");
+        } else if !failing && was {
+            tracing::info!(
+                event = "registry_recovered",
+                "the registry answers again: /readyz says ready"
+            );
+        }
     }
 
     /// The admin token, when one is configured and set in the environment.
@@ -593,6 +614,7 @@ impl Shared {
             Err(RegistryError::Replaced { .. }) => return None,
             Err(e) => {
                 tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
+                self.set_registry_failing(true, Some(&e.to_string()));
                 return None;
             }
         };
@@ -625,7 +647,18 @@ impl Shared {
                 outcome
             }
         };
-        let failures = outcome.consecutive_failures;
+        let mut failures = outcome.consecutive_failures;
+        if outcome.error_class == Some(crate::core::event::ErrorClass::Registry) {
+            // The streak the registry could not read or store is kept in memory, so the
+            // backoff still grows while it is down; the state is written once it answers.
+            let before = self
+                .cell(&watch.name)
+                .map_or(0, |c| c.failures.load(Ordering::SeqCst));
+            failures = failures.max(before + 1);
+            self.set_registry_failing(true, outcome.error.as_deref());
+        } else {
+            self.set_registry_failing(false, None);
+        }
         if let Some(at) = outcome.checked_at_deferred.clone() {
             self.defer_checked(&watch.name, at);
         }

@@ -476,3 +476,138 @@ fn h24_the_descriptor_budget_is_fitted_at_start() {
     let (status, _) = daemon.terminate(PATIENCE);
     assert!(status.success());
 }
+
+fn is_root() -> bool {
+    std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
+}
+
+/// A compatible change the registry must store (v2 of the pets document), made too big for
+/// what is left on a full disk: incompressible descriptions (rows are stored gzip-compressed).
+fn big_compatible_change() -> Vec<u8> {
+    let mut doc = Pets::v2().json();
+    let params = doc["paths"]["/pets"]["get"]["parameters"]
+        .as_array_mut()
+        .expect("parameters");
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for k in 0..800 {
+        let description: String = (0..25)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                format!("{:08x}", state >> 32)
+            })
+            .collect();
+        params.push(serde_json::json!({"name": format!("q{k}"), "in": "query",
+            "description": description, "schema": {"type": "string"}}));
+    }
+    serde_json::to_vec(&doc).expect("json")
+}
+
+/// Issue 33, item 4, on SQLite: the registry refuses writes (its disk is full) under a running
+/// daemon. Refreshes fail under class `registry`, `/healthz` answers, `/readyz` says not ready;
+/// when space comes back the change is applied and the daemon is ready again, without a
+/// restart. (A tmpfs of 2 MiB: needs root, as the reliability suite's C4.)
+#[test]
+fn a_registry_that_refuses_writes_makes_the_daemon_unready_until_it_recovers() {
+    if !is_root() {
+        eprintln!("skipped: mounting a tmpfs needs root");
+        return;
+    }
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let small = sb.path("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=2m", "tmpfs"])
+        .arg(&small)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        assert!(
+            std::env::var_os("SCHEMAWATCH_REQUIRE_PEERS").is_none(),
+            "mount failed as root"
+        );
+        eprintln!("skipped: mount failed");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(&self.0)
+                .status();
+        }
+    }
+    let _unmount = Unmount(small.clone());
+    let watch = format!(
+        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
+        server.url()
+    );
+    sb.write_config(&config_text(&watch, "").replace(
+        "path = \"registry.sqlite3\"",
+        "path = \"small/registry.sqlite3\"",
+    ));
+    let mut daemon = Daemon::start(&sb, None);
+    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
+    assert_eq!(daemon.get("/readyz").0, 200);
+
+    // Fill the disk, leaving too little for the change below.
+    let filler = small.join("filler");
+    let _ = std::process::Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", filler.display()))
+        .arg("bs=4k")
+        .output();
+    let full = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&filler)
+        .and_then(|f| f.set_len(full.saturating_sub(96 * 1024)))
+        .unwrap();
+    server.set_document(big_compatible_change());
+    daemon.wait_for_log("registry_failing", |_| true);
+    assert_eq!(daemon.get("/readyz").0, 503);
+    assert_eq!(daemon.get("/healthz").0, 200);
+    let (_, metrics) = daemon.get("/metrics");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("schemawatch_refresh_errors_total")
+                && l.contains("class=\"registry\"")
+                && !l.ends_with(" 0")),
+        "{metrics}"
+    );
+
+    // The streak the registry cannot store is counted in memory: the backoff grows.
+    let streak = |metrics: &str| -> i64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("schemawatch_watch_consecutive_failures{watch=\"acme.pets\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while streak(&daemon.get("/metrics").1) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failure streak stays below 3: {}",
+            daemon.get("/metrics").1
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(daemon.get("/readyz").0, 503);
+
+    // Space comes back: the change goes through and the daemon is ready, no restart.
+    std::fs::remove_file(&filler).unwrap();
+    daemon.wait_for_log("registry_recovered", |_| true);
+    daemon.wait_for_log("refresh", |v| v["action"] == "applied");
+    assert_eq!(daemon.get("/readyz").0, 200);
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+}
