@@ -27,7 +27,7 @@ impl Registry {
     pub fn conditional(&self, watch: &str, source_digest: &str) -> Result<Conditional> {
         // `state = 'open'` is spelled out so the partial index `one_open_review_per_watch`
         // answers the EXISTS (a bound parameter would not match the index's WHERE).
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT t.fingerprint,
                     s.watch, s.kind, s.status, s.last_compatibility, s.last_checked_at,
                     s.last_error, s.consecutive_failures, s.source_identity,
@@ -68,7 +68,7 @@ impl Registry {
     /// of 100,000 watches every few seconds). Returns how many rows it visited.
     pub fn for_each_status(&self, mut visit: impl FnMut(&str, WatchStatus)) -> Result<usize> {
         let mut stmt = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT watch, status FROM watch_state")?;
         let mut rows = stmt.query([])?;
         let mut n = 0;

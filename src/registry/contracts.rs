@@ -18,7 +18,7 @@ impl Registry {
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
     /// applied with, contract).
     pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<Compatibility>, ToolSpec)>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
                     fingerprint, fingerprint_version
              FROM tool_versions WHERE tool = ?1 ORDER BY version",
@@ -46,38 +46,38 @@ impl Registry {
                         fingerprint,
                         fp_version,
                     };
-                    let spec = stored_version(&self.conn, tool, version, row)?;
+                    let spec = stored_version(self.conn()?, tool, version, row)?;
                     Ok((version, compatibility, spec))
                 },
             )
             .collect()
     }
     pub fn registry_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT registry_version FROM registry_head WHERE id = 1",
             [],
             |r| r.get(0),
         )?)
     }
     pub fn tool(&self, name: &str) -> Result<Option<StoredTool>> {
-        read_tool(&self.conn, name)
+        read_tool(self.conn()?, name)
     }
     /// [`Registry::tool`], given the contract just normalized from a fetched document: when
     /// the accepted snapshot is stored as that very document, its contract is `fetched.spec`
     /// (no second normalization of the stored copy).
     pub fn tool_given(&self, name: &str, fetched: Fetched<'_>) -> Result<Option<StoredTool>> {
-        read_tool_given(&self.conn, name, Some(fetched))
+        read_tool_given(self.conn()?, name, Some(fetched))
     }
     /// Every accepted tool, in registration order.
     pub fn tools(&self) -> Result<Vec<StoredTool>> {
-        let names: Vec<String> = self
-            .conn
+        let conn = self.conn()?;
+        let names: Vec<String> = conn
             .prepare("SELECT name FROM tools ORDER BY position, name")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         names
             .iter()
-            .filter_map(|n| read_tool(&self.conn, n).transpose())
+            .filter_map(|n| read_tool(conn, n).transpose())
             .collect()
     }
     /// Compare-and-swap apply: stores `spec` as the tool's next version if the tool is still at
@@ -102,7 +102,7 @@ impl Registry {
         Ok(version)
     }
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
                     accepted_changes, note, via
              FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
@@ -213,7 +213,7 @@ impl Registry {
     /// (migration 0003): read by a narrower projection, with nothing stored to read again.
     pub fn legacy_projection(&self, watch: &str) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT legacy_projection FROM tools WHERE name = ?1",
                 [watch],

@@ -208,7 +208,7 @@ impl Registry {
 
     /// The registry's id (generated once, by migration 0005) and creation time.
     pub fn registry_id(&self) -> Result<(String, String)> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -224,7 +224,7 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<StoredEvent>> {
         let (id, _) = self.registry_id()?;
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT seq, event, created_at, data_json FROM events
              WHERE (?1 IS NULL OR watch = ?1) AND (?2 IS NULL OR seq < ?2)
              ORDER BY seq DESC LIMIT ?3",
@@ -237,7 +237,7 @@ impl Registry {
 
     /// The highest event sequence written so far.
     pub fn event_sequence(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT event_seq FROM registry_meta WHERE id = 1",
             [],
             |r| r.get(0),
@@ -438,7 +438,7 @@ impl Registry {
     /// Whether a process other than `owner` holds a live delivery lease.
     pub fn delivery_lease_held(&self, owner: &str, now: i64) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT 1 FROM delivery_lease WHERE id = 1 AND owner != ?1 AND until_ms > ?2",
                 params![owner, now],
@@ -457,7 +457,7 @@ impl Registry {
 
     /// When the earliest pending delivery of `sinks` is due (ms), if any.
     pub fn next_due_ms(&self, sinks: &[String]) -> Result<Option<i64>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT sink, MIN(MAX(next_attempt_ms, COALESCE(lease_until_ms, 0)))
              FROM deliveries WHERE state = 'pending' GROUP BY sink",
         )?;
@@ -474,7 +474,7 @@ impl Registry {
 
     /// Pending deliveries by sink.
     pub fn pending_by_sink(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT sink, COUNT(*) FROM deliveries WHERE state = 'pending' GROUP BY sink ORDER BY sink",
         )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -488,7 +488,7 @@ impl Registry {
             Some((seq, sink)) => (Some(*seq), Some(sink.clone())),
             None => (None, None),
         };
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT d.sink, d.event_seq, e.event, e.watch, d.state, d.attempts, d.created_ms,
                     d.updated_at, d.next_attempt_ms, d.last_status, d.last_error
              FROM deliveries d JOIN events e ON e.seq = d.event_seq

@@ -34,7 +34,7 @@ impl Registry {
 
     fn stored_identity_key(&self) -> Result<Option<[u8; 32]>> {
         let key: Option<Vec<u8>> = self
-            .conn
+            .conn()?
             .query_row("SELECT key FROM identity_key WHERE id = 1", [], |r| {
                 r.get(0)
             })

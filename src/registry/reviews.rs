@@ -15,7 +15,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT 1 FROM rejected_candidates WHERE watch = ?1 AND fingerprint = ?2",
                 [watch, fingerprint],
@@ -35,7 +35,7 @@ impl Registry {
     ) -> Result<bool> {
         // Read first: the usual answer is "no", and it takes no write lock.
         let review: Option<i64> = self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT review_id FROM rejected_candidates
                  WHERE watch = ?1 AND source_digest = ?2 AND fingerprint_version < ?3
@@ -215,7 +215,7 @@ impl Registry {
     }
     pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2",
                 params![watch, ReviewState::Open],
@@ -224,19 +224,19 @@ impl Registry {
             .optional()?)
     }
     pub fn review(&self, id: i64) -> Result<Review> {
-        read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id })
+        read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id })
     }
     /// Reviews, newest first; `open_only` limits to open ones.
     pub fn reviews(&self, open_only: bool) -> Result<Vec<Review>> {
         // Without a state filter `?1` is NULL and every review matches.
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
         let ids: Vec<i64> = self
-            .conn
+            .conn()?
             .prepare("SELECT id FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC")?
             .query_map([only], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         ids.into_iter()
-            .map(|id| read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id }))
+            .map(|id| read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id }))
             .collect()
     }
     /// Accepts an open review: applies its candidate by CAS against the base it was compared
@@ -394,7 +394,7 @@ impl Registry {
         Ok(())
     }
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = ?2",
             params![watch, ReviewState::Open],
             |r| r.get(0),

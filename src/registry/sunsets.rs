@@ -91,7 +91,7 @@ impl Registry {
     /// to do takes no write lock.
     pub(super) fn backfill_sunsets(&mut self) -> Result<()> {
         let missing: Vec<String> = self
-            .conn
+            .conn()?
             .prepare(
                 "SELECT name FROM tools t WHERE NOT EXISTS (SELECT 1 FROM sunset_versions s
                     WHERE s.watch = t.name AND s.version = t.version) ORDER BY name",
@@ -116,7 +116,7 @@ impl Registry {
     /// Every stored fact, by watch and endpoint: one query, no document decoded.
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
         let rows = self
-            .conn
+            .conn()?
             .prepare_cached(
                 "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity, s.deprecated,
                     s.sunset, s.sunset_state

@@ -29,7 +29,7 @@ pub(super) fn watch_state_at(r: &Row<'_>, first: usize) -> rusqlite::Result<Watc
 impl Registry {
     pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
                         consecutive_failures, source_identity
@@ -70,7 +70,7 @@ impl Registry {
     }
     pub fn validators(&self, watch: &str, source_digest: &str) -> Result<Option<Validators>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT etag, last_modified FROM validators WHERE watch = ?1 AND source_digest = ?2",
                 [watch, source_digest],

@@ -1,0 +1,116 @@
+//! The registry's concerns moved onto the shared SQL layer (`sql`), each case one body run on
+//! both backends: a fresh SQLite registry file, then a fresh PostgreSQL database of the test
+//! cluster (`pg_tests::database`: skipped with a message without the cluster, failed under
+//! `SCHEMAWATCH_REQUIRE_PEERS=1`), dropped afterwards.
+
+use super::pg_tests::{database, Database};
+use super::sql::values;
+use super::{Registry, RegistryError, UiSession};
+use crate::core::fingerprint::FINGERPRINT_VERSION;
+
+/// A second handle on the same registry (another connection, as another process would have).
+enum Again {
+    Sqlite(std::path::PathBuf),
+    Postgres(Database),
+}
+
+impl Again {
+    fn open(&self) -> Registry {
+        match self {
+            Again::Sqlite(path) => Registry::open(path).unwrap(),
+            Again::Postgres(db) => Registry::open_postgres(db.connect()).unwrap(),
+        }
+    }
+}
+
+/// Runs `case` on a fresh SQLite registry, then on a fresh PostgreSQL one; `case` gets the
+/// registry, a way to open it again, and the backend's name (for its assertion messages).
+fn on_both(case: impl Fn(&mut Registry, &Again, &str)) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    let again = Again::Sqlite(path.clone());
+    let mut sqlite = Registry::open(&path).unwrap();
+    case(&mut sqlite, &again, "sqlite");
+    if let Some(db) = database() {
+        let again = Again::Postgres(db);
+        let mut pg = again.open();
+        case(&mut pg, &again, "postgresql");
+    }
+}
+
+/// Counts rows with a statement outside any write transaction (a test's look behind the API).
+fn count(r: &Registry, sql: &str, params: &[super::sql::Value<'_>]) -> i64 {
+    r.read(|db| db.query_opt(sql, params, |row| row.get::<i64>(0)))
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn ui_sessions_are_stored_looked_up_expired_and_deleted_alike_on_both_backends() {
+    on_both(|r, again, backend| {
+        r.create_session("t1", "ana", 100, 200).unwrap();
+        let ana = UiSession {
+            reviewer: "ana".into(),
+            expires_at: 200,
+        };
+        assert_eq!(
+            r.session("t1", 150).unwrap(),
+            Some(ana.clone()),
+            "{backend}"
+        );
+        // Expired at its expiry second, and unknown digests find nothing.
+        assert_eq!(r.session("t1", 200).unwrap(), None, "{backend}");
+        assert_eq!(r.session("t9", 150).unwrap(), None, "{backend}");
+        // Another connection sees the committed session.
+        assert_eq!(
+            again.open().session("t1", 150).unwrap(),
+            Some(ana),
+            "{backend}"
+        );
+        // A login after t1's expiry drops t1 (looked up at an earlier time, it is gone).
+        r.create_session("t2", "bo", 250, 400).unwrap();
+        assert_eq!(r.session("t1", 0).unwrap(), None, "{backend}");
+        // The same digest again: the row is rewritten whole.
+        r.create_session("t2", "cy", 260, 500).unwrap();
+        assert_eq!(
+            r.session("t2", 450).unwrap(),
+            Some(UiSession {
+                reviewer: "cy".into(),
+                expires_at: 500
+            }),
+            "{backend}"
+        );
+        assert_eq!(
+            count(r, "SELECT count(*) FROM ui_sessions", &[]),
+            1,
+            "{backend}"
+        );
+        r.delete_session("t2").unwrap();
+        r.delete_session("t2").unwrap();
+        assert_eq!(r.session("t2", 450).unwrap(), None, "{backend}");
+    });
+}
+
+#[test]
+fn a_newer_projection_refuses_session_writes_on_both_backends() {
+    on_both(|r, _, backend| {
+        r.create_session("t1", "ana", 100, 200).unwrap();
+        r.read(|db| {
+            db.execute(
+                "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1",
+                values![FINGERPRINT_VERSION + 1],
+            )
+        })
+        .unwrap();
+        let err = r.create_session("t2", "bo", 150, 300).unwrap_err();
+        assert!(
+            matches!(err, RegistryError::NewerProjection { recorded, binary }
+                if recorded == FINGERPRINT_VERSION + 1 && binary == FINGERPRINT_VERSION),
+            "{backend}: {err}"
+        );
+        assert!(r.delete_session("t1").is_err(), "{backend}");
+        // Nothing written, reads still work.
+        assert_eq!(r.session("t2", 200).unwrap(), None, "{backend}");
+        assert!(r.session("t1", 150).unwrap().is_some(), "{backend}");
+    });
+}
