@@ -114,3 +114,46 @@ fn a_newer_projection_refuses_session_writes_on_both_backends() {
         assert!(r.session("t1", 150).unwrap().is_some(), "{backend}");
     });
 }
+
+#[test]
+fn the_identity_key_is_created_once_and_kept_on_both_backends() {
+    on_both(|r, again, backend| {
+        assert_eq!(
+            count(r, "SELECT count(*) FROM identity_key", &[]),
+            0,
+            "{backend}"
+        );
+        let key = r.identity_key().unwrap();
+        assert_ne!(key, [0u8; 32], "{backend}");
+        assert_eq!(r.identity_key().unwrap(), key, "{backend}");
+        // Another connection reads the stored key; it never makes its own.
+        assert_eq!(again.open().identity_key().unwrap(), key, "{backend}");
+        assert_eq!(
+            count(r, "SELECT count(*) FROM identity_key", &[]),
+            1,
+            "{backend}"
+        );
+    });
+}
+
+/// Several processes asking for the key of a new registry at once: one key, the same for all.
+#[test]
+fn racing_first_uses_of_the_identity_key_agree_on_both_backends() {
+    on_both(|_, again, backend| {
+        let barrier = std::sync::Barrier::new(4);
+        let keys: Vec<[u8; 32]> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let mut r = again.open();
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        r.identity_key().unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.iter().all(|k| *k == keys[0]), "{backend}");
+    });
+}
