@@ -157,3 +157,139 @@ fn racing_first_uses_of_the_identity_key_agree_on_both_backends() {
         assert!(keys.iter().all(|k| *k == keys[0]), "{backend}");
     });
 }
+
+const DOC: &str = r#"{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/pets":{"get":{"operationId":"listPets","responses":{"200":{"description":"ok"}}}}}}"#;
+
+/// A current accepted snapshot of `name` whose contract is read from the source `digest`.
+fn use_source(db: &mut super::sql::Db<'_>, name: &str, digest: &str) -> super::Result<u64> {
+    db.execute(
+        "INSERT INTO tools (name, kind, position, version, registry_version, fingerprint,
+                            fingerprint_version, spec_json, applied_at, source_digest)
+         VALUES (?1, 'openapi', 0, 1, 0, 'sha256:x', ?3, '', '2026-01-01T00:00:00Z', ?2)",
+        values![name, digest, FINGERPRINT_VERSION],
+    )
+}
+
+fn sources_count(r: &Registry, digest: &str) -> i64 {
+    count(
+        r,
+        "SELECT count(*) FROM sources WHERE digest = ?1",
+        values![digest],
+    )
+}
+
+#[test]
+fn a_stored_source_is_kept_once_and_released_with_its_last_use_on_both_backends() {
+    use super::sources::{digests, release_sources, source_spec, store_source, StoredSource};
+    use crate::core::model::Kind;
+    use crate::core::normalize::SharedEndpoints;
+    on_both(|r, _, backend| {
+        let source = StoredSource::of(DOC.as_bytes());
+        let digest = source.digest.clone().unwrap();
+        for _ in 0..2 {
+            r.write(|db| store_source(db, &source)).unwrap();
+        }
+        assert_eq!(sources_count(r, &digest), 1, "{backend}");
+        r.write(|db| {
+            use_source(db, "acme.a", &digest)?;
+            use_source(db, "acme.b", &digest)?;
+            release_sources(db, vec![digest.clone()])
+        })
+        .unwrap();
+        assert_eq!(sources_count(r, &digest), 1, "{backend}: in use");
+        // The contract read back from the stored document is the document's.
+        let spec = r
+            .read(|db| {
+                source_spec(
+                    db,
+                    ("tools", "acme.a", "acme.a"),
+                    Kind::Openapi,
+                    Some(&digest),
+                    SharedEndpoints::default(),
+                )
+            })
+            .unwrap();
+        let expected =
+            crate::core::normalize::normalize(Kind::Openapi, "acme.a", DOC.as_bytes()).unwrap();
+        assert_eq!(spec, expected, "{backend}");
+        // One use dropped: kept; the last one dropped: released.
+        for (name, left) in [("acme.a", 1), ("acme.b", 0)] {
+            r.write(|db| {
+                let dropped = digests(
+                    db,
+                    "SELECT source_digest FROM tools WHERE name = ?1",
+                    values![name],
+                )?;
+                assert_eq!(dropped, vec![digest.clone()], "{backend}");
+                db.execute("DELETE FROM tools WHERE name = ?1", values![name])?;
+                release_sources(db, dropped)
+            })
+            .unwrap();
+            assert_eq!(sources_count(r, &digest), left, "{backend}: {name} dropped");
+        }
+        // Gone with its last use: reading a row from it now fails closed.
+        let err = r
+            .read(|db| {
+                source_spec(
+                    db,
+                    ("tools", "acme.a", "acme.a"),
+                    Kind::Openapi,
+                    Some(&digest),
+                    SharedEndpoints::default(),
+                )
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("missing"), "{backend}: {err}");
+    });
+}
+
+/// Racing writers (issue 33, item 6): several connections each storing the one shared source
+/// with a row that uses it, then dropping the row and releasing the source. A source is never
+/// released under a row that uses it (the head row serializes the writers) and none is left
+/// behind.
+#[test]
+fn racing_writers_never_lose_a_shared_source_on_both_backends() {
+    use super::sources::{digests, release_sources, store_source, StoredSource};
+    const WRITERS: usize = 4;
+    const ROUNDS: usize = 60;
+    on_both(|r, again, backend| {
+        let source = StoredSource::of(DOC.as_bytes());
+        let digest = source.digest.clone().unwrap();
+        let barrier = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let mut mine = again.open();
+                let (barrier, source, digest) = (&barrier, &source, &digest);
+                s.spawn(move || {
+                    let name = format!("acme.w{w}");
+                    barrier.wait();
+                    for round in 0..ROUNDS {
+                        mine.write(|db| {
+                            store_source(db, source)?;
+                            use_source(db, &name, digest).map(drop)
+                        })
+                        .unwrap();
+                        // Our row is committed: its source must be there.
+                        assert_eq!(
+                            sources_count(&mine, digest),
+                            1,
+                            "{backend}: writer {w} round {round}"
+                        );
+                        mine.write(|db| {
+                            let dropped = digests(
+                                db,
+                                "SELECT source_digest FROM tools WHERE name = ?1",
+                                values![&name],
+                            )?;
+                            db.execute("DELETE FROM tools WHERE name = ?1", values![&name])?;
+                            release_sources(db, dropped)
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(count(r, "SELECT count(*) FROM tools", &[]), 0, "{backend}");
+        assert_eq!(sources_count(r, &digest), 0, "{backend}");
+    });
+}

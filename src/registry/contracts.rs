@@ -2,6 +2,7 @@
 //! from the stored source where the row keeps no contract) and the compare-and-swap apply
 //! that bumps `registry_version` once per committed contract mutation.
 
+use super::sql::{values, Db};
 use super::watch::SourceValidators;
 use super::{
     codec, digests, events, failpoint, now_rfc3339, release_sources, source_spec, store_source,
@@ -301,7 +302,13 @@ pub(super) fn stored_spec(
 ) -> Result<ToolSpec> {
     if json.is_empty() && gz.is_none() {
         if let Some((kind, digest)) = from_source {
-            return source_spec(conn, (table, key, name), kind, digest, shared);
+            return source_spec(
+                &mut Db::Sqlite(conn),
+                (table, key, name),
+                kind,
+                digest,
+                shared,
+            );
         }
     }
     let mut spec = match gz {
@@ -488,12 +495,12 @@ pub(super) fn apply_in(
     // compressed. The document itself is stored once, in `sources`.
     let derived = source.derived();
     let gz = (!derived).then(|| codec::gz_json(spec));
-    store_source(tx, source)?;
+    store_source(&mut Db::Sqlite(tx), source)?;
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         "SELECT source_digest FROM tools WHERE name = ?1
          UNION ALL SELECT source_digest FROM tool_versions WHERE tool = ?1 AND version <= ?2",
-        params![name, next_tool_version - i64::from(keep_versions)],
+        values![&name, next_tool_version - i64::from(keep_versions)],
     )?;
     let now = now_rfc3339();
     let position: i64 = match &current {
@@ -547,7 +554,7 @@ pub(super) fn apply_in(
         "DELETE FROM tool_versions WHERE tool = ?1 AND version <= ?2",
         params![name, next_tool_version - i64::from(keep_versions)],
     )?;
-    release_sources(tx, dropped)?;
+    release_sources(&mut Db::Sqlite(tx), dropped)?;
     super::sunsets::write_facts(tx, &name, next_tool_version, spec)?;
     let bumped = tx.execute(
         "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",

@@ -1,6 +1,7 @@
 //! Reviews (one open per watch), their decisions (accept by compare-and-swap, reject) and
 //! rejected candidates; superseding and pruning.
 
+use super::sql::{values, Db};
 use super::{
     apply_in, candidate_key, codec, digests, events, failpoint, now_rfc3339, release_sources,
     store_source, stored_json, stored_spec, CasBase, Provenance, Queued, Registry, RegistryError,
@@ -107,15 +108,15 @@ impl Registry {
             other => {
                 // One copy of the candidate: its source when it can be read back from it.
                 let derived = source.derived();
-                store_source(&tx, source)?;
+                store_source(&mut Db::Sqlite(&tx), source)?;
                 let now = now_rfc3339();
                 let mut dropped = Vec::new();
                 let superseded = match other {
                     Some((old_id, _)) => {
                         dropped = digests(
-                            &tx,
+                            &mut Db::Sqlite(&tx),
                             "SELECT source_digest FROM reviews WHERE id = ?1",
-                            [old_id],
+                            values![old_id],
                         )?;
                         tx.execute(
                             "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
@@ -161,7 +162,7 @@ impl Registry {
                 data.registry_version = Some(base.registry_version);
                 events::emit(&tx, &routes, EventKind::PendingReview, &data)?;
                 dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
-                release_sources(&tx, dropped)?;
+                release_sources(&mut Db::Sqlite(&tx), dropped)?;
                 Queued::New { id, superseded }
             }
         };
@@ -323,7 +324,7 @@ impl Registry {
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
             params![id, now, reviewer, reason, ReviewState::Accepted, via],
         )?;
-        release_sources(&tx, source.digest.into_iter().collect())?;
+        release_sources(&mut Db::Sqlite(&tx), source.digest.into_iter().collect())?;
         tx.execute(
             "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
             params![review.watch, review.compatibility, WatchStatus::Applied],
@@ -366,7 +367,7 @@ impl Registry {
             [id],
             |r| r.get(0),
         )?;
-        release_sources(&tx, digest.iter().cloned().collect())?;
+        release_sources(&mut Db::Sqlite(&tx), digest.iter().cloned().collect())?;
         tx.execute(
             UPSERT_REJECTED,
             params![
@@ -411,9 +412,9 @@ fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result
            AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?3
                           ORDER BY id DESC LIMIT ?2)";
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         &format!("SELECT source_digest FROM reviews {PRUNED}"),
-        params![watch, i64::from(keep_reviews), ReviewState::Open],
+        values![watch, i64::from(keep_reviews), ReviewState::Open],
     )?;
     tx.execute(
         &format!(
@@ -570,9 +571,9 @@ pub(super) fn supersede_open_reviews(
         events::emit(tx, routes, EventKind::ReviewSuperseded, &data)?;
     }
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         "SELECT source_digest FROM reviews WHERE watch = ?1 AND state = ?2",
-        params![watch, ReviewState::Open],
+        values![watch, ReviewState::Open],
     )?;
     tx.execute(
         "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE watch = ?1 AND state = ?4",
@@ -583,7 +584,7 @@ pub(super) fn supersede_open_reviews(
             ReviewState::Open
         ],
     )?;
-    release_sources(tx, dropped)?;
+    release_sources(&mut Db::Sqlite(tx), dropped)?;
     Ok(())
 }
 

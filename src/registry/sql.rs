@@ -8,7 +8,7 @@
 //! by PostgreSQL), blobs are BYTEA, timestamps are TEXT rendered by the binary, so what a
 //! statement returns is the same on both backends.
 
-use super::{RegistryError, Result};
+use super::{RegistryError, Result, UnknownText};
 use std::borrow::Cow;
 
 /// One bound parameter. A NULL keeps its type: PostgreSQL checks a parameter's Rust type
@@ -129,7 +129,13 @@ impl Row<'_, '_> {
     pub(crate) fn get<T: Column>(&self, i: usize) -> Result<T> {
         match self {
             Row::Sqlite(r) => Ok(T::sqlite(r, i)?),
-            Row::Postgres(r) => Ok(T::postgres(r, i)?),
+            Row::Postgres(r) => T::postgres(r, i).map_err(|e| {
+                // A stored text naming no value of its type: the same typed error as SQLite's.
+                match std::error::Error::source(&e).and_then(|s| s.downcast_ref::<UnknownText>()) {
+                    Some(unknown) => RegistryError::UnknownValue(unknown.clone()),
+                    None => e.into(),
+                }
+            }),
         }
     }
 }
@@ -179,7 +185,6 @@ impl Db<'_> {
     }
 
     /// Every row `sql` returns, each read by `f`, in the order returned.
-    #[allow(dead_code)] // The first caller comes with the stored sources.
     pub(crate) fn query<T>(
         &mut self,
         sql: &str,

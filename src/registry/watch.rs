@@ -1,6 +1,7 @@
 //! Watch state and HTTP validators: a cycle's bookkeeping (no registry version bump),
 //! `watch forget` and `watch reset`.
 
+use super::sql::{values, Db};
 use super::{
     digests, events, failpoint, release_sources, supersede_open_reviews, Registry, Result,
     WatchState, WatchStatus,
@@ -114,11 +115,11 @@ impl Registry {
             )
             .optional()?;
         let dropped = digests(
-            &tx,
+            &mut Db::Sqlite(&tx),
             "SELECT source_digest FROM tools WHERE name = ?1
              UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
              UNION SELECT source_digest FROM reviews WHERE watch = ?1",
-            [watch],
+            values![watch],
         )?;
         let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
         let mut removed = had_tool as usize;
@@ -131,7 +132,7 @@ impl Registry {
         ] {
             removed += tx.execute(sql, [watch])?;
         }
-        release_sources(&tx, dropped)?;
+        release_sources(&mut Db::Sqlite(&tx), dropped)?;
         super::sunsets::forget_facts(&tx, watch)?;
         if had_tool {
             tx.execute(
