@@ -293,3 +293,172 @@ fn racing_writers_never_lose_a_shared_source_on_both_backends() {
         assert_eq!(sources_count(r, &digest), 0, "{backend}");
     });
 }
+
+fn events(r: &Registry) -> Vec<(i64, String, Option<String>)> {
+    r.read(|db| {
+        db.query(
+            "SELECT seq, event, watch FROM events ORDER BY seq",
+            &[],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+    })
+    .unwrap()
+}
+
+#[test]
+fn watch_state_validators_and_their_events_are_alike_on_both_backends() {
+    use super::watch::{store_validators, SourceValidators};
+    use super::{Conditional, WatchState, WatchStatus};
+    use crate::core::event::{ErrorClass, DEFAULT_ERROR_AFTER};
+    use crate::core::model::{Compatibility, Kind};
+    use crate::fetch::Validators;
+    on_both(|r, again, backend| {
+        assert_eq!(r.watch_state("acme.a").unwrap(), None, "{backend}");
+        assert_eq!(
+            r.conditional("acme.a", "d1").unwrap(),
+            Conditional::default(),
+            "{backend}"
+        );
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Unchanged;
+        state.last_compatibility = Some(Compatibility::Compatible);
+        state.last_checked_at = Some("2026-01-01T00:00:00Z".into());
+        state.source_identity = Some("id-1".into());
+        r.record_watch(&state).unwrap();
+        assert_eq!(
+            r.watch_state("acme.a").unwrap().as_ref(),
+            Some(&state),
+            "{backend}"
+        );
+        // Validators of the current source only; an earlier source's are dropped.
+        let v1 = Validators {
+            etag: Some("\"v1\"".into()),
+            last_modified: None,
+        };
+        r.write(|db| {
+            store_validators(
+                db,
+                "acme.a",
+                SourceValidators {
+                    source_digest: "d1",
+                    validators: &v1,
+                },
+            )
+        })
+        .unwrap();
+        assert_eq!(
+            r.validators("acme.a", "d1").unwrap(),
+            Some(v1.clone()),
+            "{backend}"
+        );
+        assert_eq!(r.validators("acme.a", "d2").unwrap(), None, "{backend}");
+        let c = r.conditional("acme.a", "d1").unwrap();
+        assert_eq!(
+            c,
+            Conditional {
+                fingerprint: None,
+                state: Some(state.clone()),
+                validators: Some(v1.clone()),
+                open_review: false,
+            },
+            "{backend}"
+        );
+        assert_eq!(
+            r.conditional("acme.a", "d2").unwrap().validators,
+            None,
+            "{backend}"
+        );
+        // The group commit moves `last_checked_at` forward only, and skips unknown watches.
+        let moved = r
+            .flush_checked(&[
+                ("acme.a".into(), "2026-01-01T00:01:00Z".into()),
+                ("acme.zz".into(), "2026-01-01T00:01:00Z".into()),
+            ])
+            .unwrap();
+        assert_eq!(moved, 1, "{backend}");
+        assert_eq!(
+            r.flush_checked(&[("acme.a".into(), "2025-12-31T00:00:00Z".into())])
+                .unwrap(),
+            0,
+            "{backend}"
+        );
+        assert_eq!(
+            again
+                .open()
+                .watch_state("acme.a")
+                .unwrap()
+                .unwrap()
+                .last_checked_at
+                .as_deref(),
+            Some("2026-01-01T00:01:00Z"),
+            "{backend}"
+        );
+        // Failures: `refresh_failed` once, at the `error_after`-th in a row.
+        for n in 1..=DEFAULT_ERROR_AFTER + 1 {
+            let mut failed = state.clone();
+            failed.status = WatchStatus::Error;
+            failed.consecutive_failures = n;
+            failed.last_error = Some(format!("failure {n}"));
+            r.record_failure(&failed, ErrorClass::Timeout).unwrap();
+        }
+        let seen = events(r);
+        assert_eq!(
+            seen,
+            vec![(1, "refresh_failed".to_string(), Some("acme.a".to_string()))],
+            "{backend}"
+        );
+        // Another connection sees the same state; a reset clears it and says so.
+        let other = again.open();
+        let stored = other.watch_state("acme.a").unwrap().unwrap();
+        assert_eq!(
+            stored.consecutive_failures,
+            DEFAULT_ERROR_AFTER + 1,
+            "{backend}"
+        );
+        assert!(r.reset("acme.a").unwrap(), "{backend}");
+        assert!(!r.reset("acme.nope").unwrap(), "{backend}");
+        let reset = r.watch_state("acme.a").unwrap().unwrap();
+        assert_eq!(
+            (
+                reset.status,
+                reset.consecutive_failures,
+                reset.last_error.clone(),
+                reset.source_identity.clone()
+            ),
+            (WatchStatus::Idle, 0, None, None),
+            "{backend}"
+        );
+        assert_eq!(
+            events(r).last().map(|e| e.1.clone()).as_deref(),
+            Some("watch_reset"),
+            "{backend}"
+        );
+        let map = r.watch_state_map().unwrap();
+        assert_eq!(map.len(), 1, "{backend}");
+        assert_eq!(map.get("acme.a"), Some(&reset), "{backend}");
+    });
+}
+
+/// A stored text naming no value of its type fails closed with the same typed error on both.
+#[test]
+fn an_unknown_stored_status_is_the_same_typed_error_on_both_backends() {
+    use super::{WatchState, WatchStatus};
+    use crate::core::model::Kind;
+    on_both(|r, _, backend| {
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Unchanged;
+        r.record_watch(&state).unwrap();
+        r.read(|db| {
+            db.execute(
+                "UPDATE watch_state SET status = 'sleeping' WHERE watch = ?1",
+                values!["acme.a"],
+            )
+        })
+        .unwrap();
+        let err = r.watch_state("acme.a").unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::UnknownValue(u) if u.text == "sleeping"),
+            "{backend}: {err}"
+        );
+    });
+}

@@ -186,7 +186,7 @@ impl Registry {
         let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
         supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
             EventKind::ProjectionUpgrade
         } else if expected.is_none() {
@@ -201,9 +201,9 @@ impl Registry {
             data.compatibility = provenance.compatibility;
         }
         data.registry_version = Some(version);
-        events::emit(&tx, &routes, kind, &data)?;
+        events::emit(&mut Db::Sqlite(&tx), &routes, kind, &data)?;
         if let Some(validators) = validators {
-            store_validators(&tx, &state.watch, validators)?;
+            store_validators(&mut Db::Sqlite(&tx), &state.watch, validators)?;
         }
         failpoint::hit("apply.after_state")?;
         tx.commit()?;

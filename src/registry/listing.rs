@@ -80,15 +80,17 @@ impl Registry {
 
     /// Every stored watch state, by watch name, in one query.
     pub fn watch_state_map(&self) -> Result<HashMap<String, WatchState>> {
-        let mut stmt = self.conn()?.prepare(
-            "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
-                    consecutive_failures, source_identity
-             FROM watch_state",
-        )?;
-        let rows = stmt.query_map([], |r| super::watch::watch_state_at(r, 0))?;
-        let mut out = HashMap::new();
-        for row in rows {
-            let state = row?;
+        let states = self.read(|db| {
+            db.query(
+                "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
+                        consecutive_failures, source_identity
+                 FROM watch_state",
+                &[],
+                |r| super::watch::watch_state_at(r, 0),
+            )
+        })?;
+        let mut out = HashMap::with_capacity(states.len());
+        for state in states {
             out.insert(state.watch.clone(), state);
         }
         Ok(out)

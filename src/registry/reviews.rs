@@ -154,19 +154,29 @@ impl Registry {
                     let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
                     data.review_id = Some(old);
                     data.superseded_by = Some(id);
-                    events::emit(&tx, &routes, EventKind::ReviewSuperseded, &data)?;
+                    events::emit(
+                        &mut Db::Sqlite(&tx),
+                        &routes,
+                        EventKind::ReviewSuperseded,
+                        &data,
+                    )?;
                 }
                 let mut data =
                     EventData::for_watch(&state.watch, state.kind.as_str()).with_report(report);
                 data.review_id = Some(id);
                 data.registry_version = Some(base.registry_version);
-                events::emit(&tx, &routes, EventKind::PendingReview, &data)?;
+                events::emit(
+                    &mut Db::Sqlite(&tx),
+                    &routes,
+                    EventKind::PendingReview,
+                    &data,
+                )?;
                 dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
                 release_sources(&mut Db::Sqlite(&tx), dropped)?;
                 Queued::New { id, superseded }
             }
         };
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         failpoint::hit("review.before_commit")?;
         tx.commit()?;
         failpoint::hit("review.after_commit")?;
@@ -209,7 +219,7 @@ impl Registry {
                     report.change_count() as i64,
                 ],
             )?;
-            events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+            events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
             tx.commit()?;
         }
         Ok(id)
@@ -336,7 +346,12 @@ impl Registry {
         data.review_id = Some(id);
         data.registry_version = Some(version);
         data.reviewer = Some(reviewer.to_string());
-        events::emit(&tx, &routes, EventKind::ReviewAccepted, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::ReviewAccepted,
+            &data,
+        )?;
         failpoint::hit("accept.before_commit")?;
         tx.commit()?;
         failpoint::hit("accept.after_commit")?;
@@ -390,7 +405,12 @@ impl Registry {
         }
         data.review_id = Some(id);
         data.reviewer = Some(reviewer.to_string());
-        events::emit(&tx, &routes, EventKind::ReviewRejected, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::ReviewRejected,
+            &data,
+        )?;
         tx.commit()?;
         Ok(())
     }
@@ -568,7 +588,12 @@ pub(super) fn supersede_open_reviews(
         let mut data = EventData::for_watch(watch, kind.as_str());
         data.review_id = Some(id);
         data.superseded_by = superseded_by;
-        events::emit(tx, routes, EventKind::ReviewSuperseded, &data)?;
+        events::emit(
+            &mut Db::Sqlite(tx),
+            routes,
+            EventKind::ReviewSuperseded,
+            &data,
+        )?;
     }
     let dropped = digests(
         &mut Db::Sqlite(tx),

@@ -4,6 +4,7 @@
 //! decoding a document (`Registry::sunsets`), and the `sunset_approaching` alerts raised once
 //! per (watch, endpoint, date) across restarts (`Registry::raise_sunset_alert`).
 
+use super::sql::Db;
 use super::{events, now_rfc3339, read_tool, Registry, Result};
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::ToolSpec;
@@ -166,7 +167,12 @@ impl Registry {
             sunset: Some(sunset.clone()),
             ..EventData::for_watch(&fact.watch, kind)
         };
-        events::emit(&tx, &routes, EventKind::SunsetApproaching, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::SunsetApproaching,
+            &data,
+        )?;
         tx.commit()?;
         Ok(true)
     }
