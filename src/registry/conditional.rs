@@ -7,8 +7,9 @@
 //! Watch bookkeeping that changes nothing but `last_checked_at` can be group-committed
 //! ([`Registry::flush_checked`]): many watches, one transaction, at most once a second.
 
+use super::sql::values;
+use super::sql::Db;
 use super::{failpoint, Registry, Result, WatchState, WatchStatus};
-use rusqlite::{params, OptionalExtension};
 
 /// What a conditional refresh starts from.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,40 +28,43 @@ impl Registry {
     pub fn conditional(&self, watch: &str, source_digest: &str) -> Result<Conditional> {
         // `state = 'open'` is spelled out so the partial index `one_open_review_per_watch`
         // answers the EXISTS (a bound parameter would not match the index's WHERE).
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT t.fingerprint,
-                    s.watch, s.kind, s.status, s.last_compatibility, s.last_checked_at,
-                    s.last_error, s.consecutive_failures, s.source_identity,
-                    v.watch IS NOT NULL, v.etag, v.last_modified,
-                    EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = 'open')
-             FROM (SELECT ?1 AS name) q
-             LEFT JOIN tools t ON t.name = q.name
-             LEFT JOIN watch_state s ON s.watch = q.name
-             LEFT JOIN validators v ON v.watch = q.name AND v.source_digest = ?2",
-        )?;
-        let row = stmt
-            .query_row(params![watch, source_digest], |r| {
-                // The LEFT JOIN leaves the state's columns NULL when no state row is stored.
-                let state = match r.get_ref(1)? {
-                    rusqlite::types::ValueRef::Null => None,
-                    _ => Some(super::watch::watch_state_at(r, 1)?),
-                };
-                let validators = if r.get::<_, bool>(9)? {
-                    Some(crate::fetch::Validators {
-                        etag: r.get(10)?,
-                        last_modified: r.get(11)?,
+        let row = self.read(|db| {
+            db.query_opt(
+                "SELECT t.fingerprint,
+                        s.watch, s.kind, s.status, s.last_compatibility, s.last_checked_at,
+                        s.last_error, s.consecutive_failures, s.source_identity,
+                        v.watch IS NOT NULL, v.etag, v.last_modified,
+                        EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = 'open')
+                 FROM (SELECT CAST(?1 AS TEXT) AS name) q
+                 LEFT JOIN tools t ON t.name = q.name
+                 LEFT JOIN watch_state s ON s.watch = q.name
+                 LEFT JOIN validators v ON v.watch = q.name AND v.source_digest = ?2",
+                values![watch, source_digest],
+                |r| {
+                    // The LEFT JOIN leaves the state's columns NULL when no state row is stored
+                    // (`consecutive_failures` is NOT NULL in a stored one; read without
+                    // allocating).
+                    let state = match r.get::<Option<i64>>(7)? {
+                        None => None,
+                        Some(_) => Some(super::watch::watch_state_at(r, 1)?),
+                    };
+                    let validators = if r.get::<bool>(9)? {
+                        Some(crate::fetch::Validators {
+                            etag: r.get(10)?,
+                            last_modified: r.get(11)?,
+                        })
+                    } else {
+                        None
+                    };
+                    Ok(Conditional {
+                        fingerprint: r.get(0)?,
+                        state,
+                        validators,
+                        open_review: r.get(12)?,
                     })
-                } else {
-                    None
-                };
-                Ok(Conditional {
-                    fingerprint: r.get(0)?,
-                    state,
-                    validators,
-                    open_review: r.get(12)?,
-                })
-            })
-            .optional()?;
+                },
+            )
+        })?;
         Ok(row.unwrap_or_default())
     }
 
@@ -68,7 +72,7 @@ impl Registry {
     /// of 100,000 watches every few seconds). Returns how many rows it visited.
     pub fn for_each_status(&self, mut visit: impl FnMut(&str, WatchStatus)) -> Result<usize> {
         let mut stmt = self
-            .conn
+            .conn()?
             .prepare_cached("SELECT watch, status FROM watch_state")?;
         let mut rows = stmt.query([])?;
         let mut n = 0;
@@ -90,7 +94,7 @@ impl Registry {
         if open_review {
             super::supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
         }
-        super::events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        super::events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         failpoint::hit("unchanged.before_commit")?;
         tx.commit()?;
         Ok(())
@@ -104,19 +108,17 @@ impl Registry {
         if checked.is_empty() {
             return Ok(0);
         }
-        let tx = self.write_tx()?;
-        let mut moved = 0;
-        {
-            let mut stmt = tx.prepare_cached(
-                "UPDATE watch_state SET last_checked_at = ?2
-                 WHERE watch = ?1 AND (last_checked_at IS NULL OR last_checked_at < ?2)",
-            )?;
+        self.write(|db| {
+            let mut moved = 0;
             for (watch, at) in checked {
-                moved += stmt.execute(params![watch, at])?;
+                moved += db.execute(
+                    "UPDATE watch_state SET last_checked_at = ?2
+                     WHERE watch = ?1 AND (last_checked_at IS NULL OR last_checked_at < ?2)",
+                    values![watch, at],
+                )? as usize;
             }
-        }
-        failpoint::hit("flush.before_commit")?;
-        tx.commit()?;
-        Ok(moved)
+            failpoint::hit("flush.before_commit")?;
+            Ok(moved)
+        })
     }
 }

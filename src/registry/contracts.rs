@@ -2,6 +2,7 @@
 //! from the stored source where the row keeps no contract) and the compare-and-swap apply
 //! that bumps `registry_version` once per committed contract mutation.
 
+use super::sql::{values, Db};
 use super::watch::SourceValidators;
 use super::{
     codec, digests, events, failpoint, now_rfc3339, release_sources, source_spec, store_source,
@@ -18,7 +19,7 @@ impl Registry {
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
     /// applied with, contract).
     pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<Compatibility>, ToolSpec)>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
                     fingerprint, fingerprint_version
              FROM tool_versions WHERE tool = ?1 ORDER BY version",
@@ -46,38 +47,38 @@ impl Registry {
                         fingerprint,
                         fp_version,
                     };
-                    let spec = stored_version(&self.conn, tool, version, row)?;
+                    let spec = stored_version(self.conn()?, tool, version, row)?;
                     Ok((version, compatibility, spec))
                 },
             )
             .collect()
     }
     pub fn registry_version(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT registry_version FROM registry_head WHERE id = 1",
             [],
             |r| r.get(0),
         )?)
     }
     pub fn tool(&self, name: &str) -> Result<Option<StoredTool>> {
-        read_tool(&self.conn, name)
+        read_tool(self.conn()?, name)
     }
     /// [`Registry::tool`], given the contract just normalized from a fetched document: when
     /// the accepted snapshot is stored as that very document, its contract is `fetched.spec`
     /// (no second normalization of the stored copy).
     pub fn tool_given(&self, name: &str, fetched: Fetched<'_>) -> Result<Option<StoredTool>> {
-        read_tool_given(&self.conn, name, Some(fetched))
+        read_tool_given(self.conn()?, name, Some(fetched))
     }
     /// Every accepted tool, in registration order.
     pub fn tools(&self) -> Result<Vec<StoredTool>> {
-        let names: Vec<String> = self
-            .conn
+        let conn = self.conn()?;
+        let names: Vec<String> = conn
             .prepare("SELECT name FROM tools ORDER BY position, name")?
             .query_map([], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         names
             .iter()
-            .filter_map(|n| read_tool(&self.conn, n).transpose())
+            .filter_map(|n| read_tool(conn, n).transpose())
             .collect()
     }
     /// Compare-and-swap apply: stores `spec` as the tool's next version if the tool is still at
@@ -102,7 +103,7 @@ impl Registry {
         Ok(version)
     }
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
                     accepted_changes, note, via
              FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
@@ -185,7 +186,7 @@ impl Registry {
         let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
         supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
             EventKind::ProjectionUpgrade
         } else if expected.is_none() {
@@ -200,9 +201,9 @@ impl Registry {
             data.compatibility = provenance.compatibility;
         }
         data.registry_version = Some(version);
-        events::emit(&tx, &routes, kind, &data)?;
+        events::emit(&mut Db::Sqlite(&tx), &routes, kind, &data)?;
         if let Some(validators) = validators {
-            store_validators(&tx, &state.watch, validators)?;
+            store_validators(&mut Db::Sqlite(&tx), &state.watch, validators)?;
         }
         failpoint::hit("apply.after_state")?;
         tx.commit()?;
@@ -213,7 +214,7 @@ impl Registry {
     /// (migration 0003): read by a narrower projection, with nothing stored to read again.
     pub fn legacy_projection(&self, watch: &str) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT legacy_projection FROM tools WHERE name = ?1",
                 [watch],
@@ -301,7 +302,13 @@ pub(super) fn stored_spec(
 ) -> Result<ToolSpec> {
     if json.is_empty() && gz.is_none() {
         if let Some((kind, digest)) = from_source {
-            return source_spec(conn, (table, key, name), kind, digest, shared);
+            return source_spec(
+                &mut Db::Sqlite(conn),
+                (table, key, name),
+                kind,
+                digest,
+                shared,
+            );
         }
     }
     let mut spec = match gz {
@@ -488,12 +495,12 @@ pub(super) fn apply_in(
     // compressed. The document itself is stored once, in `sources`.
     let derived = source.derived();
     let gz = (!derived).then(|| codec::gz_json(spec));
-    store_source(tx, source)?;
+    store_source(&mut Db::Sqlite(tx), source)?;
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         "SELECT source_digest FROM tools WHERE name = ?1
          UNION ALL SELECT source_digest FROM tool_versions WHERE tool = ?1 AND version <= ?2",
-        params![name, next_tool_version - i64::from(keep_versions)],
+        values![&name, next_tool_version - i64::from(keep_versions)],
     )?;
     let now = now_rfc3339();
     let position: i64 = match &current {
@@ -547,7 +554,7 @@ pub(super) fn apply_in(
         "DELETE FROM tool_versions WHERE tool = ?1 AND version <= ?2",
         params![name, next_tool_version - i64::from(keep_versions)],
     )?;
-    release_sources(tx, dropped)?;
+    release_sources(&mut Db::Sqlite(tx), dropped)?;
     super::sunsets::write_facts(tx, &name, next_tool_version, spec)?;
     let bumped = tx.execute(
         "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",

@@ -2,9 +2,10 @@
 //! transaction that makes the change it reports, whichever process makes it; deliveries (one
 //! per event × matching sink) are claimed with a lease so one attempt is sent by one process.
 
+use super::sql::{values, Db};
 use super::{now_rfc3339, Registry, Result, WatchState, WatchStatus};
 use crate::core::event::{EventData, EventKind, Routes};
-use rusqlite::{params, OptionalExtension, Transaction};
+use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -84,35 +85,47 @@ fn ms_rfc3339(ms: i64) -> String {
 /// Writes one event in `tx` and a delivery for each sink of `routes` that wants it. Answers
 /// the event's sequence number.
 pub(crate) fn emit(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     routes: &Routes,
     kind: EventKind,
     data: &EventData,
 ) -> Result<i64> {
-    tx.execute(
+    db.execute(
         "UPDATE registry_meta SET event_seq = event_seq + 1 WHERE id = 1",
-        [],
+        &[],
     )?;
-    let seq: i64 = tx.query_row(
-        "SELECT event_seq FROM registry_meta WHERE id = 1",
-        [],
-        |r| r.get(0),
-    )?;
+    let seq: i64 = db
+        .query_opt(
+            "SELECT event_seq FROM registry_meta WHERE id = 1",
+            &[],
+            |r| r.get(0),
+        )?
+        .ok_or_else(|| super::RegistryError::BadRow {
+            table: "registry_meta",
+            key: "1".into(),
+            problem: "no registry_meta row".into(),
+        })?;
     let json = serde_json::to_string(data).map_err(|e| super::RegistryError::BadRow {
         table: "events",
         key: seq.to_string(),
         problem: e.to_string(),
     })?;
-    tx.execute(
+    db.execute(
         "INSERT INTO events (seq, event, watch, created_at, data_json) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![seq, kind.as_str(), data.watch, now_rfc3339(), json],
+        values![
+            seq,
+            kind.as_str(),
+            data.watch.as_deref(),
+            &now_rfc3339(),
+            &json
+        ],
     )?;
     let now = now_ms();
     for sink in routes.sinks_for(kind, data) {
-        tx.execute(
+        db.execute(
             "INSERT INTO deliveries (event_seq, sink, state, attempts, created_ms, next_attempt_ms)
              VALUES (?1, ?2, ?3, 0, ?4, ?4)",
-            params![seq, sink, PENDING, now],
+            values![seq, sink, PENDING, now],
         )?;
     }
     super::failpoint::hit("event.after_insert")?;
@@ -122,21 +135,22 @@ pub(crate) fn emit(
 /// Writes the events a watch state change implies (`watch_stale`, `refresh_failed`,
 /// `watch_recovered`, `report_only`), judged against the stored state, then the state itself.
 pub(crate) fn upsert_watch_emitting(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     routes: &Routes,
     s: &WatchState,
     report: Option<&crate::core::model::DriftReport>,
     error_class: Option<crate::core::event::ErrorClass>,
 ) -> Result<()> {
-    let before: Option<(WatchStatus, i64)> = tx
-        .prepare_cached("SELECT status, consecutive_failures FROM watch_state WHERE watch = ?1")?
-        .query_row([&s.watch], |r| Ok((r.get(0)?, r.get(1)?)))
-        .optional()?;
+    let before: Option<(WatchStatus, i64)> = db.query_opt(
+        "SELECT status, consecutive_failures FROM watch_state WHERE watch = ?1",
+        values![&s.watch],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
     let (was, failures_before) = before.unwrap_or((WatchStatus::Idle, 0));
     let base = || EventData::for_watch(&s.watch, s.kind.as_str());
     let threshold = routes.error_after.max(1);
     if s.status == WatchStatus::Stale && was != WatchStatus::Stale {
-        emit(tx, routes, EventKind::WatchStale, &base())?;
+        emit(db, routes, EventKind::WatchStale, &base())?;
     }
     if s.status == WatchStatus::Error
         && failures_before < threshold
@@ -145,7 +159,7 @@ pub(crate) fn upsert_watch_emitting(
         let mut data = base();
         data.consecutive_failures = Some(s.consecutive_failures);
         data.error_class = error_class;
-        emit(tx, routes, EventKind::RefreshFailed, &data)?;
+        emit(db, routes, EventKind::RefreshFailed, &data)?;
     }
     if failures_before >= threshold
         && s.consecutive_failures == 0
@@ -153,16 +167,16 @@ pub(crate) fn upsert_watch_emitting(
     {
         let mut data = base();
         data.consecutive_failures = Some(failures_before);
-        emit(tx, routes, EventKind::WatchRecovered, &data)?;
+        emit(db, routes, EventKind::WatchRecovered, &data)?;
     }
     if s.status == WatchStatus::ReportOnly && was != WatchStatus::ReportOnly {
         let data = match report {
             Some(r) => base().with_report(r),
             None => base(),
         };
-        emit(tx, routes, EventKind::ReportOnly, &data)?;
+        emit(db, routes, EventKind::ReportOnly, &data)?;
     }
-    super::upsert_watch(tx, s)
+    super::upsert_watch(db, s)
 }
 
 fn event_from_row(registry_id: &str, r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
@@ -208,7 +222,7 @@ impl Registry {
 
     /// The registry's id (generated once, by migration 0005) and creation time.
     pub fn registry_id(&self) -> Result<(String, String)> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
@@ -224,7 +238,7 @@ impl Registry {
         limit: usize,
     ) -> Result<Vec<StoredEvent>> {
         let (id, _) = self.registry_id()?;
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT seq, event, created_at, data_json FROM events
              WHERE (?1 IS NULL OR watch = ?1) AND (?2 IS NULL OR seq < ?2)
              ORDER BY seq DESC LIMIT ?3",
@@ -237,7 +251,7 @@ impl Registry {
 
     /// The highest event sequence written so far.
     pub fn event_sequence(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT event_seq FROM registry_meta WHERE id = 1",
             [],
             |r| r.get(0),
@@ -249,7 +263,7 @@ impl Registry {
     pub fn record_event(&mut self, kind: EventKind, data: &EventData) -> Result<i64> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
-        let seq = emit(&tx, &routes, kind, data)?;
+        let seq = emit(&mut Db::Sqlite(&tx), &routes, kind, data)?;
         tx.commit()?;
         Ok(seq)
     }
@@ -438,7 +452,7 @@ impl Registry {
     /// Whether a process other than `owner` holds a live delivery lease.
     pub fn delivery_lease_held(&self, owner: &str, now: i64) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT 1 FROM delivery_lease WHERE id = 1 AND owner != ?1 AND until_ms > ?2",
                 params![owner, now],
@@ -457,7 +471,7 @@ impl Registry {
 
     /// When the earliest pending delivery of `sinks` is due (ms), if any.
     pub fn next_due_ms(&self, sinks: &[String]) -> Result<Option<i64>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT sink, MIN(MAX(next_attempt_ms, COALESCE(lease_until_ms, 0)))
              FROM deliveries WHERE state = 'pending' GROUP BY sink",
         )?;
@@ -474,7 +488,7 @@ impl Registry {
 
     /// Pending deliveries by sink.
     pub fn pending_by_sink(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT sink, COUNT(*) FROM deliveries WHERE state = 'pending' GROUP BY sink ORDER BY sink",
         )?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -488,7 +502,7 @@ impl Registry {
             Some((seq, sink)) => (Some(*seq), Some(sink.clone())),
             None => (None, None),
         };
-        let mut stmt = self.conn.prepare_cached(
+        let mut stmt = self.conn()?.prepare_cached(
             "SELECT d.sink, d.event_seq, e.event, e.watch, d.state, d.attempts, d.created_ms,
                     d.updated_at, d.next_attempt_ms, d.last_status, d.last_error
              FROM deliveries d JOIN events e ON e.seq = d.event_seq

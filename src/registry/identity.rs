@@ -1,8 +1,8 @@
 //! The registry's identity key: the key of the keyed digests that stand for a watch URL's
 //! query values in its stored source identity (docs/reliability.md H39).
 
+use super::sql::values;
 use super::{Registry, RegistryError, Result};
-use rusqlite::OptionalExtension;
 
 impl Registry {
     /// The registry's 32-byte identity key, created (from the operating system's random
@@ -17,13 +17,13 @@ impl Registry {
             key: "1".into(),
             problem: format!("no random source for the identity key: {e}"),
         })?;
-        let tx = self.write_tx()?;
         // Another process may have created it while we waited for the write lock: keep theirs.
-        tx.execute(
-            "INSERT INTO identity_key (id, key) VALUES (1, ?1) ON CONFLICT (id) DO NOTHING",
-            [fresh.as_slice()],
-        )?;
-        tx.commit()?;
+        self.write(|db| {
+            db.execute(
+                "INSERT INTO identity_key (id, key) VALUES (1, ?1) ON CONFLICT (id) DO NOTHING",
+                values![fresh.as_slice()],
+            )
+        })?;
         self.stored_identity_key()?
             .ok_or_else(|| RegistryError::BadRow {
                 table: "identity_key",
@@ -33,12 +33,11 @@ impl Registry {
     }
 
     fn stored_identity_key(&self) -> Result<Option<[u8; 32]>> {
-        let key: Option<Vec<u8>> = self
-            .conn
-            .query_row("SELECT key FROM identity_key WHERE id = 1", [], |r| {
+        let key: Option<Vec<u8>> = self.read(|db| {
+            db.query_opt("SELECT key FROM identity_key WHERE id = 1", &[], |r| {
                 r.get(0)
             })
-            .optional()?;
+        })?;
         match key {
             None => Ok(None),
             Some(bytes) => <[u8; 32]>::try_from(bytes.as_slice())

@@ -2,7 +2,9 @@
 //! schema version), the migrations and the re-fingerprinting of rows stored under an older
 //! projection; the write transaction every write begins (`BEGIN IMMEDIATE`).
 
-use super::{migrate, read_tool, stored_spec, upgrade, Registry, RegistryError, Result};
+use super::{
+    migrate, read_tool, sql, stored_spec, upgrade, Backend, Registry, RegistryError, Result,
+};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::Kind;
 use crate::core::normalize::SharedEndpoints;
@@ -136,11 +138,14 @@ impl Registry {
         if check != "ok" {
             return Err(RegistryError::Corrupt(check));
         }
-        let mut registry = Registry { conn, routes: None };
-        migrate::run(&mut registry.conn)?;
+        let mut registry = Registry {
+            backend: Backend::Sqlite(conn),
+            routes: None,
+        };
+        migrate::run(registry.conn_mut()?)?;
         // A registry a newer projection wrote is opened for reading only in effect: its rows
         // are not re-fingerprinted by this older one, and every write is refused (`write_tx`).
-        if recorded_fingerprint_version(&registry.conn)? <= FINGERPRINT_VERSION {
+        if recorded_fingerprint_version(registry.conn()?)? <= FINGERPRINT_VERSION {
             registry.refingerprint_outdated()?;
             registry.backfill_sunsets()?;
             registry.record_fingerprint_version()?;
@@ -188,7 +193,10 @@ impl Registry {
                 supported,
             });
         }
-        Ok(Registry { conn, routes: None })
+        Ok(Registry {
+            backend: Backend::Sqlite(conn),
+            routes: None,
+        })
     }
     /// [`Registry::open_read_only`] of a file nobody can be writing: its folder is read-only
     /// to us and no `-wal` file exists.
@@ -221,7 +229,7 @@ impl Registry {
     /// [`RegistryError::NewerProjection`]. Reads are not affected.
     pub(super) fn write_tx(&mut self) -> Result<Transaction<'_>> {
         let tx = self
-            .conn
+            .conn_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let recorded = recorded_fingerprint_version(&tx)?;
         if recorded > FINGERPRINT_VERSION {
@@ -236,7 +244,7 @@ impl Registry {
     /// upgrade has run (a newer binary's first open; read first, so an open with nothing to
     /// record takes no write lock). Never lowers it.
     fn record_fingerprint_version(&mut self) -> Result<()> {
-        if recorded_fingerprint_version(&self.conn)? >= FINGERPRINT_VERSION {
+        if recorded_fingerprint_version(self.conn()?)? >= FINGERPRINT_VERSION {
             return Ok(());
         }
         let tx = self.write_tx()?;
@@ -253,7 +261,7 @@ impl Registry {
         // Read first: a registry with nothing to redo takes no write lock, so opening it
         // (`status`, `history`, ...) never waits behind another process's write
         // (docs/reliability.md, C5).
-        let outdated: i64 = self.conn.query_row(
+        let outdated: i64 = self.conn()?.query_row(
             "SELECT (SELECT count(*) FROM tools WHERE fingerprint_version < ?1)
                   + (SELECT count(*) FROM tool_versions WHERE fingerprint_version < ?1)
                   + (SELECT count(*) FROM reviews WHERE fingerprint_version < ?1)",
@@ -456,6 +464,60 @@ impl Opened {
             (Ok(_), Some(_)) => Some(Lost::Replaced),
             (Err(e), _) if e.kind() == std::io::ErrorKind::NotFound => Some(Lost::Deleted),
             _ => None,
+        }
+    }
+}
+
+impl Registry {
+    /// A registry on the PostgreSQL database `client` is connected to, migrated to this
+    /// binary's schema under the migrations' advisory lock. Issue 33, in progress: only the
+    /// concerns moved onto `sql` work on it (the rest return
+    /// [`RegistryError::NotOnPostgres`]), and no command or config reaches it yet.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
+        migrate::run_postgres(&mut client)?;
+        Ok(Registry {
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(client))),
+            routes: None,
+        })
+    }
+}
+
+/// The PostgreSQL twin of [`Registry::write_tx`]: `BEGIN`, then the head row locked
+/// `FOR UPDATE` before anything else, so every write transaction waits for the one before it
+/// to end (shared source blobs and the compare-and-swap are race-free under READ COMMITTED, as
+/// under SQLite's single writer); the fingerprint-version guard reads that same row. `f` runs
+/// in the transaction, committed when it returns `Ok`, rolled back otherwise.
+pub(super) fn pg_write<T>(
+    client: &mut postgres::Client,
+    f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>,
+) -> Result<T> {
+    client.batch_execute("BEGIN")?;
+    let out = (|| {
+        let recorded: i64 = client
+            .query_one(
+                "SELECT fingerprint_version FROM registry_head WHERE id = 1 FOR UPDATE",
+                &[],
+            )?
+            .try_get(0)?;
+        if recorded > FINGERPRINT_VERSION {
+            return Err(RegistryError::NewerProjection {
+                recorded,
+                binary: FINGERPRINT_VERSION,
+            });
+        }
+        f(&mut sql::Db::Postgres(client))
+    })();
+    match out {
+        Ok(v) => {
+            client.batch_execute("COMMIT")?;
+            Ok(v)
+        }
+        Err(e) => {
+            // The error is the one to report; a failed ROLLBACK leaves a broken session,
+            // which the server rolls back when it closes.
+            let _ = client.batch_execute("ROLLBACK");
+            Err(e)
         }
     }
 }

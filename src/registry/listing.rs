@@ -46,7 +46,10 @@ impl Registry {
         // A daemon keeps up to `max_concurrency + 2` of these: a small page cache each
         // (SQLite's default is 2 MiB), which point reads of a few B-tree pages do not miss.
         conn.pragma_update(None, "cache_size", -POOLED_CACHE_KIB)?;
-        Ok(Registry { conn, routes: None })
+        Ok(Registry {
+            backend: super::Backend::Sqlite(conn),
+            routes: None,
+        })
     }
 
     /// The `FINGERPRINT_VERSION` the accepted contract of `tool` was fingerprinted with
@@ -54,7 +57,7 @@ impl Registry {
     /// run the upgrade a read-write open does.
     pub fn tool_fingerprint_version(&self, tool: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT fingerprint_version FROM tools WHERE name = ?1",
                 [tool],
@@ -68,7 +71,7 @@ impl Registry {
     /// and the gateway's contract reader compare tokens on a connection that never writes; a
     /// token means nothing across connections or backends (SQLite: `PRAGMA data_version`).
     pub fn change_token(&self) -> Result<ChangeToken> {
-        Ok(ChangeToken(self.conn.query_row(
+        Ok(ChangeToken(self.conn()?.query_row(
             "PRAGMA data_version",
             [],
             |r| r.get(0),
@@ -77,15 +80,17 @@ impl Registry {
 
     /// Every stored watch state, by watch name, in one query.
     pub fn watch_state_map(&self) -> Result<HashMap<String, WatchState>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
-                    consecutive_failures, source_identity
-             FROM watch_state",
-        )?;
-        let rows = stmt.query_map([], |r| super::watch::watch_state_at(r, 0))?;
-        let mut out = HashMap::new();
-        for row in rows {
-            let state = row?;
+        let states = self.read(|db| {
+            db.query(
+                "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
+                        consecutive_failures, source_identity
+                 FROM watch_state",
+                &[],
+                |r| super::watch::watch_state_at(r, 0),
+            )
+        })?;
+        let mut out = HashMap::with_capacity(states.len());
+        for state in states {
             out.insert(state.watch.clone(), state);
         }
         Ok(out)
@@ -93,7 +98,9 @@ impl Registry {
 
     /// The accepted fingerprint of every tool, by name (without parsing the contracts).
     pub fn fingerprints(&self) -> Result<HashMap<String, String>> {
-        let mut stmt = self.conn.prepare("SELECT name, fingerprint FROM tools")?;
+        let mut stmt = self
+            .conn()?
+            .prepare("SELECT name, fingerprint FROM tools")?;
         let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
@@ -101,7 +108,7 @@ impl Registry {
     /// A tool's accepted fingerprint (without parsing its contract).
     pub fn fingerprint(&self, name: &str) -> Result<Option<String>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT fingerprint FROM tools WHERE name = ?1",
                 [name],
@@ -112,7 +119,7 @@ impl Registry {
 
     /// The change count of every watch's open review, by watch (absent: none open).
     pub fn open_change_counts(&self) -> Result<HashMap<String, i64>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT watch, SUM(change_count) FROM reviews WHERE state = ?1 GROUP BY watch",
         )?;
         let rows = stmt.query_map(params![ReviewState::Open], |r| Ok((r.get(0)?, r.get(1)?)))?;
@@ -121,7 +128,7 @@ impl Registry {
 
     /// How many reviews are open.
     pub fn open_review_count(&self) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT count(*) FROM reviews WHERE state = ?1",
             params![ReviewState::Open],
             |r| r.get(0),
@@ -130,7 +137,7 @@ impl Registry {
 
     /// When the oldest open review was queued (RFC 3339), if any is open.
     pub fn oldest_open_review(&self) -> Result<Option<String>> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT MIN(created_at) FROM reviews WHERE state = ?1",
             params![ReviewState::Open],
             |r| r.get(0),
@@ -140,7 +147,7 @@ impl Registry {
     /// Reviews' listed fields, newest first; `open_only` limits to open ones.
     pub fn review_heads(&self, open_only: bool) -> Result<Vec<ReviewHead>> {
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn()?.prepare(
             "SELECT id, watch, state, compatibility, change_count, created_at,
                     base_registry_version, candidate_fingerprint
              FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC",

@@ -27,6 +27,7 @@ mod migrate;
 pub mod pg;
 mod reviews;
 mod sources;
+pub(crate) mod sql;
 mod state;
 mod sunsets;
 pub use sunsets::SunsetFact;
@@ -131,6 +132,10 @@ pub enum RegistryError {
     /// password).
     #[error("registry database (PostgreSQL): {0}")]
     Postgres(String),
+    /// A registry operation not moved onto the PostgreSQL backend yet (issue 33; no command
+    /// reaches that backend until every one is).
+    #[error("{0} is not available on a PostgreSQL registry yet")]
+    NotOnPostgres(&'static str),
     #[error("cannot connect to the registry database {target}: {reason}")]
     PostgresConnect { target: String, reason: String },
 }
@@ -276,10 +281,64 @@ pub enum Queued {
 }
 
 pub struct Registry {
-    conn: Connection,
+    /// The database: a SQLite file, or (issue 33, not reachable from the config yet) a
+    /// PostgreSQL connection. Concerns moved onto [`sql`] run on both; the rest reach SQLite
+    /// through [`Registry::conn`] and return [`RegistryError::NotOnPostgres`] there.
+    backend: Backend,
     /// The sinks (and retention) for the events this connection writes, when set for it
     /// alone; else the process's ([`set_process_routes`]).
     routes: Option<std::sync::Arc<crate::core::event::Routes>>,
+}
+
+/// One variant per backend, matched without a `_` arm (ARCHITECTURE.md, the storage seam).
+enum Backend {
+    Sqlite(Connection),
+    /// The client of one session. A `RefCell`: reads take `&self` and the blocking client
+    /// `&mut`; a registry is used by one thread at a time (it is `Send`, not `Sync`).
+    Postgres(Box<std::cell::RefCell<postgres::Client>>),
+}
+
+impl Registry {
+    /// The SQLite connection, for the concerns not moved onto [`sql`] yet.
+    fn conn(&self) -> Result<&Connection> {
+        match &self.backend {
+            Backend::Sqlite(c) => Ok(c),
+            Backend::Postgres(_) => Err(sql::not_yet("this registry operation")),
+        }
+    }
+
+    fn conn_mut(&mut self) -> Result<&mut Connection> {
+        match &mut self.backend {
+            Backend::Sqlite(c) => Ok(c),
+            Backend::Postgres(_) => Err(sql::not_yet("this registry operation")),
+        }
+    }
+
+    /// Runs `f` on the database outside any write transaction (a read).
+    fn read<T>(&self, f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>) -> Result<T> {
+        match &self.backend {
+            Backend::Sqlite(c) => f(&mut sql::Db::Sqlite(c)),
+            Backend::Postgres(cell) => {
+                let mut client = cell.try_borrow_mut().map_err(|_| {
+                    RegistryError::Postgres("the registry connection is busy".into())
+                })?;
+                f(&mut sql::Db::Postgres(&mut client))
+            }
+        }
+    }
+
+    /// Runs `f` in one write transaction ([`Registry::write_tx`] on SQLite, its PostgreSQL
+    /// twin there), committed when `f` returns `Ok`, rolled back otherwise.
+    fn write<T>(&mut self, f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>) -> Result<T> {
+        match &mut self.backend {
+            Backend::Postgres(cell) => return lifecycle::pg_write(cell.get_mut(), f),
+            Backend::Sqlite(_) => {}
+        }
+        let tx = self.write_tx()?;
+        let out = f(&mut sql::Db::Sqlite(&tx))?;
+        tx.commit()?;
+        Ok(out)
+    }
 }
 
 fn process_routes() -> &'static std::sync::RwLock<std::sync::Arc<crate::core::event::Routes>> {
@@ -324,6 +383,8 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+#[cfg(test)]
+mod both_tests;
 #[cfg(test)]
 mod pg_tests;
 #[cfg(test)]

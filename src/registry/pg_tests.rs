@@ -46,7 +46,7 @@ fn cluster() -> Option<Cluster> {
 }
 
 /// A fresh database of the cluster, dropped with the handle.
-struct Database {
+pub(super) struct Database {
     cluster: Cluster,
     name: String,
 }
@@ -73,7 +73,7 @@ impl Cluster {
 }
 
 impl Database {
-    fn connect(&self) -> postgres::Client {
+    pub(super) fn connect(&self) -> postgres::Client {
         self.cluster.connect_to(&self.name)
     }
 }
@@ -88,7 +88,7 @@ impl Drop for Database {
     }
 }
 
-fn database() -> Option<Database> {
+pub(super) fn database() -> Option<Database> {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let cluster = cluster()?;
     let name = format!(

@@ -1,6 +1,7 @@
 //! Reviews (one open per watch), their decisions (accept by compare-and-swap, reject) and
 //! rejected candidates; superseding and pruning.
 
+use super::sql::{values, Db};
 use super::{
     apply_in, candidate_key, codec, digests, events, failpoint, now_rfc3339, release_sources,
     store_source, stored_json, stored_spec, CasBase, Provenance, Queued, Registry, RegistryError,
@@ -15,7 +16,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction};
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT 1 FROM rejected_candidates WHERE watch = ?1 AND fingerprint = ?2",
                 [watch, fingerprint],
@@ -35,7 +36,7 @@ impl Registry {
     ) -> Result<bool> {
         // Read first: the usual answer is "no", and it takes no write lock.
         let review: Option<i64> = self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT review_id FROM rejected_candidates
                  WHERE watch = ?1 AND source_digest = ?2 AND fingerprint_version < ?3
@@ -107,15 +108,15 @@ impl Registry {
             other => {
                 // One copy of the candidate: its source when it can be read back from it.
                 let derived = source.derived();
-                store_source(&tx, source)?;
+                store_source(&mut Db::Sqlite(&tx), source)?;
                 let now = now_rfc3339();
                 let mut dropped = Vec::new();
                 let superseded = match other {
                     Some((old_id, _)) => {
                         dropped = digests(
-                            &tx,
+                            &mut Db::Sqlite(&tx),
                             "SELECT source_digest FROM reviews WHERE id = ?1",
-                            [old_id],
+                            values![old_id],
                         )?;
                         tx.execute(
                             "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
@@ -153,19 +154,29 @@ impl Registry {
                     let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
                     data.review_id = Some(old);
                     data.superseded_by = Some(id);
-                    events::emit(&tx, &routes, EventKind::ReviewSuperseded, &data)?;
+                    events::emit(
+                        &mut Db::Sqlite(&tx),
+                        &routes,
+                        EventKind::ReviewSuperseded,
+                        &data,
+                    )?;
                 }
                 let mut data =
                     EventData::for_watch(&state.watch, state.kind.as_str()).with_report(report);
                 data.review_id = Some(id);
                 data.registry_version = Some(base.registry_version);
-                events::emit(&tx, &routes, EventKind::PendingReview, &data)?;
+                events::emit(
+                    &mut Db::Sqlite(&tx),
+                    &routes,
+                    EventKind::PendingReview,
+                    &data,
+                )?;
                 dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
-                release_sources(&tx, dropped)?;
+                release_sources(&mut Db::Sqlite(&tx), dropped)?;
                 Queued::New { id, superseded }
             }
         };
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         failpoint::hit("review.before_commit")?;
         tx.commit()?;
         failpoint::hit("review.after_commit")?;
@@ -208,14 +219,14 @@ impl Registry {
                     report.change_count() as i64,
                 ],
             )?;
-            events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+            events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
             tx.commit()?;
         }
         Ok(id)
     }
     pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2",
                 params![watch, ReviewState::Open],
@@ -224,19 +235,19 @@ impl Registry {
             .optional()?)
     }
     pub fn review(&self, id: i64) -> Result<Review> {
-        read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id })
+        read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id })
     }
     /// Reviews, newest first; `open_only` limits to open ones.
     pub fn reviews(&self, open_only: bool) -> Result<Vec<Review>> {
         // Without a state filter `?1` is NULL and every review matches.
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
         let ids: Vec<i64> = self
-            .conn
+            .conn()?
             .prepare("SELECT id FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC")?
             .query_map([only], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         ids.into_iter()
-            .map(|id| read_review(&self.conn, id)?.ok_or(RegistryError::ReviewNotFound { id }))
+            .map(|id| read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id }))
             .collect()
     }
     /// Accepts an open review: applies its candidate by CAS against the base it was compared
@@ -323,7 +334,7 @@ impl Registry {
             "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
             params![id, now, reviewer, reason, ReviewState::Accepted, via],
         )?;
-        release_sources(&tx, source.digest.into_iter().collect())?;
+        release_sources(&mut Db::Sqlite(&tx), source.digest.into_iter().collect())?;
         tx.execute(
             "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
             params![review.watch, review.compatibility, WatchStatus::Applied],
@@ -335,7 +346,12 @@ impl Registry {
         data.review_id = Some(id);
         data.registry_version = Some(version);
         data.reviewer = Some(reviewer.to_string());
-        events::emit(&tx, &routes, EventKind::ReviewAccepted, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::ReviewAccepted,
+            &data,
+        )?;
         failpoint::hit("accept.before_commit")?;
         tx.commit()?;
         failpoint::hit("accept.after_commit")?;
@@ -366,7 +382,7 @@ impl Registry {
             [id],
             |r| r.get(0),
         )?;
-        release_sources(&tx, digest.iter().cloned().collect())?;
+        release_sources(&mut Db::Sqlite(&tx), digest.iter().cloned().collect())?;
         tx.execute(
             UPSERT_REJECTED,
             params![
@@ -389,12 +405,17 @@ impl Registry {
         }
         data.review_id = Some(id);
         data.reviewer = Some(reviewer.to_string());
-        events::emit(&tx, &routes, EventKind::ReviewRejected, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::ReviewRejected,
+            &data,
+        )?;
         tx.commit()?;
         Ok(())
     }
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {
-        Ok(self.conn.query_row(
+        Ok(self.conn()?.query_row(
             "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = ?2",
             params![watch, ReviewState::Open],
             |r| r.get(0),
@@ -411,9 +432,9 @@ fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result
            AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?3
                           ORDER BY id DESC LIMIT ?2)";
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         &format!("SELECT source_digest FROM reviews {PRUNED}"),
-        params![watch, i64::from(keep_reviews), ReviewState::Open],
+        values![watch, i64::from(keep_reviews), ReviewState::Open],
     )?;
     tx.execute(
         &format!(
@@ -567,12 +588,17 @@ pub(super) fn supersede_open_reviews(
         let mut data = EventData::for_watch(watch, kind.as_str());
         data.review_id = Some(id);
         data.superseded_by = superseded_by;
-        events::emit(tx, routes, EventKind::ReviewSuperseded, &data)?;
+        events::emit(
+            &mut Db::Sqlite(tx),
+            routes,
+            EventKind::ReviewSuperseded,
+            &data,
+        )?;
     }
     let dropped = digests(
-        tx,
+        &mut Db::Sqlite(tx),
         "SELECT source_digest FROM reviews WHERE watch = ?1 AND state = ?2",
-        params![watch, ReviewState::Open],
+        values![watch, ReviewState::Open],
     )?;
     tx.execute(
         "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE watch = ?1 AND state = ?4",
@@ -583,7 +609,7 @@ pub(super) fn supersede_open_reviews(
             ReviewState::Open
         ],
     )?;
-    release_sources(tx, dropped)?;
+    release_sources(&mut Db::Sqlite(tx), dropped)?;
     Ok(())
 }
 

@@ -1,10 +1,10 @@
 //! Stored source documents: one copy per digest in `sources`, shared by every row that uses
 //! it, released with its last use; a contract read back from its source.
 
+use super::sql::{values, Db, Value};
 use super::{codec, RegistryError, Result, ReviewState};
 use crate::core::model::{Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 /// The source document a contract was normalized from, as the registry keeps it: its digest
 /// (with every accepted snapshot and review candidate) and the compressed document, stored
@@ -47,7 +47,7 @@ impl StoredSource {
 /// checked against its digest and normalized as when it was stored. Normalizing is
 /// deterministic, so the reading is the stored contract; the callers check the fingerprint.
 pub(super) fn source_spec(
-    conn: &Connection,
+    db: &mut Db<'_>,
     (table, key, name): (&'static str, &str, &str),
     kind: Kind,
     digest: Option<&str>,
@@ -60,11 +60,12 @@ pub(super) fn source_spec(
     };
     let digest =
         digest.ok_or_else(|| bad("no source digest for a contract read from its source".into()))?;
-    let gz: Vec<u8> = conn
-        .query_row("SELECT gz FROM sources WHERE digest = ?1", [digest], |r| {
-            r.get(0)
-        })
-        .optional()?
+    let gz: Vec<u8> = db
+        .query_opt(
+            "SELECT gz FROM sources WHERE digest = ?1",
+            values![digest],
+            |r| r.get(0),
+        )?
         .ok_or_else(|| bad("its stored source document is missing".into()))?;
     let bytes = codec::gunzip(table, key, &gz)?;
     drop(gz);
@@ -81,26 +82,20 @@ pub(super) fn source_spec(
 }
 
 /// Stores a source document once (by digest) for rows about to use it.
-pub(super) fn store_source(tx: &Transaction<'_>, source: &StoredSource) -> Result<()> {
+pub(super) fn store_source(db: &mut Db<'_>, source: &StoredSource) -> Result<()> {
     if let (Some(digest), Some(gz)) = (&source.digest, &source.gz) {
-        tx.execute(
+        db.execute(
             "INSERT INTO sources (digest, gz) VALUES (?1, ?2) ON CONFLICT (digest) DO NOTHING",
-            params![digest, gz],
+            values![digest, gz],
         )?;
     }
     Ok(())
 }
 
 /// The source digests `sql` (with `params`) selects, to release after a write drops uses.
-pub(super) fn digests<P: rusqlite::Params>(
-    tx: &Transaction<'_>,
-    sql: &str,
-    params: P,
-) -> Result<Vec<String>> {
-    Ok(tx
-        .prepare(sql)?
-        .query_map(params, |r| r.get::<_, Option<String>>(0))?
-        .collect::<rusqlite::Result<Vec<_>>>()?
+pub(super) fn digests(db: &mut Db<'_>, sql: &str, params: &[Value<'_>]) -> Result<Vec<String>> {
+    Ok(db
+        .query(sql, params, |r| r.get::<Option<String>>(0))?
         .into_iter()
         .flatten()
         .collect())
@@ -109,18 +104,18 @@ pub(super) fn digests<P: rusqlite::Params>(
 /// Deletes the stored sources among `digests` that no row uses any more: the current accepted
 /// snapshot (a projection upgrade re-reads it), a row whose contract is read from it, an open
 /// review (re-read like the accepted snapshot).
-pub(super) fn release_sources(tx: &Transaction<'_>, mut digests: Vec<String>) -> Result<()> {
+pub(super) fn release_sources(db: &mut Db<'_>, mut digests: Vec<String>) -> Result<()> {
     digests.sort();
     digests.dedup();
     for digest in digests {
-        tx.execute(
+        db.execute(
             "DELETE FROM sources WHERE digest = ?1
                AND NOT EXISTS (SELECT 1 FROM tools WHERE source_digest = ?1)
                AND NOT EXISTS (SELECT 1 FROM tool_versions
                                WHERE source_digest = ?1 AND source_kind IS NOT NULL)
                AND NOT EXISTS (SELECT 1 FROM reviews WHERE source_digest = ?1 AND pruned_at IS NULL
                                AND (source_kind IS NOT NULL OR state = ?2))",
-            params![digest, ReviewState::Open],
+            values![&digest, ReviewState::Open],
         )?;
     }
     Ok(())

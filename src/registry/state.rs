@@ -47,6 +47,39 @@ macro_rules! stored_text {
                 column(value, $what, $name::parse)
             }
         }
+
+        impl From<$name> for super::sql::Value<'static> {
+            fn from(v: $name) -> Self {
+                super::sql::Value::Text(v.as_str())
+            }
+        }
+
+        impl From<Option<$name>> for super::sql::Value<'static> {
+            fn from(v: Option<$name>) -> Self {
+                v.map_or(super::sql::Value::NullText, |v| {
+                    super::sql::Value::Text(v.as_str())
+                })
+            }
+        }
+
+        impl<'a> postgres::types::FromSql<'a> for $name {
+            fn from_sql(
+                ty: &postgres::types::Type,
+                raw: &'a [u8],
+            ) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+                let text = <&str as postgres::types::FromSql>::from_sql(ty, raw)?;
+                $name::parse(text).ok_or_else(|| {
+                    Box::new(UnknownText {
+                        what: $what,
+                        text: text.to_string(),
+                    }) as Box<dyn std::error::Error + Sync + Send>
+                })
+            }
+
+            fn accepts(ty: &postgres::types::Type) -> bool {
+                <&str as postgres::types::FromSql>::accepts(ty)
+            }
+        }
     };
 }
 

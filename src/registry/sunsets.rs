@@ -4,6 +4,7 @@
 //! decoding a document (`Registry::sunsets`), and the `sunset_approaching` alerts raised once
 //! per (watch, endpoint, date) across restarts (`Registry::raise_sunset_alert`).
 
+use super::sql::Db;
 use super::{events, now_rfc3339, read_tool, Registry, Result};
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::ToolSpec;
@@ -91,7 +92,7 @@ impl Registry {
     /// to do takes no write lock.
     pub(super) fn backfill_sunsets(&mut self) -> Result<()> {
         let missing: Vec<String> = self
-            .conn
+            .conn()?
             .prepare(
                 "SELECT name FROM tools t WHERE NOT EXISTS (SELECT 1 FROM sunset_versions s
                     WHERE s.watch = t.name AND s.version = t.version) ORDER BY name",
@@ -118,7 +119,7 @@ impl Registry {
     /// query, no document decoded.
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
-            .conn
+            .conn()?
             .prepare_cached(&format!("{FACTS} ORDER BY s.watch, s.endpoint"))?
             .query_map([], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -130,7 +131,7 @@ impl Registry {
     /// no sunset to check (the daemon asks at each recount).
     pub fn has_sunsets(&self) -> Result<bool> {
         Ok(self
-            .conn
+            .conn()?
             .prepare_cached("SELECT EXISTS (SELECT 1 FROM sunsets)")?
             .query_row([], |r| r.get::<_, i64>(0))?
             != 0)
@@ -140,7 +141,7 @@ impl Registry {
     /// checks (an indexed read of its rows only).
     pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
-            .conn
+            .conn()?
             .prepare_cached(&format!("{FACTS} WHERE s.watch = ?1 ORDER BY s.endpoint"))?
             .query_map([watch], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
@@ -175,7 +176,12 @@ impl Registry {
             sunset: Some(sunset.clone()),
             ..EventData::for_watch(&fact.watch, kind)
         };
-        events::emit(&tx, &routes, EventKind::SunsetApproaching, &data)?;
+        events::emit(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            EventKind::SunsetApproaching,
+            &data,
+        )?;
         tx.commit()?;
         Ok(true)
     }

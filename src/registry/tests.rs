@@ -783,7 +783,8 @@ fn ui_sessions_are_stored_by_digest_expire_and_never_bump_the_registry_version()
     // A later sign-in drops expired rows.
     r.create_session("digest-b", "bob", 300, 400).unwrap();
     let rows: i64 = r
-        .conn
+        .conn()
+        .unwrap()
         .query_row("SELECT COUNT(*) FROM ui_sessions", [], |row| row.get(0))
         .unwrap();
     assert_eq!(rows, 1);
@@ -856,7 +857,8 @@ fn an_apply_rewrites_the_whole_accepted_row() {
         registry_version: current.registry_version,
         fingerprint: current.fingerprint.clone(),
     };
-    r.conn
+    r.conn()
+        .unwrap()
         .execute(
             "UPDATE tools SET legacy_projection = 1, source_gz = x'00' WHERE name = 'acme.pets'",
             [],
@@ -867,7 +869,8 @@ fn an_apply_rewrites_the_whole_accepted_row() {
         .unwrap();
     assert!(!r.legacy_projection("acme.pets").unwrap());
     let (spec_gz, source_gz): (Option<Vec<u8>>, Option<Vec<u8>>) = r
-        .conn
+        .conn()
+        .unwrap()
         .query_row(
             "SELECT spec_gz, source_gz FROM tools WHERE name = 'acme.pets'",
             [],
@@ -903,7 +906,8 @@ fn upserts_write_every_column() {
     ] {
         let squeezed: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut stmt = r
-            .conn
+            .conn()
+            .unwrap()
             .prepare("SELECT name FROM pragma_table_info(?1)")
             .unwrap();
         let columns: Vec<String> = stmt

@@ -3,6 +3,7 @@
 //! `registry_version`), one stored version of a contract at a time, and a review's candidate
 //! document (for source lines).
 
+use super::sql::values;
 use super::{codec, Registry, Result, UiSession};
 use crate::core::model::ToolSpec;
 use rusqlite::{params, OptionalExtension};
@@ -17,24 +18,27 @@ impl Registry {
         now_unix: i64,
         expires_at: i64,
     ) -> Result<()> {
-        let tx = self.write_tx()?;
-        tx.execute("DELETE FROM ui_sessions WHERE expires_at <= ?1", [now_unix])?;
-        tx.execute(
-            UPSERT_SESSION,
-            params![token_sha256, reviewer, super::now_rfc3339(), expires_at],
-        )?;
-        tx.commit()?;
-        Ok(())
+        let created_at = super::now_rfc3339();
+        self.write(|db| {
+            db.execute(
+                "DELETE FROM ui_sessions WHERE expires_at <= ?1",
+                values![now_unix],
+            )?;
+            db.execute(
+                UPSERT_SESSION,
+                values![token_sha256, reviewer, &created_at, expires_at],
+            )?;
+            Ok(())
+        })
     }
 
     /// The unexpired session whose cookie value has this digest (a read: nothing is written).
     pub fn session(&self, token_sha256: &str, now_unix: i64) -> Result<Option<UiSession>> {
-        Ok(self
-            .conn
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT reviewer, expires_at FROM ui_sessions
                  WHERE token_sha256 = ?1 AND expires_at > ?2",
-                params![token_sha256, now_unix],
+                values![token_sha256, now_unix],
                 |r| {
                     Ok(UiSession {
                         reviewer: r.get(0)?,
@@ -42,18 +46,18 @@ impl Registry {
                     })
                 },
             )
-            .optional()?)
+        })
     }
 
     /// Logout: drops the session (whether or not it existed).
     pub fn delete_session(&mut self, token_sha256: &str) -> Result<()> {
-        let tx = self.write_tx()?;
-        tx.execute(
-            "DELETE FROM ui_sessions WHERE token_sha256 = ?1",
-            [token_sha256],
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            db.execute(
+                "DELETE FROM ui_sessions WHERE token_sha256 = ?1",
+                values![token_sha256],
+            )?;
+            Ok(())
+        })
     }
 
     /// One retained version of a tool's contract, read alone (a page comparing two versions
@@ -68,7 +72,7 @@ impl Registry {
             i64,
         );
         let row: Option<Row> = self
-            .conn
+            .conn()?
             .query_row(
                 "SELECT spec_json, spec_gz, source_kind, source_digest, fingerprint, fingerprint_version
                  FROM tool_versions WHERE tool = ?1 AND version = ?2",
@@ -87,12 +91,12 @@ impl Registry {
             fingerprint,
             fp_version,
         };
-        super::stored_version(&self.conn, tool, version, row).map(Some)
+        super::stored_version(self.conn()?, tool, version, row).map(Some)
     }
 
     /// The candidate document of a review as it was read (for source lines), when stored.
     pub fn review_document(&self, id: i64) -> Result<Option<Vec<u8>>> {
-        let source = super::review_source(&self.conn, id)?;
+        let source = super::review_source(self.conn()?, id)?;
         match source.gz {
             Some(gz) => Ok(Some(codec::gunzip("reviews", &id.to_string(), &gz)?)),
             None => Ok(None),
@@ -102,7 +106,7 @@ impl Registry {
     /// How each decided review was decided (`via`), by review id, for the reviews of a watch.
     pub fn review_via(&self, id: i64) -> Result<Option<super::Via>> {
         Ok(self
-            .conn
+            .conn()?
             .query_row("SELECT via FROM reviews WHERE id = ?1", [id], |r| r.get(0))
             .optional()?
             .flatten())

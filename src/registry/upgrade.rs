@@ -5,6 +5,7 @@
 //! projection models that holds hidden characters is never baselined this way: that row is
 //! left to the next fetch, which classifies it (`hidden-text-added`).
 
+use super::sql::Db;
 use super::{
     codec, read_review, read_tool, RegistryError, Result, ReviewState, FINGERPRINT_VERSION,
 };
@@ -110,7 +111,7 @@ pub(super) fn accepted_from_sources(
         data.compatibility = None;
         data.registry_version = Some(current.registry_version);
         super::events::emit(
-            tx,
+            &mut Db::Sqlite(tx),
             routes,
             crate::core::event::EventKind::ProjectionUpgrade,
             &data,

@@ -1,6 +1,7 @@
 //! Watch state and HTTP validators: a cycle's bookkeeping (no registry version bump),
 //! `watch forget` and `watch reset`.
 
+use super::sql::{self, values, Db};
 use super::{
     digests, events, failpoint, release_sources, supersede_open_reviews, Registry, Result,
     WatchState, WatchStatus,
@@ -8,12 +9,12 @@ use super::{
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::{DriftReport, Kind};
 use crate::fetch::Validators;
-use rusqlite::{params, OptionalExtension, Row, Transaction};
+use rusqlite::OptionalExtension;
 
 /// The watch state in the eight columns `watch, kind, status, last_compatibility,
 /// last_checked_at, last_error, consecutive_failures, source_identity` of `watch_state`,
 /// read from column `first` on: the one mapping every query of that row shares.
-pub(super) fn watch_state_at(r: &Row<'_>, first: usize) -> rusqlite::Result<WatchState> {
+pub(super) fn watch_state_at(r: &sql::Row<'_, '_>, first: usize) -> Result<WatchState> {
     Ok(WatchState {
         watch: r.get(first)?,
         kind: r.get(first + 1)?,
@@ -28,24 +29,20 @@ pub(super) fn watch_state_at(r: &Row<'_>, first: usize) -> rusqlite::Result<Watc
 
 impl Registry {
     pub fn watch_state(&self, watch: &str) -> Result<Option<WatchState>> {
-        Ok(self
-            .conn
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT watch, kind, status, last_compatibility, last_checked_at, last_error,
                         consecutive_failures, source_identity
                  FROM watch_state WHERE watch = ?1",
-                [watch],
+                values![watch],
                 |r| watch_state_at(r, 0),
             )
-            .optional()?)
+        })
     }
     /// Records a watch's bookkeeping after a cycle (not contract state: no version bump).
     pub fn record_watch(&mut self, state: &WatchState) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| events::upsert_watch_emitting(db, &routes, state, None, None))
     }
     /// Records a failed cycle: the state, and `refresh_failed` when this failure is the
     /// `error_after`-th in a row (with its metric class).
@@ -55,25 +52,18 @@ impl Registry {
         class: crate::core::event::ErrorClass,
     ) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        events::upsert_watch_emitting(&tx, &routes, state, None, Some(class))?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| events::upsert_watch_emitting(db, &routes, state, None, Some(class)))
     }
     /// Records a `report_only` cycle with the report its event describes.
     pub fn record_report_only(&mut self, state: &WatchState, report: &DriftReport) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        events::upsert_watch_emitting(&tx, &routes, state, Some(report), None)?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| events::upsert_watch_emitting(db, &routes, state, Some(report), None))
     }
     pub fn validators(&self, watch: &str, source_digest: &str) -> Result<Option<Validators>> {
-        Ok(self
-            .conn
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT etag, last_modified FROM validators WHERE watch = ?1 AND source_digest = ?2",
-                [watch, source_digest],
+                values![watch, source_digest],
                 |r| {
                     Ok(Validators {
                         etag: r.get(0)?,
@@ -81,7 +71,7 @@ impl Registry {
                     })
                 },
             )
-            .optional()?)
+        })
     }
     /// Records an `unchanged` result: state plus (advanced) validators, one transaction.
     pub fn record_unchanged(
@@ -93,9 +83,10 @@ impl Registry {
         let tx = self.write_tx()?;
         // The source is back at the accepted contract: an open review no longer describes it.
         supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
-        events::upsert_watch_emitting(&tx, &routes, state, None, None)?;
+        let mut db = Db::Sqlite(&tx);
+        events::upsert_watch_emitting(&mut db, &routes, state, None, None)?;
         if let Some(validators) = validators {
-            store_validators(&tx, &state.watch, validators)?;
+            store_validators(&mut db, &state.watch, validators)?;
         }
         failpoint::hit("unchanged.before_commit")?;
         tx.commit()?;
@@ -114,11 +105,11 @@ impl Registry {
             )
             .optional()?;
         let dropped = digests(
-            &tx,
+            &mut Db::Sqlite(&tx),
             "SELECT source_digest FROM tools WHERE name = ?1
              UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
              UNION SELECT source_digest FROM reviews WHERE watch = ?1",
-            [watch],
+            values![watch],
         )?;
         let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
         let mut removed = had_tool as usize;
@@ -131,7 +122,7 @@ impl Registry {
         ] {
             removed += tx.execute(sql, [watch])?;
         }
-        release_sources(&tx, dropped)?;
+        release_sources(&mut Db::Sqlite(&tx), dropped)?;
         super::sunsets::forget_facts(&tx, watch)?;
         if had_tool {
             tx.execute(
@@ -148,7 +139,12 @@ impl Registry {
                     |r| r.get(0),
                 )?);
             }
-            events::emit(&tx, &routes, EventKind::WatchForgotten, &data)?;
+            events::emit(
+                &mut Db::Sqlite(&tx),
+                &routes,
+                EventKind::WatchForgotten,
+                &data,
+            )?;
         }
         tx.commit()?;
         Ok(removed > 0)
@@ -157,25 +153,23 @@ impl Registry {
     /// configured source identity). Returns whether the watch had state.
     pub fn reset(&mut self, watch: &str) -> Result<bool> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let kind: Option<Kind> = tx
-            .query_row(
+        self.write(|db| {
+            let kind: Option<Kind> = db.query_opt(
                 "SELECT kind FROM watch_state WHERE watch = ?1",
-                [watch],
+                values![watch],
                 |r| r.get(0),
-            )
-            .optional()?;
-        let n = tx.execute(
-            "UPDATE watch_state SET status = ?2, last_error = NULL, consecutive_failures = 0,
-                    source_identity = NULL WHERE watch = ?1",
-            params![watch, WatchStatus::Idle],
-        )?;
-        if n > 0 {
-            let data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
-            events::emit(&tx, &routes, EventKind::WatchReset, &data)?;
-        }
-        tx.commit()?;
-        Ok(n > 0)
+            )?;
+            let n = db.execute(
+                "UPDATE watch_state SET status = ?2, last_error = NULL, consecutive_failures = 0,
+                        source_identity = NULL WHERE watch = ?1",
+                values![watch, WatchStatus::Idle],
+            )?;
+            if n > 0 {
+                let data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
+                events::emit(db, &routes, EventKind::WatchReset, &data)?;
+            }
+            Ok(n > 0)
+        })
     }
     /// Every stored watch state, by name (one query).
     pub fn watch_states(&self) -> Result<Vec<WatchState>> {
@@ -185,22 +179,22 @@ impl Registry {
     }
 }
 
-pub(super) fn upsert_watch(tx: &Transaction<'_>, s: &WatchState) -> Result<()> {
-    tx.execute(
+pub(super) fn upsert_watch(db: &mut Db<'_>, s: &WatchState) -> Result<()> {
+    db.execute(
         "INSERT INTO watch_state (watch, kind, status, last_compatibility, last_checked_at, last_error,
             consecutive_failures, source_identity)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (watch) DO UPDATE SET kind = ?2, status = ?3, last_compatibility = ?4,
             last_checked_at = ?5, last_error = ?6, consecutive_failures = ?7, source_identity = ?8",
-        params![
-            s.watch,
+        values![
+            &s.watch,
             s.kind,
             s.status,
             s.last_compatibility,
-            s.last_checked_at,
-            s.last_error,
+            s.last_checked_at.as_deref(),
+            s.last_error.as_deref(),
             s.consecutive_failures,
-            s.source_identity
+            s.source_identity.as_deref(),
         ],
     )?;
     Ok(())
@@ -215,7 +209,7 @@ pub struct SourceValidators<'a> {
 }
 
 pub(super) fn store_validators(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     watch: &str,
     given: SourceValidators<'_>,
 ) -> Result<()> {
@@ -225,11 +219,11 @@ pub(super) fn store_validators(
         given.validators.last_modified.as_deref(),
     );
     // One source per watch: validators of an earlier source identity are dropped.
-    tx.execute("DELETE FROM validators WHERE watch = ?1", [watch])?;
+    db.execute("DELETE FROM validators WHERE watch = ?1", values![watch])?;
     if etag.is_some() || last_modified.is_some() {
-        tx.execute(
+        db.execute(
             "INSERT INTO validators (watch, source_digest, etag, last_modified) VALUES (?1, ?2, ?3, ?4)",
-            params![watch, digest, etag, last_modified],
+            values![watch, digest, etag, last_modified],
         )?;
     }
     Ok(())

@@ -1,0 +1,464 @@
+//! The registry's concerns moved onto the shared SQL layer (`sql`), each case one body run on
+//! both backends: a fresh SQLite registry file, then a fresh PostgreSQL database of the test
+//! cluster (`pg_tests::database`: skipped with a message without the cluster, failed under
+//! `SCHEMAWATCH_REQUIRE_PEERS=1`), dropped afterwards.
+
+use super::pg_tests::{database, Database};
+use super::sql::values;
+use super::{Registry, RegistryError, UiSession};
+use crate::core::fingerprint::FINGERPRINT_VERSION;
+
+/// A second handle on the same registry (another connection, as another process would have).
+enum Again {
+    Sqlite(std::path::PathBuf),
+    Postgres(Database),
+}
+
+impl Again {
+    fn open(&self) -> Registry {
+        match self {
+            Again::Sqlite(path) => Registry::open(path).unwrap(),
+            Again::Postgres(db) => Registry::open_postgres(db.connect()).unwrap(),
+        }
+    }
+}
+
+/// Runs `case` on a fresh SQLite registry, then on a fresh PostgreSQL one; `case` gets the
+/// registry, a way to open it again, and the backend's name (for its assertion messages).
+fn on_both(case: impl Fn(&mut Registry, &Again, &str)) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("registry.db");
+    let again = Again::Sqlite(path.clone());
+    let mut sqlite = Registry::open(&path).unwrap();
+    case(&mut sqlite, &again, "sqlite");
+    if let Some(db) = database() {
+        let again = Again::Postgres(db);
+        let mut pg = again.open();
+        case(&mut pg, &again, "postgresql");
+    }
+}
+
+/// Counts rows with a statement outside any write transaction (a test's look behind the API).
+fn count(r: &Registry, sql: &str, params: &[super::sql::Value<'_>]) -> i64 {
+    r.read(|db| db.query_opt(sql, params, |row| row.get::<i64>(0)))
+        .unwrap()
+        .unwrap()
+}
+
+#[test]
+fn ui_sessions_are_stored_looked_up_expired_and_deleted_alike_on_both_backends() {
+    on_both(|r, again, backend| {
+        r.create_session("t1", "ana", 100, 200).unwrap();
+        let ana = UiSession {
+            reviewer: "ana".into(),
+            expires_at: 200,
+        };
+        assert_eq!(
+            r.session("t1", 150).unwrap(),
+            Some(ana.clone()),
+            "{backend}"
+        );
+        // Expired at its expiry second, and unknown digests find nothing.
+        assert_eq!(r.session("t1", 200).unwrap(), None, "{backend}");
+        assert_eq!(r.session("t9", 150).unwrap(), None, "{backend}");
+        // Another connection sees the committed session.
+        assert_eq!(
+            again.open().session("t1", 150).unwrap(),
+            Some(ana),
+            "{backend}"
+        );
+        // A login after t1's expiry drops t1 (looked up at an earlier time, it is gone).
+        r.create_session("t2", "bo", 250, 400).unwrap();
+        assert_eq!(r.session("t1", 0).unwrap(), None, "{backend}");
+        // The same digest again: the row is rewritten whole.
+        r.create_session("t2", "cy", 260, 500).unwrap();
+        assert_eq!(
+            r.session("t2", 450).unwrap(),
+            Some(UiSession {
+                reviewer: "cy".into(),
+                expires_at: 500
+            }),
+            "{backend}"
+        );
+        assert_eq!(
+            count(r, "SELECT count(*) FROM ui_sessions", &[]),
+            1,
+            "{backend}"
+        );
+        r.delete_session("t2").unwrap();
+        r.delete_session("t2").unwrap();
+        assert_eq!(r.session("t2", 450).unwrap(), None, "{backend}");
+    });
+}
+
+#[test]
+fn a_newer_projection_refuses_session_writes_on_both_backends() {
+    on_both(|r, _, backend| {
+        r.create_session("t1", "ana", 100, 200).unwrap();
+        r.read(|db| {
+            db.execute(
+                "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1",
+                values![FINGERPRINT_VERSION + 1],
+            )
+        })
+        .unwrap();
+        let err = r.create_session("t2", "bo", 150, 300).unwrap_err();
+        assert!(
+            matches!(err, RegistryError::NewerProjection { recorded, binary }
+                if recorded == FINGERPRINT_VERSION + 1 && binary == FINGERPRINT_VERSION),
+            "{backend}: {err}"
+        );
+        assert!(r.delete_session("t1").is_err(), "{backend}");
+        // Nothing written, reads still work.
+        assert_eq!(r.session("t2", 200).unwrap(), None, "{backend}");
+        assert!(r.session("t1", 150).unwrap().is_some(), "{backend}");
+    });
+}
+
+#[test]
+fn the_identity_key_is_created_once_and_kept_on_both_backends() {
+    on_both(|r, again, backend| {
+        assert_eq!(
+            count(r, "SELECT count(*) FROM identity_key", &[]),
+            0,
+            "{backend}"
+        );
+        let key = r.identity_key().unwrap();
+        assert_ne!(key, [0u8; 32], "{backend}");
+        assert_eq!(r.identity_key().unwrap(), key, "{backend}");
+        // Another connection reads the stored key; it never makes its own.
+        assert_eq!(again.open().identity_key().unwrap(), key, "{backend}");
+        assert_eq!(
+            count(r, "SELECT count(*) FROM identity_key", &[]),
+            1,
+            "{backend}"
+        );
+    });
+}
+
+/// Several processes asking for the key of a new registry at once: one key, the same for all.
+#[test]
+fn racing_first_uses_of_the_identity_key_agree_on_both_backends() {
+    on_both(|_, again, backend| {
+        let barrier = std::sync::Barrier::new(4);
+        let keys: Vec<[u8; 32]> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4)
+                .map(|_| {
+                    let mut r = again.open();
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        r.identity_key().unwrap()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(keys.iter().all(|k| *k == keys[0]), "{backend}");
+    });
+}
+
+const DOC: &str = r#"{"openapi":"3.0.3","info":{"title":"t","version":"1"},"paths":{"/pets":{"get":{"operationId":"listPets","responses":{"200":{"description":"ok"}}}}}}"#;
+
+/// A current accepted snapshot of `name` whose contract is read from the source `digest`.
+fn use_source(db: &mut super::sql::Db<'_>, name: &str, digest: &str) -> super::Result<u64> {
+    db.execute(
+        "INSERT INTO tools (name, kind, position, version, registry_version, fingerprint,
+                            fingerprint_version, spec_json, applied_at, source_digest)
+         VALUES (?1, 'openapi', 0, 1, 0, 'sha256:x', ?3, '', '2026-01-01T00:00:00Z', ?2)",
+        values![name, digest, FINGERPRINT_VERSION],
+    )
+}
+
+fn sources_count(r: &Registry, digest: &str) -> i64 {
+    count(
+        r,
+        "SELECT count(*) FROM sources WHERE digest = ?1",
+        values![digest],
+    )
+}
+
+#[test]
+fn a_stored_source_is_kept_once_and_released_with_its_last_use_on_both_backends() {
+    use super::sources::{digests, release_sources, source_spec, store_source, StoredSource};
+    use crate::core::model::Kind;
+    use crate::core::normalize::SharedEndpoints;
+    on_both(|r, _, backend| {
+        let source = StoredSource::of(DOC.as_bytes());
+        let digest = source.digest.clone().unwrap();
+        for _ in 0..2 {
+            r.write(|db| store_source(db, &source)).unwrap();
+        }
+        assert_eq!(sources_count(r, &digest), 1, "{backend}");
+        r.write(|db| {
+            use_source(db, "acme.a", &digest)?;
+            use_source(db, "acme.b", &digest)?;
+            release_sources(db, vec![digest.clone()])
+        })
+        .unwrap();
+        assert_eq!(sources_count(r, &digest), 1, "{backend}: in use");
+        // The contract read back from the stored document is the document's.
+        let spec = r
+            .read(|db| {
+                source_spec(
+                    db,
+                    ("tools", "acme.a", "acme.a"),
+                    Kind::Openapi,
+                    Some(&digest),
+                    SharedEndpoints::default(),
+                )
+            })
+            .unwrap();
+        let expected =
+            crate::core::normalize::normalize(Kind::Openapi, "acme.a", DOC.as_bytes()).unwrap();
+        assert_eq!(spec, expected, "{backend}");
+        // One use dropped: kept; the last one dropped: released.
+        for (name, left) in [("acme.a", 1), ("acme.b", 0)] {
+            r.write(|db| {
+                let dropped = digests(
+                    db,
+                    "SELECT source_digest FROM tools WHERE name = ?1",
+                    values![name],
+                )?;
+                assert_eq!(dropped, vec![digest.clone()], "{backend}");
+                db.execute("DELETE FROM tools WHERE name = ?1", values![name])?;
+                release_sources(db, dropped)
+            })
+            .unwrap();
+            assert_eq!(sources_count(r, &digest), left, "{backend}: {name} dropped");
+        }
+        // Gone with its last use: reading a row from it now fails closed.
+        let err = r
+            .read(|db| {
+                source_spec(
+                    db,
+                    ("tools", "acme.a", "acme.a"),
+                    Kind::Openapi,
+                    Some(&digest),
+                    SharedEndpoints::default(),
+                )
+            })
+            .unwrap_err();
+        assert!(err.to_string().contains("missing"), "{backend}: {err}");
+    });
+}
+
+/// Racing writers (issue 33, item 6): several connections each storing the one shared source
+/// with a row that uses it, then dropping the row and releasing the source. A source is never
+/// released under a row that uses it (the head row serializes the writers) and none is left
+/// behind.
+#[test]
+fn racing_writers_never_lose_a_shared_source_on_both_backends() {
+    use super::sources::{digests, release_sources, store_source, StoredSource};
+    const WRITERS: usize = 4;
+    const ROUNDS: usize = 60;
+    on_both(|r, again, backend| {
+        let source = StoredSource::of(DOC.as_bytes());
+        let digest = source.digest.clone().unwrap();
+        let barrier = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let mut mine = again.open();
+                let (barrier, source, digest) = (&barrier, &source, &digest);
+                s.spawn(move || {
+                    let name = format!("acme.w{w}");
+                    barrier.wait();
+                    for round in 0..ROUNDS {
+                        mine.write(|db| {
+                            store_source(db, source)?;
+                            use_source(db, &name, digest).map(drop)
+                        })
+                        .unwrap();
+                        // Our row is committed: its source must be there.
+                        assert_eq!(
+                            sources_count(&mine, digest),
+                            1,
+                            "{backend}: writer {w} round {round}"
+                        );
+                        mine.write(|db| {
+                            let dropped = digests(
+                                db,
+                                "SELECT source_digest FROM tools WHERE name = ?1",
+                                values![&name],
+                            )?;
+                            db.execute("DELETE FROM tools WHERE name = ?1", values![&name])?;
+                            release_sources(db, dropped)
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(count(r, "SELECT count(*) FROM tools", &[]), 0, "{backend}");
+        assert_eq!(sources_count(r, &digest), 0, "{backend}");
+    });
+}
+
+fn events(r: &Registry) -> Vec<(i64, String, Option<String>)> {
+    r.read(|db| {
+        db.query(
+            "SELECT seq, event, watch FROM events ORDER BY seq",
+            &[],
+            |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+        )
+    })
+    .unwrap()
+}
+
+#[test]
+fn watch_state_validators_and_their_events_are_alike_on_both_backends() {
+    use super::watch::{store_validators, SourceValidators};
+    use super::{Conditional, WatchState, WatchStatus};
+    use crate::core::event::{ErrorClass, DEFAULT_ERROR_AFTER};
+    use crate::core::model::{Compatibility, Kind};
+    use crate::fetch::Validators;
+    on_both(|r, again, backend| {
+        assert_eq!(r.watch_state("acme.a").unwrap(), None, "{backend}");
+        assert_eq!(
+            r.conditional("acme.a", "d1").unwrap(),
+            Conditional::default(),
+            "{backend}"
+        );
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Unchanged;
+        state.last_compatibility = Some(Compatibility::Compatible);
+        state.last_checked_at = Some("2026-01-01T00:00:00Z".into());
+        state.source_identity = Some("id-1".into());
+        r.record_watch(&state).unwrap();
+        assert_eq!(
+            r.watch_state("acme.a").unwrap().as_ref(),
+            Some(&state),
+            "{backend}"
+        );
+        // Validators of the current source only; an earlier source's are dropped.
+        let v1 = Validators {
+            etag: Some("\"v1\"".into()),
+            last_modified: None,
+        };
+        r.write(|db| {
+            store_validators(
+                db,
+                "acme.a",
+                SourceValidators {
+                    source_digest: "d1",
+                    validators: &v1,
+                },
+            )
+        })
+        .unwrap();
+        assert_eq!(
+            r.validators("acme.a", "d1").unwrap(),
+            Some(v1.clone()),
+            "{backend}"
+        );
+        assert_eq!(r.validators("acme.a", "d2").unwrap(), None, "{backend}");
+        let c = r.conditional("acme.a", "d1").unwrap();
+        assert_eq!(
+            c,
+            Conditional {
+                fingerprint: None,
+                state: Some(state.clone()),
+                validators: Some(v1.clone()),
+                open_review: false,
+            },
+            "{backend}"
+        );
+        assert_eq!(
+            r.conditional("acme.a", "d2").unwrap().validators,
+            None,
+            "{backend}"
+        );
+        // The group commit moves `last_checked_at` forward only, and skips unknown watches.
+        let moved = r
+            .flush_checked(&[
+                ("acme.a".into(), "2026-01-01T00:01:00Z".into()),
+                ("acme.zz".into(), "2026-01-01T00:01:00Z".into()),
+            ])
+            .unwrap();
+        assert_eq!(moved, 1, "{backend}");
+        assert_eq!(
+            r.flush_checked(&[("acme.a".into(), "2025-12-31T00:00:00Z".into())])
+                .unwrap(),
+            0,
+            "{backend}"
+        );
+        assert_eq!(
+            again
+                .open()
+                .watch_state("acme.a")
+                .unwrap()
+                .unwrap()
+                .last_checked_at
+                .as_deref(),
+            Some("2026-01-01T00:01:00Z"),
+            "{backend}"
+        );
+        // Failures: `refresh_failed` once, at the `error_after`-th in a row.
+        for n in 1..=DEFAULT_ERROR_AFTER + 1 {
+            let mut failed = state.clone();
+            failed.status = WatchStatus::Error;
+            failed.consecutive_failures = n;
+            failed.last_error = Some(format!("failure {n}"));
+            r.record_failure(&failed, ErrorClass::Timeout).unwrap();
+        }
+        let seen = events(r);
+        assert_eq!(
+            seen,
+            vec![(1, "refresh_failed".to_string(), Some("acme.a".to_string()))],
+            "{backend}"
+        );
+        // Another connection sees the same state; a reset clears it and says so.
+        let other = again.open();
+        let stored = other.watch_state("acme.a").unwrap().unwrap();
+        assert_eq!(
+            stored.consecutive_failures,
+            DEFAULT_ERROR_AFTER + 1,
+            "{backend}"
+        );
+        assert!(r.reset("acme.a").unwrap(), "{backend}");
+        assert!(!r.reset("acme.nope").unwrap(), "{backend}");
+        let reset = r.watch_state("acme.a").unwrap().unwrap();
+        assert_eq!(
+            (
+                reset.status,
+                reset.consecutive_failures,
+                reset.last_error.clone(),
+                reset.source_identity.clone()
+            ),
+            (WatchStatus::Idle, 0, None, None),
+            "{backend}"
+        );
+        assert_eq!(
+            events(r).last().map(|e| e.1.clone()).as_deref(),
+            Some("watch_reset"),
+            "{backend}"
+        );
+        let map = r.watch_state_map().unwrap();
+        assert_eq!(map.len(), 1, "{backend}");
+        assert_eq!(map.get("acme.a"), Some(&reset), "{backend}");
+    });
+}
+
+/// A stored text naming no value of its type fails closed with the same typed error on both.
+#[test]
+fn an_unknown_stored_status_is_the_same_typed_error_on_both_backends() {
+    use super::{WatchState, WatchStatus};
+    use crate::core::model::Kind;
+    on_both(|r, _, backend| {
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Unchanged;
+        r.record_watch(&state).unwrap();
+        r.read(|db| {
+            db.execute(
+                "UPDATE watch_state SET status = 'sleeping' WHERE watch = ?1",
+                values!["acme.a"],
+            )
+        })
+        .unwrap();
+        let err = r.watch_state("acme.a").unwrap_err();
+        assert!(
+            matches!(&err, RegistryError::UnknownValue(u) if u.text == "sleeping"),
+            "{backend}: {err}"
+        );
+    });
+}
