@@ -600,3 +600,64 @@ fn events_deliveries_sinks_and_the_lease_are_alike_on_both_backends() {
         assert!(!r.delivery_lease_held("me", 2100).unwrap(), "{backend}");
     });
 }
+
+#[test]
+fn pruning_keeps_pending_rows_and_the_newest_finished_ones_on_both_backends() {
+    use super::events::{now_ms, AttemptResult, DeliveryQuery};
+    use super::{WatchState, WatchStatus};
+    use crate::core::event::{EventKind, Routes, SinkFilter};
+    use crate::core::model::Kind;
+    on_both(|r, _, backend| {
+        let filter = SinkFilter {
+            events: vec![EventKind::WatchReset],
+            ..SinkFilter::default()
+        };
+        r.set_routes(std::sync::Arc::new(Routes {
+            sinks: vec![("a".into(), filter.clone()), ("b".into(), filter)],
+            keep_events: 1,
+            keep_deliveries: 1,
+            ..Routes::none()
+        }));
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Error;
+        r.record_watch(&state).unwrap();
+        for _ in 0..3 {
+            assert!(r.reset("acme.a").unwrap(), "{backend}");
+        }
+        // Pending deliveries, and the events they need, are never pruned.
+        assert_eq!(r.prune_events().unwrap(), 0, "{backend}");
+        let sinks = vec!["a".to_string(), "b".to_string()];
+        let later = now_ms() + 60_000;
+        let claimed = r.claim_due("me", later, later + 1000, 10, &sinks).unwrap();
+        assert_eq!(claimed.len(), 6, "{backend}");
+        for c in &claimed {
+            assert!(r
+                .record_attempt(
+                    "me",
+                    c.event.sequence,
+                    &c.sink,
+                    &AttemptResult::Delivered { status: 204 }
+                )
+                .unwrap());
+        }
+        // Five finished deliveries and two events beyond what is kept.
+        assert_eq!(r.prune_events().unwrap(), 7, "{backend}");
+        let left: Vec<(i64, String)> = r
+            .deliveries(&DeliveryQuery {
+                limit: 10,
+                ..DeliveryQuery::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.sequence, d.sink))
+            .collect();
+        assert_eq!(left, vec![(3, "a".to_string())], "{backend}");
+        let events: Vec<i64> = r
+            .events(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(events, vec![3], "{backend}");
+    });
+}

@@ -5,7 +5,6 @@
 use super::sql::{self, values, Db};
 use super::{now_rfc3339, Registry, Result, WatchState, WatchStatus};
 use crate::core::event::{EventData, EventKind, Routes};
-use rusqlite::params;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -561,24 +560,27 @@ impl Registry {
         let routes = self.current_routes();
         let cutoff_ms = now_ms() - (routes.retention_secs as i64).saturating_mul(1000);
         let cutoff = ms_rfc3339(cutoff_ms);
-        let tx = self.write_tx()?;
-        let mut n = tx.execute(
-            "DELETE FROM deliveries WHERE state != 'pending' AND (created_ms < ?1 OR
-                rowid NOT IN (SELECT rowid FROM deliveries WHERE state != 'pending'
-                              ORDER BY event_seq DESC LIMIT ?2))",
-            params![cutoff_ms, routes.keep_deliveries as i64],
-        )?;
-        n += tx.execute(
-            "DELETE FROM events WHERE (created_at < ?1 OR seq <= (SELECT event_seq FROM registry_meta) - ?2)
-               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')",
-            params![cutoff, routes.keep_events as i64],
-        )?;
-        // Finished rows of a pruned event have nothing left to show.
-        n += tx.execute(
-            "DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq)",
-            [],
-        )?;
-        tx.commit()?;
-        Ok(n)
+        self.write(|db| {
+            // The newest finished rows are kept by (event, sink), the key both backends have
+            // (ties between the sinks of one event broken by sink name).
+            let mut n = db.execute(
+                "DELETE FROM deliveries WHERE state != 'pending' AND (created_ms < ?1 OR
+                    (event_seq, sink) NOT IN (SELECT event_seq, sink FROM deliveries
+                                              WHERE state != 'pending'
+                                              ORDER BY event_seq DESC, sink LIMIT ?2))",
+                values![cutoff_ms, routes.keep_deliveries as i64],
+            )?;
+            n += db.execute(
+                "DELETE FROM events WHERE (created_at < ?1 OR seq <= (SELECT event_seq FROM registry_meta) - ?2)
+                   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')",
+                values![&cutoff, routes.keep_events as i64],
+            )?;
+            // Finished rows of a pruned event have nothing left to show.
+            n += db.execute(
+                "DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq)",
+                &[],
+            )?;
+            Ok(n as usize)
+        })
     }
 }
