@@ -462,3 +462,202 @@ fn an_unknown_stored_status_is_the_same_typed_error_on_both_backends() {
         );
     });
 }
+
+#[test]
+fn events_deliveries_sinks_and_the_lease_are_alike_on_both_backends() {
+    use super::events::{AttemptResult, DeliveryQuery};
+    use super::{WatchState, WatchStatus};
+    use crate::core::event::{EventKind, Routes, SinkFilter};
+    use crate::core::model::Kind;
+    on_both(|r, again, backend| {
+        r.set_routes(std::sync::Arc::new(Routes {
+            sinks: vec![(
+                "hook".into(),
+                SinkFilter {
+                    events: vec![EventKind::WatchReset],
+                    ..SinkFilter::default()
+                },
+            )],
+            ..Routes::none()
+        }));
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Error;
+        r.record_watch(&state).unwrap();
+        assert!(r.reset("acme.a").unwrap(), "{backend}");
+        assert_eq!(r.event_sequence().unwrap(), 1, "{backend}");
+        let (id, created) = r.registry_id().unwrap();
+        assert_eq!(id.len(), 32, "{backend}: {id}");
+        assert_eq!(created.len(), "2026-01-01T00:00:00Z".len(), "{backend}");
+        let listed = r.events(Some("acme.a"), None, 10).unwrap();
+        assert_eq!(listed.len(), 1, "{backend}");
+        assert_eq!(listed[0].id, format!("{id}-1"), "{backend}");
+        assert_eq!(listed[0].event, EventKind::WatchReset, "{backend}");
+        assert!(
+            r.events(Some("acme.b"), None, 10).unwrap().is_empty(),
+            "{backend}"
+        );
+        assert!(r.events(None, Some(1), 10).unwrap().is_empty(), "{backend}");
+        assert_eq!(
+            r.pending_by_sink().unwrap(),
+            vec![("hook".to_string(), 1)],
+            "{backend}"
+        );
+        let sinks = vec!["hook".to_string()];
+        let due = r.next_due_ms(&sinks).unwrap().unwrap();
+        // Claimed once: a second claim before the lease ends finds nothing.
+        let claimed = r.claim_due("me", due, due + 1000, 10, &sinks).unwrap();
+        assert_eq!(claimed.len(), 1, "{backend}");
+        assert_eq!(claimed[0].event.sequence, 1, "{backend}");
+        assert!(again
+            .open()
+            .claim_due("other", due, due + 1000, 10, &sinks)
+            .unwrap()
+            .is_empty());
+        // The lease moves the next due time.
+        assert_eq!(
+            r.next_due_ms(&sinks).unwrap(),
+            Some(due + 1000),
+            "{backend}"
+        );
+        assert!(!r
+            .record_attempt(
+                "other",
+                1,
+                "hook",
+                &AttemptResult::Delivered { status: 200 }
+            )
+            .unwrap());
+        assert!(r
+            .record_attempt(
+                "me",
+                1,
+                "hook",
+                &AttemptResult::Retry {
+                    status: Some(503),
+                    class: "http_status".into(),
+                    next_ms: due + 5000,
+                }
+            )
+            .unwrap());
+        let rows = r
+            .deliveries(&DeliveryQuery {
+                limit: 10,
+                ..DeliveryQuery::default()
+            })
+            .unwrap();
+        assert_eq!(rows.len(), 1, "{backend}");
+        assert_eq!(
+            (
+                rows[0].attempts,
+                rows[0].last_status,
+                rows[0].last_error.as_deref(),
+                rows[0].state.as_str()
+            ),
+            (1, Some(503), Some("http_status"), "pending"),
+            "{backend}"
+        );
+        assert_eq!(
+            r.next_due_ms(&sinks).unwrap(),
+            Some(due + 5000),
+            "{backend}"
+        );
+        // A sink no longer configured: its pending deliveries fail.
+        assert_eq!(
+            r.fail_removed_sinks(&["hook".into()]).unwrap(),
+            0,
+            "{backend}"
+        );
+        assert_eq!(r.fail_removed_sinks(&[]).unwrap(), 1, "{backend}");
+        assert!(r.pending_by_sink().unwrap().is_empty(), "{backend}");
+        // Sinks: disabled until their configuration changes.
+        assert!(r
+            .sync_sinks(&[("hook".into(), "c1".into())])
+            .unwrap()
+            .is_empty());
+        r.disable_sink("hook", "410 Gone").unwrap();
+        assert_eq!(
+            r.sync_sinks(&[("hook".into(), "c1".into())]).unwrap(),
+            vec!["hook".to_string()],
+            "{backend}"
+        );
+        assert!(r
+            .sync_sinks(&[("hook".into(), "c2".into())])
+            .unwrap()
+            .is_empty());
+        // The delivery lease: one live holder at a time.
+        assert!(
+            r.acquire_delivery_lease("me", 1000, 2000).unwrap(),
+            "{backend}"
+        );
+        let mut other = again.open();
+        assert!(!other.acquire_delivery_lease("other", 1500, 2500).unwrap());
+        assert!(
+            other.delivery_lease_held("other", 1500).unwrap(),
+            "{backend}"
+        );
+        assert!(other.acquire_delivery_lease("other", 2000, 3000).unwrap());
+        other.release_delivery_lease("other").unwrap();
+        assert!(!r.delivery_lease_held("me", 2100).unwrap(), "{backend}");
+    });
+}
+
+#[test]
+fn pruning_keeps_pending_rows_and_the_newest_finished_ones_on_both_backends() {
+    use super::events::{now_ms, AttemptResult, DeliveryQuery};
+    use super::{WatchState, WatchStatus};
+    use crate::core::event::{EventKind, Routes, SinkFilter};
+    use crate::core::model::Kind;
+    on_both(|r, _, backend| {
+        let filter = SinkFilter {
+            events: vec![EventKind::WatchReset],
+            ..SinkFilter::default()
+        };
+        r.set_routes(std::sync::Arc::new(Routes {
+            sinks: vec![("a".into(), filter.clone()), ("b".into(), filter)],
+            keep_events: 1,
+            keep_deliveries: 1,
+            ..Routes::none()
+        }));
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::Error;
+        r.record_watch(&state).unwrap();
+        for _ in 0..3 {
+            assert!(r.reset("acme.a").unwrap(), "{backend}");
+        }
+        // Pending deliveries, and the events they need, are never pruned.
+        assert_eq!(r.prune_events().unwrap(), 0, "{backend}");
+        let sinks = vec!["a".to_string(), "b".to_string()];
+        let later = now_ms() + 60_000;
+        let claimed = r.claim_due("me", later, later + 1000, 10, &sinks).unwrap();
+        assert_eq!(claimed.len(), 6, "{backend}");
+        for c in &claimed {
+            assert!(r
+                .record_attempt(
+                    "me",
+                    c.event.sequence,
+                    &c.sink,
+                    &AttemptResult::Delivered { status: 204 }
+                )
+                .unwrap());
+        }
+        // Five finished deliveries and two events beyond what is kept.
+        assert_eq!(r.prune_events().unwrap(), 7, "{backend}");
+        let left: Vec<(i64, String)> = r
+            .deliveries(&DeliveryQuery {
+                limit: 10,
+                ..DeliveryQuery::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|d| (d.sequence, d.sink))
+            .collect();
+        assert_eq!(left, vec![(3, "a".to_string())], "{backend}");
+        let events: Vec<i64> = r
+            .events(None, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(events, vec![3], "{backend}");
+    });
+}

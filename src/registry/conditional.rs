@@ -35,7 +35,7 @@ impl Registry {
                         s.last_error, s.consecutive_failures, s.source_identity,
                         v.watch IS NOT NULL, v.etag, v.last_modified,
                         EXISTS (SELECT 1 FROM reviews r WHERE r.watch = ?1 AND r.state = 'open')
-                 FROM (SELECT CAST(?1 AS TEXT) AS name) q
+                 FROM (SELECT ?1 AS name) q
                  LEFT JOIN tools t ON t.name = q.name
                  LEFT JOIN watch_state s ON s.watch = q.name
                  LEFT JOIN validators v ON v.watch = q.name AND v.source_digest = ?2",

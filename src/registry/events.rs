@@ -2,10 +2,9 @@
 //! transaction that makes the change it reports, whichever process makes it; deliveries (one
 //! per event × matching sink) are claimed with a lease so one attempt is sent by one process.
 
-use super::sql::{values, Db};
+use super::sql::{self, values, Db};
 use super::{now_rfc3339, Registry, Result, WatchState, WatchStatus};
 use crate::core::event::{EventData, EventKind, Routes};
-use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -100,11 +99,7 @@ pub(crate) fn emit(
             &[],
             |r| r.get(0),
         )?
-        .ok_or_else(|| super::RegistryError::BadRow {
-            table: "registry_meta",
-            key: "1".into(),
-            problem: "no registry_meta row".into(),
-        })?;
+        .ok_or_else(no_meta)?;
     let json = serde_json::to_string(data).map_err(|e| super::RegistryError::BadRow {
         table: "events",
         key: seq.to_string(),
@@ -179,7 +174,7 @@ pub(crate) fn upsert_watch_emitting(
     super::upsert_watch(db, s)
 }
 
-fn event_from_row(registry_id: &str, r: &rusqlite::Row<'_>) -> rusqlite::Result<StoredEvent> {
+fn event_from_row(registry_id: &str, r: &sql::Row<'_, '_>) -> Result<StoredEvent> {
     let seq: i64 = r.get(0)?;
     let kind: String = r.get(1)?;
     let json: String = r.get(3)?;
@@ -191,6 +186,24 @@ fn event_from_row(registry_id: &str, r: &rusqlite::Row<'_>) -> rusqlite::Result<
         created_at: r.get(2)?,
         data: serde_json::from_str(&json).unwrap_or_default(),
     })
+}
+
+/// The registry's id and creation time (`registry_meta`, written once by migration 0005).
+fn registry_id_in(db: &mut Db<'_>) -> Result<(String, String)> {
+    db.query_opt(
+        "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
+        &[],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?
+    .ok_or_else(no_meta)
+}
+
+fn no_meta() -> super::RegistryError {
+    super::RegistryError::BadRow {
+        table: "registry_meta",
+        key: "1".into(),
+        problem: "no registry_meta row".into(),
+    }
 }
 
 /// Filters of the delivery listing.
@@ -222,11 +235,7 @@ impl Registry {
 
     /// The registry's id (generated once, by migration 0005) and creation time.
     pub fn registry_id(&self) -> Result<(String, String)> {
-        Ok(self.conn()?.query_row(
-            "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?)
+        self.read(registry_id_in)
     }
 
     /// Events, newest first: those with a sequence below `before` (all when `None`), of one
@@ -237,35 +246,35 @@ impl Registry {
         before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<StoredEvent>> {
-        let (id, _) = self.registry_id()?;
-        let mut stmt = self.conn()?.prepare_cached(
-            "SELECT seq, event, created_at, data_json FROM events
-             WHERE (?1 IS NULL OR watch = ?1) AND (?2 IS NULL OR seq < ?2)
-             ORDER BY seq DESC LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![watch, before, limit as i64], |r| {
-            event_from_row(&id, r)
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.read(|db| {
+            let (id, _) = registry_id_in(db)?;
+            db.query(
+                "SELECT seq, event, created_at, data_json FROM events
+                 WHERE (?1 IS NULL OR watch = ?1) AND (?2 IS NULL OR seq < ?2)
+                 ORDER BY seq DESC LIMIT ?3",
+                values![watch, before, limit as i64],
+                |r| event_from_row(&id, r),
+            )
+        })
     }
 
     /// The highest event sequence written so far.
     pub fn event_sequence(&self) -> Result<i64> {
-        Ok(self.conn()?.query_row(
-            "SELECT event_seq FROM registry_meta WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )?)
+        self.read(|db| {
+            db.query_opt(
+                "SELECT event_seq FROM registry_meta WHERE id = 1",
+                &[],
+                |r| r.get(0),
+            )?
+            .ok_or_else(no_meta)
+        })
     }
 
     /// Writes an event that reports no registry change of its own (`schemawatch.test` is not
     /// one: it is never stored). Used for `projection_upgrade` on open.
     pub fn record_event(&mut self, kind: EventKind, data: &EventData) -> Result<i64> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let seq = emit(&mut Db::Sqlite(&tx), &routes, kind, data)?;
-        tx.commit()?;
-        Ok(seq)
+        self.write(|db| emit(db, &routes, kind, data))
     }
 
     /// Claims up to `limit` due deliveries for `owner` until `lease_until_ms`, oldest first,
@@ -279,54 +288,48 @@ impl Registry {
         limit: usize,
         sinks: &[String],
     ) -> Result<Vec<Claimed>> {
-        let tx = self.write_tx()?;
-        let (registry_id, _): (String, String) = tx.query_row(
-            "SELECT registry_id, created_at FROM registry_meta WHERE id = 1",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
-        let mut claimed = Vec::new();
-        {
-            let mut due = tx.prepare_cached(
+        self.write(|db| {
+            let (registry_id, _) = registry_id_in(db)?;
+            let due = db.query(
                 "SELECT d.event_seq, d.sink, d.attempts, d.created_ms, e.event, e.created_at, e.data_json
                  FROM deliveries d JOIN events e ON e.seq = d.event_seq
                  WHERE d.state = 'pending' AND d.next_attempt_ms <= ?1
                    AND (d.lease_until_ms IS NULL OR d.lease_until_ms <= ?1)
                  ORDER BY d.next_attempt_ms, d.event_seq LIMIT ?2",
+                values![now, (limit * 4) as i64],
+                |r| {
+                    let seq: i64 = r.get(0)?;
+                    let kind: String = r.get(4)?;
+                    let json: String = r.get(6)?;
+                    Ok(Claimed {
+                        sink: r.get(1)?,
+                        attempts: r.get(2)?,
+                        created_ms: r.get(3)?,
+                        event: StoredEvent {
+                            id: format!("{registry_id}-{seq}"),
+                            sequence: seq,
+                            event: EventKind::parse(&kind).unwrap_or(EventKind::RefreshFailed),
+                            created_at: r.get(5)?,
+                            data: serde_json::from_str(&json).unwrap_or_default(),
+                        },
+                    })
+                },
             )?;
-            let rows = due.query_map(params![now, (limit * 4) as i64], |r| {
-                let seq: i64 = r.get(0)?;
-                let kind: String = r.get(4)?;
-                let json: String = r.get(6)?;
-                Ok(Claimed {
-                    sink: r.get(1)?,
-                    attempts: r.get(2)?,
-                    created_ms: r.get(3)?,
-                    event: StoredEvent {
-                        id: format!("{registry_id}-{seq}"),
-                        sequence: seq,
-                        event: EventKind::parse(&kind).unwrap_or(EventKind::RefreshFailed),
-                        created_at: r.get(5)?,
-                        data: serde_json::from_str(&json).unwrap_or_default(),
-                    },
-                })
-            })?;
-            for row in rows {
-                let row = row?;
+            let mut claimed = Vec::new();
+            for row in due {
                 if sinks.contains(&row.sink) && claimed.len() < limit {
                     claimed.push(row);
                 }
             }
-            let mut lease = tx.prepare_cached(
-                "UPDATE deliveries SET lease_owner = ?3, lease_until_ms = ?4
-                 WHERE event_seq = ?1 AND sink = ?2",
-            )?;
             for c in &claimed {
-                lease.execute(params![c.event.sequence, c.sink, owner, lease_until_ms])?;
+                db.execute(
+                    "UPDATE deliveries SET lease_owner = ?3, lease_until_ms = ?4
+                     WHERE event_seq = ?1 AND sink = ?2",
+                    values![c.event.sequence, &c.sink, owner, lease_until_ms],
+                )?;
             }
-        }
-        tx.commit()?;
-        Ok(claimed)
+            Ok(claimed)
+        })
     }
 
     /// Records the end of one attempt of a claimed delivery (only while `owner` holds it).
@@ -338,7 +341,6 @@ impl Registry {
         sink: &str,
         result: &AttemptResult,
     ) -> Result<bool> {
-        let tx = self.write_tx()?;
         let now = now_rfc3339();
         let (state, status, class, next) = match result {
             AttemptResult::Delivered { status } => (DELIVERED, Some(*status), None, None),
@@ -351,134 +353,144 @@ impl Registry {
                 (FAILED, *status, Some(class.as_str()), None)
             }
         };
-        let n = tx.execute(
-            "UPDATE deliveries SET state = ?4, attempts = attempts + 1, updated_at = ?5,
+        let n = self.write(|db| {
+            db.execute(
+                "UPDATE deliveries SET state = ?4, attempts = attempts + 1, updated_at = ?5,
                 last_status = ?6, last_error = ?7, next_attempt_ms = COALESCE(?8, next_attempt_ms),
                 lease_owner = NULL, lease_until_ms = NULL
              WHERE event_seq = ?1 AND sink = ?2 AND lease_owner = ?3 AND state = 'pending'",
-            params![
-                seq,
-                sink,
-                owner,
-                state,
-                now,
-                status.map(i64::from),
-                class,
-                next
-            ],
-        )?;
-        tx.commit()?;
+                values![
+                    seq,
+                    sink,
+                    owner,
+                    state,
+                    &now,
+                    status.map(i64::from),
+                    class,
+                    next
+                ],
+            )
+        })?;
         Ok(n > 0)
     }
 
     /// Fails every pending delivery of a sink that is no longer configured (`sink_removed`).
     pub fn fail_removed_sinks(&mut self, configured: &[String]) -> Result<usize> {
-        let tx = self.write_tx()?;
-        let sinks: Vec<String> = tx
-            .prepare("SELECT DISTINCT sink FROM deliveries WHERE state = 'pending'")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+        let now = now_rfc3339();
+        self.write(|db| {
+        let sinks: Vec<String> = db.query(
+            "SELECT DISTINCT sink FROM deliveries WHERE state = 'pending'",
+            &[],
+            |r| r.get(0),
+        )?;
         let mut n = 0;
         for sink in sinks.iter().filter(|s| !configured.contains(s)) {
-            n += tx.execute(
+            n += db.execute(
                 "UPDATE deliveries SET state = 'failed', last_error = 'sink_removed', updated_at = ?2,
                     lease_owner = NULL, lease_until_ms = NULL
                  WHERE sink = ?1 AND state = 'pending'",
-                params![sink, now_rfc3339()],
-            )?;
+                values![sink, &now],
+            )? as usize;
         }
-        tx.commit()?;
         Ok(n)
+        })
     }
 
     /// Records each configured sink's configuration digest; a sink whose digest changed is
     /// enabled again (a 410 disables it until then). Answers the sinks still disabled.
     pub fn sync_sinks(&mut self, sinks: &[(String, String)]) -> Result<Vec<String>> {
-        let tx = self.write_tx()?;
-        let mut disabled = Vec::new();
-        for (name, digest) in sinks {
-            let stored: Option<(String, Option<String>)> = tx
-                .query_row(
+        self.write(|db| {
+            let mut disabled = Vec::new();
+            for (name, digest) in sinks {
+                let stored: Option<(String, Option<String>)> = db.query_opt(
                     "SELECT config_digest, disabled_at FROM notify_sinks WHERE name = ?1",
-                    [name],
+                    values![name],
                     |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            match stored {
-                Some((d, disabled_at)) if d == *digest => {
-                    if disabled_at.is_some() {
-                        disabled.push(name.clone());
+                )?;
+                match stored {
+                    Some((d, disabled_at)) if d == *digest => {
+                        if disabled_at.is_some() {
+                            disabled.push(name.clone());
+                        }
                     }
-                }
-                _ => {
-                    tx.execute(
-                        "INSERT INTO notify_sinks (name, config_digest) VALUES (?1, ?2)
+                    _ => {
+                        db.execute(
+                            "INSERT INTO notify_sinks (name, config_digest) VALUES (?1, ?2)
                          ON CONFLICT (name) DO UPDATE SET config_digest = ?2, disabled_at = NULL,
                             disabled_reason = NULL",
-                        params![name, digest],
-                    )?;
+                            values![name, digest],
+                        )?;
+                    }
                 }
             }
-        }
-        tx.commit()?;
-        Ok(disabled)
+            Ok(disabled)
+        })
     }
 
     /// Disables a sink until its configuration changes (a 410 Gone).
     pub fn disable_sink(&mut self, name: &str, reason: &str) -> Result<()> {
-        let tx = self.write_tx()?;
-        tx.execute(
-            "UPDATE notify_sinks SET disabled_at = ?2, disabled_reason = ?3 WHERE name = ?1",
-            params![name, now_rfc3339(), reason],
-        )?;
-        tx.commit()?;
+        let now = now_rfc3339();
+        self.write(|db| {
+            db.execute(
+                "UPDATE notify_sinks SET disabled_at = ?2, disabled_reason = ?3 WHERE name = ?1",
+                values![name, &now, reason],
+            )
+        })?;
         Ok(())
     }
 
     /// Takes or renews the delivery lease for `owner` until `until_ms` when nobody else holds
     /// a live one. Answers whether `owner` holds it now.
     pub fn acquire_delivery_lease(&mut self, owner: &str, now: i64, until_ms: i64) -> Result<bool> {
-        let tx = self.write_tx()?;
-        let n = tx.execute(
-            "INSERT INTO delivery_lease (id, owner, until_ms) VALUES (1, ?1, ?3)
-             ON CONFLICT (id) DO UPDATE SET owner = ?1, until_ms = ?3
-             WHERE delivery_lease.owner = ?1 OR delivery_lease.until_ms <= ?2",
-            params![owner, now, until_ms],
-        )?;
-        tx.commit()?;
+        let n = self.write(|db| {
+            db.execute(
+                "INSERT INTO delivery_lease (id, owner, until_ms) VALUES (1, ?1, ?3)
+                 ON CONFLICT (id) DO UPDATE SET owner = ?1, until_ms = ?3
+                 WHERE delivery_lease.owner = ?1 OR delivery_lease.until_ms <= ?2",
+                values![owner, now, until_ms],
+            )
+        })?;
         Ok(n > 0)
     }
 
     /// Whether a process other than `owner` holds a live delivery lease.
     pub fn delivery_lease_held(&self, owner: &str, now: i64) -> Result<bool> {
         Ok(self
-            .conn()?
-            .query_row(
-                "SELECT 1 FROM delivery_lease WHERE id = 1 AND owner != ?1 AND until_ms > ?2",
-                params![owner, now],
-                |_| Ok(()),
-            )
-            .optional()?
+            .read(|db| {
+                db.query_opt(
+                    "SELECT 1 FROM delivery_lease WHERE id = 1 AND owner != ?1 AND until_ms > ?2",
+                    values![owner, now],
+                    |_| Ok(()),
+                )
+            })?
             .is_some())
     }
 
     pub fn release_delivery_lease(&mut self, owner: &str) -> Result<()> {
-        let tx = self.write_tx()?;
-        tx.execute("DELETE FROM delivery_lease WHERE owner = ?1", [owner])?;
-        tx.commit()?;
+        self.write(|db| {
+            db.execute(
+                "DELETE FROM delivery_lease WHERE owner = ?1",
+                values![owner],
+            )
+        })?;
         Ok(())
     }
 
     /// When the earliest pending delivery of `sinks` is due (ms), if any.
     pub fn next_due_ms(&self, sinks: &[String]) -> Result<Option<i64>> {
-        let mut stmt = self.conn()?.prepare_cached(
-            "SELECT sink, MIN(MAX(next_attempt_ms, COALESCE(lease_until_ms, 0)))
-             FROM deliveries WHERE state = 'pending' GROUP BY sink",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        // The later of the two, spelled for both backends (SQLite's two-argument MAX is
+        // PostgreSQL's GREATEST).
+        let rows = self.read(|db| {
+            db.query(
+                "SELECT sink, MIN(CASE WHEN COALESCE(lease_until_ms, 0) > next_attempt_ms
+                                       THEN lease_until_ms ELSE next_attempt_ms END)
+                 FROM deliveries WHERE state = 'pending' GROUP BY sink",
+                &[],
+                |r| Ok((r.get::<String>(0)?, r.get::<i64>(1)?)),
+            )
+        })?;
         let mut next: Option<i64> = None;
-        for row in rows {
-            let (sink, at) = row?;
+        for (sink, at) in rows {
             if sinks.contains(&sink) {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
@@ -488,51 +500,58 @@ impl Registry {
 
     /// Pending deliveries by sink.
     pub fn pending_by_sink(&self) -> Result<Vec<(String, i64)>> {
-        let mut stmt = self.conn()?.prepare_cached(
-            "SELECT sink, COUNT(*) FROM deliveries WHERE state = 'pending' GROUP BY sink ORDER BY sink",
-        )?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.read(|db| {
+            db.query(
+                "SELECT sink, COUNT(*) FROM deliveries WHERE state = 'pending' GROUP BY sink ORDER BY sink",
+                &[],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })
     }
 
     /// Deliveries, newest event first (then by sink), filtered and paged.
     pub fn deliveries(&self, q: &DeliveryQuery) -> Result<Vec<DeliveryRow>> {
-        let (registry_id, _) = self.registry_id()?;
         let (before_seq, before_sink) = match &q.before {
-            Some((seq, sink)) => (Some(*seq), Some(sink.clone())),
+            Some((seq, sink)) => (Some(*seq), Some(sink.as_str())),
             None => (None, None),
         };
-        let mut stmt = self.conn()?.prepare_cached(
-            "SELECT d.sink, d.event_seq, e.event, e.watch, d.state, d.attempts, d.created_ms,
+        self.read(|db| {
+            let (registry_id, _) = registry_id_in(db)?;
+            db.query(
+                "SELECT d.sink, d.event_seq, e.event, e.watch, d.state, d.attempts, d.created_ms,
                     d.updated_at, d.next_attempt_ms, d.last_status, d.last_error
              FROM deliveries d JOIN events e ON e.seq = d.event_seq
              WHERE (?1 IS NULL OR d.sink = ?1) AND (?2 IS NULL OR d.state = ?2)
                AND (?3 IS NULL OR d.event_seq < ?3 OR (d.event_seq = ?3 AND d.sink > ?4))
              ORDER BY d.event_seq DESC, d.sink LIMIT ?5",
-        )?;
-        let rows = stmt.query_map(
-            params![q.sink, q.state, before_seq, before_sink, q.limit as i64],
-            |r| {
-                let seq: i64 = r.get(1)?;
-                let state: String = r.get(4)?;
-                let next: i64 = r.get(8)?;
-                Ok(DeliveryRow {
-                    sink: r.get(0)?,
-                    event_id: format!("{registry_id}-{seq}"),
-                    sequence: seq,
-                    event: r.get(2)?,
-                    watch: r.get(3)?,
-                    next_attempt_at: (state == PENDING).then(|| ms_rfc3339(next)),
-                    state,
-                    attempts: r.get(5)?,
-                    created_at: ms_rfc3339(r.get(6)?),
-                    updated_at: r.get(7)?,
-                    last_status: r.get(9)?,
-                    last_error: r.get(10)?,
-                })
-            },
-        )?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+                values![
+                    q.sink.as_deref(),
+                    q.state.as_deref(),
+                    before_seq,
+                    before_sink,
+                    q.limit as i64
+                ],
+                |r| {
+                    let seq: i64 = r.get(1)?;
+                    let state: String = r.get(4)?;
+                    let next: i64 = r.get(8)?;
+                    Ok(DeliveryRow {
+                        sink: r.get(0)?,
+                        event_id: format!("{registry_id}-{seq}"),
+                        sequence: seq,
+                        event: r.get(2)?,
+                        watch: r.get(3)?,
+                        next_attempt_at: (state == PENDING).then(|| ms_rfc3339(next)),
+                        state,
+                        attempts: r.get(5)?,
+                        created_at: ms_rfc3339(r.get(6)?),
+                        updated_at: r.get(7)?,
+                        last_status: r.get(9)?,
+                        last_error: r.get(10)?,
+                    })
+                },
+            )
+        })
     }
 
     /// Prunes by age and count: events (never one a pending delivery still needs), and
@@ -541,24 +560,27 @@ impl Registry {
         let routes = self.current_routes();
         let cutoff_ms = now_ms() - (routes.retention_secs as i64).saturating_mul(1000);
         let cutoff = ms_rfc3339(cutoff_ms);
-        let tx = self.write_tx()?;
-        let mut n = tx.execute(
-            "DELETE FROM deliveries WHERE state != 'pending' AND (created_ms < ?1 OR
-                rowid NOT IN (SELECT rowid FROM deliveries WHERE state != 'pending'
-                              ORDER BY event_seq DESC LIMIT ?2))",
-            params![cutoff_ms, routes.keep_deliveries as i64],
-        )?;
-        n += tx.execute(
-            "DELETE FROM events WHERE (created_at < ?1 OR seq <= (SELECT event_seq FROM registry_meta) - ?2)
-               AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')",
-            params![cutoff, routes.keep_events as i64],
-        )?;
-        // Finished rows of a pruned event have nothing left to show.
-        n += tx.execute(
-            "DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq)",
-            [],
-        )?;
-        tx.commit()?;
-        Ok(n)
+        self.write(|db| {
+            // The newest finished rows are kept by (event, sink), the key both backends have
+            // (ties between the sinks of one event broken by sink name).
+            let mut n = db.execute(
+                "DELETE FROM deliveries WHERE state != 'pending' AND (created_ms < ?1 OR
+                    (event_seq, sink) NOT IN (SELECT event_seq, sink FROM deliveries
+                                              WHERE state != 'pending'
+                                              ORDER BY event_seq DESC, sink LIMIT ?2))",
+                values![cutoff_ms, routes.keep_deliveries as i64],
+            )?;
+            n += db.execute(
+                "DELETE FROM events WHERE (created_at < ?1 OR seq <= (SELECT event_seq FROM registry_meta) - ?2)
+                   AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.event_seq = events.seq AND d.state = 'pending')",
+                values![&cutoff, routes.keep_events as i64],
+            )?;
+            // Finished rows of a pruned event have nothing left to show.
+            n += db.execute(
+                "DELETE FROM deliveries WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.seq = deliveries.event_seq)",
+                &[],
+            )?;
+            Ok(n as usize)
+        })
     }
 }

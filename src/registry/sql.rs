@@ -156,7 +156,10 @@ impl Db<'_> {
                     .execute(rusqlite::params_from_iter(params))?;
                 Ok(n as u64)
             }
-            Db::Postgres(c) => Ok(c.execute(postgres_text(sql).as_ref(), &pg_params(params))?),
+            Db::Postgres(c) => {
+                let stmt = prepare(c, sql, params)?;
+                Ok(c.execute(&stmt, &pg_params(params))?)
+            }
         }
     }
 
@@ -201,13 +204,35 @@ impl Db<'_> {
                 }
                 Ok(out)
             }
-            Db::Postgres(c) => c
-                .query(postgres_text(sql).as_ref(), &pg_params(params))?
-                .iter()
-                .map(|r| f(&Row::Postgres(r)))
-                .collect(),
+            Db::Postgres(c) => {
+                let stmt = prepare(c, sql, params)?;
+                c.query(&stmt, &pg_params(params))?
+                    .iter()
+                    .map(|r| f(&Row::Postgres(r)))
+                    .collect()
+            }
         }
     }
+}
+
+/// `sql` prepared on PostgreSQL with every parameter's type given by its value (BIGINT, TEXT,
+/// BYTEA), so a parameter whose type the server cannot infer (`?1 IS NULL OR watch = ?1`)
+/// needs no cast in the shared text.
+fn prepare(
+    c: &mut postgres::Client,
+    sql: &str,
+    params: &[Value<'_>],
+) -> Result<postgres::Statement> {
+    use postgres::types::Type;
+    let types: Vec<Type> = params
+        .iter()
+        .map(|v| match v {
+            Value::I64(_) | Value::NullI64 => Type::INT8,
+            Value::Text(_) | Value::NullText => Type::TEXT,
+            Value::Bytes(_) | Value::NullBytes => Type::BYTEA,
+        })
+        .collect();
+    Ok(c.prepare_typed(postgres_text(sql).as_ref(), &types)?)
 }
 
 fn pg_params<'v>(params: &'v [Value<'_>]) -> Vec<&'v (dyn postgres::types::ToSql + Sync)> {
