@@ -661,3 +661,53 @@ fn pruning_keeps_pending_rows_and_the_newest_finished_ones_on_both_backends() {
         assert_eq!(events, vec![3], "{backend}");
     });
 }
+
+/// A write whose body panics or returns an error early leaves nothing behind, and the next
+/// write on the same connection commits only its own rows (on PostgreSQL a session left inside
+/// `BEGIN` would commit the abandoned rows with the next write).
+#[test]
+fn a_write_that_panics_or_fails_midway_is_rolled_back_on_both_backends() {
+    on_both(|r, again, backend| {
+        let insert = |db: &mut super::sql::Db<'_>, digest: &str| {
+            db.execute(
+                "INSERT INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
+                 VALUES (?1, 'ana', '2026-01-01T00:00:00Z', 900)",
+                values![digest],
+            )
+        };
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = r.write(|db| -> super::Result<()> {
+                insert(db, "abandoned")?;
+                panic!("a bug inside a write transaction");
+            });
+        }));
+        assert!(panicked.is_err(), "{backend}");
+        let err = r
+            .write(|db| -> super::Result<()> {
+                insert(db, "failed")?;
+                Err(RegistryError::Postgres("stopped early".into()))
+            })
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("stopped early"),
+            "{backend}: {err}"
+        );
+        r.create_session("kept", "bo", 100, 900).unwrap();
+        for (who, reg) in [("same", &*r), ("another", &again.open())] {
+            assert_eq!(
+                count(
+                    reg,
+                    "SELECT count(*) FROM ui_sessions WHERE token_sha256 IN ('abandoned', 'failed')",
+                    &[]
+                ),
+                0,
+                "{backend}: {who} connection"
+            );
+            assert_eq!(
+                count(reg, "SELECT count(*) FROM ui_sessions", &[]),
+                1,
+                "{backend}: {who} connection"
+            );
+        }
+    });
+}

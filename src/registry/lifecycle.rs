@@ -493,31 +493,41 @@ pub(super) fn pg_write<T>(
     f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>,
 ) -> Result<T> {
     client.batch_execute("BEGIN")?;
-    let out = (|| {
-        let recorded: i64 = client
-            .query_one(
-                "SELECT fingerprint_version FROM registry_head WHERE id = 1 FOR UPDATE",
-                &[],
-            )?
-            .try_get(0)?;
-        if recorded > FINGERPRINT_VERSION {
-            return Err(RegistryError::NewerProjection {
-                recorded,
-                binary: FINGERPRINT_VERSION,
-            });
-        }
-        f(&mut sql::Db::Postgres(client))
-    })();
-    match out {
-        Ok(v) => {
-            client.batch_execute("COMMIT")?;
-            Ok(v)
-        }
-        Err(e) => {
-            // The error is the one to report; a failed ROLLBACK leaves a broken session,
-            // which the server rolls back when it closes.
-            let _ = client.batch_execute("ROLLBACK");
-            Err(e)
+    // From here on the transaction ends with COMMIT or ROLLBACK whatever happens: an early
+    // return or a panic inside `f` drops the guard, which rolls back.
+    let mut tx = PgTx { client, open: true };
+    let recorded: i64 = tx
+        .client
+        .query_one(
+            "SELECT fingerprint_version FROM registry_head WHERE id = 1 FOR UPDATE",
+            &[],
+        )?
+        .try_get(0)?;
+    if recorded > FINGERPRINT_VERSION {
+        return Err(RegistryError::NewerProjection {
+            recorded,
+            binary: FINGERPRINT_VERSION,
+        });
+    }
+    let out = f(&mut sql::Db::Postgres(tx.client))?;
+    tx.open = false;
+    tx.client.batch_execute("COMMIT")?;
+    Ok(out)
+}
+
+/// An open PostgreSQL write transaction: rolled back when dropped still open (an error
+/// returned early, or a panic unwinding through [`pg_write`]).
+struct PgTx<'c> {
+    client: &'c mut postgres::Client,
+    open: bool,
+}
+
+impl Drop for PgTx<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // The error being returned (or the panic) is the one to report; a failed ROLLBACK
+            // leaves a broken session, which the server rolls back when it closes.
+            let _ = self.client.batch_execute("ROLLBACK");
         }
     }
 }
