@@ -711,3 +711,173 @@ fn a_write_that_panics_or_fails_midway_is_rolled_back_on_both_backends() {
         }
     });
 }
+
+/// An open review of `watch` whose candidate is read from the stored source `digest`.
+fn open_review(db: &mut super::sql::Db<'_>, watch: &str, digest: &str) -> super::Result<u64> {
+    db.execute(
+        "INSERT INTO sources (digest, gz) VALUES (?1, ?2) ON CONFLICT (digest) DO NOTHING",
+        values![digest, &b"gz"[..]],
+    )?;
+    db.execute(
+        "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
+             base_registry_version, candidate_fingerprint, fingerprint_version,
+             candidate_spec_json, report_json, source_digest)
+         VALUES (?1, 'open', 'breaking', 1, '2026-01-01T00:00:00Z', 0, 'sha256:c', ?3, '', '', ?2)",
+        values![watch, digest, FINGERPRINT_VERSION],
+    )
+}
+
+fn events_of(r: &Registry, event: &str) -> i64 {
+    count(
+        r,
+        "SELECT count(*) FROM events WHERE event = ?1",
+        values![event],
+    )
+}
+
+#[test]
+fn unchanged_and_not_modified_supersede_the_open_review_and_forget_drops_all_on_both_backends() {
+    use super::watch::SourceValidators;
+    use super::{WatchState, WatchStatus};
+    use crate::core::model::Kind;
+    use crate::fetch::Validators;
+    on_both(|r, again, backend| {
+        let mut state = WatchState::new("acme.a", Kind::Openapi);
+        state.status = WatchStatus::PendingReview;
+        r.record_watch(&state).unwrap();
+        let open = |r: &Registry| {
+            count(
+                r,
+                "SELECT count(*) FROM reviews WHERE watch = 'acme.a' AND state = 'open'",
+                &[],
+            )
+        };
+        // A 304 back at the accepted contract: the open review is superseded, its source freed.
+        r.write(|db| open_review(db, "acme.a", "r1")).unwrap();
+        state.status = WatchStatus::Unchanged;
+        r.record_not_modified(&state, true).unwrap();
+        assert_eq!(open(r), 0, "{backend}");
+        assert_eq!(sources_count(r, "r1"), 0, "{backend}");
+        assert_eq!(events_of(r, "review_superseded"), 1, "{backend}");
+        assert_eq!(
+            r.watch_state("acme.a").unwrap().map(|s| s.status),
+            Some(WatchStatus::Unchanged),
+            "{backend}"
+        );
+        // Without `open_review` a review queued meanwhile is left alone.
+        r.write(|db| open_review(db, "acme.a", "r2")).unwrap();
+        r.record_not_modified(&state, false).unwrap();
+        assert_eq!(open(r), 1, "{backend}");
+        // An unchanged fetch supersedes it too and stores the advanced validators.
+        let v = Validators {
+            etag: Some("\"e2\"".into()),
+            last_modified: None,
+        };
+        r.record_unchanged(
+            &state,
+            Some(SourceValidators {
+                source_digest: "d2",
+                validators: &v,
+            }),
+        )
+        .unwrap();
+        assert_eq!(open(r), 0, "{backend}");
+        assert_eq!(sources_count(r, "r2"), 0, "{backend}");
+        assert_eq!(events_of(r, "review_superseded"), 2, "{backend}");
+        assert_eq!(
+            again.open().validators("acme.a", "d2").unwrap(),
+            Some(v),
+            "{backend}"
+        );
+
+        // forget: the tool, its history, state, validators, reviews, rejections, sunset facts
+        // and the sources only it used; the registry version moves by one.
+        r.write(|db| {
+            db.execute(
+                "INSERT INTO sources (digest, gz) VALUES ('t1', ?1)",
+                values![&b"gz"[..]],
+            )?;
+            use_source(db, "acme.a", "t1")?;
+            db.execute(
+                "INSERT INTO tool_versions (tool, version, registry_version, fingerprint,
+                     fingerprint_version, spec_json, applied_at)
+                 VALUES ('acme.a', 1, 1, 'sha256:x', ?1, '', '2026-01-01T00:00:00Z')",
+                values![FINGERPRINT_VERSION],
+            )?;
+            open_review(db, "acme.a", "r3")?;
+            db.execute(
+                "INSERT INTO rejected_candidates (watch, fingerprint, review_id, rejected_at)
+                 VALUES ('acme.a', 'sha256:r', 1, '2026-01-01T00:00:00Z')",
+                &[],
+            )?;
+            db.execute(
+                "INSERT INTO sunset_versions (watch, version) VALUES ('acme.a', 1)",
+                &[],
+            )?;
+            db.execute(
+                "INSERT INTO sunset_alerts (watch, endpoint, sunset, raised_at)
+                 VALUES ('acme.a', 'GET /pets', '2027-01-01', '2026-01-01T00:00:00Z')",
+                &[],
+            )?;
+            db.execute(
+                "UPDATE registry_head SET registry_version = 5 WHERE id = 1",
+                &[],
+            )
+        })
+        .unwrap();
+        assert!(r.forget("acme.a").unwrap(), "{backend}");
+        for table in [
+            "tools WHERE name",
+            "tool_versions WHERE tool",
+            "watch_state WHERE watch",
+            "validators WHERE watch",
+            "reviews WHERE watch",
+            "rejected_candidates WHERE watch",
+            "sunset_versions WHERE watch",
+            "sunset_alerts WHERE watch",
+        ] {
+            assert_eq!(
+                count(r, &format!("SELECT count(*) FROM {table} = 'acme.a'"), &[]),
+                0,
+                "{backend}: {table}"
+            );
+        }
+        assert_eq!(
+            count(r, "SELECT count(*) FROM sources", &[]),
+            0,
+            "{backend}"
+        );
+        assert_eq!(
+            count(
+                r,
+                "SELECT registry_version FROM registry_head WHERE id = 1",
+                &[]
+            ),
+            6,
+            "{backend}"
+        );
+        let data: String = r
+            .read(|db| {
+                db.query_opt(
+                    "SELECT data_json FROM events WHERE event = 'watch_forgotten'",
+                    &[],
+                    |row| row.get(0),
+                )
+            })
+            .unwrap()
+            .unwrap();
+        assert!(data.contains("\"registry_version\":6"), "{backend}: {data}");
+        // Forgetting again finds nothing, emits nothing and leaves the version alone.
+        assert!(!again.open().forget("acme.a").unwrap(), "{backend}");
+        assert_eq!(events_of(r, "watch_forgotten"), 1, "{backend}");
+        assert_eq!(
+            count(
+                r,
+                "SELECT registry_version FROM registry_head WHERE id = 1",
+                &[]
+            ),
+            6,
+            "{backend}"
+        );
+    });
+}

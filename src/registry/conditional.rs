@@ -8,7 +8,6 @@
 //! ([`Registry::flush_checked`]): many watches, one transaction, at most once a second.
 
 use super::sql::values;
-use super::sql::Db;
 use super::{failpoint, Registry, Result, WatchState, WatchStatus};
 
 /// What a conditional refresh starts from.
@@ -90,14 +89,14 @@ impl Registry {
     /// `open_review` (the source is back at the accepted contract).
     pub fn record_not_modified(&mut self, state: &WatchState, open_review: bool) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        if open_review {
-            super::supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
-        }
-        super::events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
-        failpoint::hit("unchanged.before_commit")?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            if open_review {
+                super::supersede_open_reviews(db, &routes, &state.watch, state.kind, None)?;
+            }
+            super::events::upsert_watch_emitting(db, &routes, state, None, None)?;
+            failpoint::hit("unchanged.before_commit")?;
+            Ok(())
+        })
     }
 
     /// Group commit of deferred bookkeeping: each watch's `last_checked_at`, in one

@@ -185,7 +185,13 @@ impl Registry {
         let tx = self.write_tx()?;
         let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
         failpoint::hit("apply.after_snapshot")?;
-        supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
+        supersede_open_reviews(
+            &mut Db::Sqlite(&tx),
+            &routes,
+            &state.watch,
+            state.kind,
+            None,
+        )?;
         events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
         let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
             EventKind::ProjectionUpgrade

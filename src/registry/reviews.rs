@@ -574,42 +574,38 @@ pub(super) fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> 
 }
 
 pub(super) fn supersede_open_reviews(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     routes: &crate::core::event::Routes,
     watch: &str,
     kind: Kind,
     superseded_by: Option<i64>,
 ) -> Result<()> {
-    let open: Vec<i64> = tx
-        .prepare_cached("SELECT id FROM reviews WHERE watch = ?1 AND state = ?2")?
-        .query_map(params![watch, ReviewState::Open], |r| r.get(0))?
-        .collect::<rusqlite::Result<_>>()?;
+    let open: Vec<i64> = db.query(
+        "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2 ORDER BY id",
+        values![watch, ReviewState::Open],
+        |r| r.get(0),
+    )?;
     for id in open {
         let mut data = EventData::for_watch(watch, kind.as_str());
         data.review_id = Some(id);
         data.superseded_by = superseded_by;
-        events::emit(
-            &mut Db::Sqlite(tx),
-            routes,
-            EventKind::ReviewSuperseded,
-            &data,
-        )?;
+        events::emit(db, routes, EventKind::ReviewSuperseded, &data)?;
     }
     let dropped = digests(
-        &mut Db::Sqlite(tx),
+        db,
         "SELECT source_digest FROM reviews WHERE watch = ?1 AND state = ?2",
         values![watch, ReviewState::Open],
     )?;
-    tx.execute(
+    db.execute(
         "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE watch = ?1 AND state = ?4",
-        params![
+        values![
             watch,
-            now_rfc3339(),
+            &now_rfc3339(),
             ReviewState::Superseded,
             ReviewState::Open
         ],
     )?;
-    release_sources(&mut Db::Sqlite(tx), dropped)?;
+    release_sources(db, dropped)?;
     Ok(())
 }
 

@@ -4,7 +4,7 @@
 //! decoding a document (`Registry::sunsets`), and the `sunset_approaching` alerts raised once
 //! per (watch, endpoint, date) across restarts (`Registry::raise_sunset_alert`).
 
-use super::sql::Db;
+use super::sql::{values, Db};
 use super::{events, now_rfc3339, read_tool, Registry, Result};
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::ToolSpec;
@@ -75,13 +75,13 @@ pub(super) fn write_facts(
 }
 
 /// Drops a forgotten watch's facts and alerts.
-pub(super) fn forget_facts(tx: &Transaction<'_>, watch: &str) -> Result<()> {
+pub(super) fn forget_facts(db: &mut Db<'_>, watch: &str) -> Result<()> {
     for sql in [
         "DELETE FROM sunsets WHERE watch = ?1",
         "DELETE FROM sunset_versions WHERE watch = ?1",
         "DELETE FROM sunset_alerts WHERE watch = ?1",
     ] {
-        tx.execute(sql, [watch])?;
+        db.execute(sql, values![watch])?;
     }
     Ok(())
 }

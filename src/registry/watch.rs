@@ -9,7 +9,6 @@ use super::{
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::{DriftReport, Kind};
 use crate::fetch::Validators;
-use rusqlite::OptionalExtension;
 
 /// The watch state in the eight columns `watch, kind, status, last_compatibility,
 /// last_checked_at, last_error, consecutive_failures, source_identity` of `watch_state`,
@@ -80,74 +79,66 @@ impl Registry {
         validators: Option<SourceValidators<'_>>,
     ) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        // The source is back at the accepted contract: an open review no longer describes it.
-        supersede_open_reviews(&tx, &routes, &state.watch, state.kind, None)?;
-        let mut db = Db::Sqlite(&tx);
-        events::upsert_watch_emitting(&mut db, &routes, state, None, None)?;
-        if let Some(validators) = validators {
-            store_validators(&mut db, &state.watch, validators)?;
-        }
-        failpoint::hit("unchanged.before_commit")?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            // The source is back at the accepted contract: an open review no longer describes it.
+            supersede_open_reviews(db, &routes, &state.watch, state.kind, None)?;
+            events::upsert_watch_emitting(db, &routes, state, None, None)?;
+            if let Some(validators) = validators {
+                store_validators(db, &state.watch, validators)?;
+            }
+            failpoint::hit("unchanged.before_commit")?;
+            Ok(())
+        })
     }
     /// Drops a watch's tool, history, state, validators, reviews and rejections.
     /// Returns whether anything existed. Removing a tool bumps the registry version.
     pub fn forget(&mut self, watch: &str) -> Result<bool> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let kind: Option<Kind> = tx
-            .query_row(
+        self.write(|db| {
+            let kind: Option<Kind> = db.query_opt(
                 "SELECT kind FROM watch_state WHERE watch = ?1",
-                [watch],
+                values![watch],
                 |r| r.get(0),
-            )
-            .optional()?;
-        let dropped = digests(
-            &mut Db::Sqlite(&tx),
-            "SELECT source_digest FROM tools WHERE name = ?1
-             UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
-             UNION SELECT source_digest FROM reviews WHERE watch = ?1",
-            values![watch],
-        )?;
-        let had_tool = tx.execute("DELETE FROM tools WHERE name = ?1", [watch])? > 0;
-        let mut removed = had_tool as usize;
-        for sql in [
-            "DELETE FROM tool_versions WHERE tool = ?1",
-            "DELETE FROM watch_state WHERE watch = ?1",
-            "DELETE FROM validators WHERE watch = ?1",
-            "DELETE FROM reviews WHERE watch = ?1",
-            "DELETE FROM rejected_candidates WHERE watch = ?1",
-        ] {
-            removed += tx.execute(sql, [watch])?;
-        }
-        release_sources(&mut Db::Sqlite(&tx), dropped)?;
-        super::sunsets::forget_facts(&tx, watch)?;
-        if had_tool {
-            tx.execute(
-                "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",
-                [],
             )?;
-        }
-        if removed > 0 {
-            let mut data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
-            if had_tool {
-                data.registry_version = Some(tx.query_row(
-                    "SELECT registry_version FROM registry_head WHERE id = 1",
-                    [],
-                    |r| r.get(0),
-                )?);
+            let dropped = digests(
+                db,
+                "SELECT source_digest FROM tools WHERE name = ?1
+                 UNION SELECT source_digest FROM tool_versions WHERE tool = ?1
+                 UNION SELECT source_digest FROM reviews WHERE watch = ?1",
+                values![watch],
+            )?;
+            let had_tool = db.execute("DELETE FROM tools WHERE name = ?1", values![watch])? > 0;
+            let mut removed = u64::from(had_tool);
+            for sql in [
+                "DELETE FROM tool_versions WHERE tool = ?1",
+                "DELETE FROM watch_state WHERE watch = ?1",
+                "DELETE FROM validators WHERE watch = ?1",
+                "DELETE FROM reviews WHERE watch = ?1",
+                "DELETE FROM rejected_candidates WHERE watch = ?1",
+            ] {
+                removed += db.execute(sql, values![watch])?;
             }
-            events::emit(
-                &mut Db::Sqlite(&tx),
-                &routes,
-                EventKind::WatchForgotten,
-                &data,
-            )?;
-        }
-        tx.commit()?;
-        Ok(removed > 0)
+            release_sources(db, dropped)?;
+            super::sunsets::forget_facts(db, watch)?;
+            if had_tool {
+                db.execute(
+                    "UPDATE registry_head SET registry_version = registry_version + 1 WHERE id = 1",
+                    &[],
+                )?;
+            }
+            if removed > 0 {
+                let mut data = EventData::for_watch(watch, kind.map_or("", Kind::as_str));
+                if had_tool {
+                    data.registry_version = db.query_opt(
+                        "SELECT registry_version FROM registry_head WHERE id = 1",
+                        &[],
+                        |r| r.get(0),
+                    )?;
+                }
+                events::emit(db, &routes, EventKind::WatchForgotten, &data)?;
+            }
+            Ok(removed > 0)
+        })
     }
     /// Clears a watch's `stale`/`error` state so the next cycle starts afresh (and adopts the
     /// configured source identity). Returns whether the watch had state.
