@@ -881,3 +881,135 @@ fn unchanged_and_not_modified_supersede_the_open_review_and_forget_drops_all_on_
         );
     });
 }
+
+/// Queues on the shared layer: once per candidate, a newer candidate supersedes, the change
+/// count of the open review; a moved base is a conflict. Then several connections queueing
+/// different candidates for one watch at once end with exactly one open review, and the
+/// partial unique index refuses a second open review written behind the API.
+#[test]
+fn queued_reviews_stay_one_open_per_watch_even_when_racing_on_both_backends() {
+    use super::{CasBase, Queued, StoredSource, WatchState, WatchStatus, DEFAULT_KEEP_REVIEWS};
+    use crate::core::diff::classify;
+    use crate::core::fingerprint::tool_fingerprint;
+    use crate::core::model::Kind;
+    use crate::core::normalize::openapi::normalize;
+    let spec = |max: u32| {
+        let doc = format!(
+            r#"{{"openapi":"3.0.3","info":{{"title":"t","version":"1"}},"paths":{{"/pets":{{"get":{{"operationId":"listPets",
+            "parameters":[{{"name":"limit","in":"query","schema":{{"type":"integer","maximum":{max}}}}}],
+            "responses":{{"200":{{"description":"ok"}}}}}}}}}}}}"#
+        );
+        normalize("acme.pets", doc.as_bytes()).unwrap()
+    };
+    on_both(|r, again, backend| {
+        let accepted = spec(100);
+        let base = CasBase {
+            registry_version: 1,
+            fingerprint: tool_fingerprint(&accepted),
+        };
+        r.write(|db| {
+            db.execute(
+                "INSERT INTO tools (name, kind, position, version, registry_version, fingerprint,
+                                    fingerprint_version, spec_json, applied_at)
+                 VALUES ('acme.pets', 'openapi', 0, 1, 1, ?1, ?2, '', '2026-01-01T00:00:00Z')",
+                values![&base.fingerprint, FINGERPRINT_VERSION],
+            )
+        })
+        .unwrap();
+        let state = WatchState {
+            status: WatchStatus::PendingReview,
+            ..WatchState::new("acme.pets", Kind::Openapi)
+        };
+        let queue = |r: &mut Registry, base: &CasBase, max: u32| {
+            let candidate = spec(max);
+            let report = classify(&accepted, &candidate, &Default::default());
+            r.queue_review(
+                base,
+                &candidate,
+                &report,
+                &state,
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS,
+            )
+        };
+        let first = queue(r, &base, 50).unwrap();
+        let Queued::New {
+            id,
+            superseded: None,
+        } = first
+        else {
+            panic!("{backend}: {first:?}")
+        };
+        assert_eq!(
+            queue(r, &base, 50).unwrap(),
+            Queued::AlreadyOpen { id },
+            "{backend}"
+        );
+        let second = queue(r, &base, 10).unwrap();
+        let Queued::New {
+            id: id2,
+            superseded: Some(old),
+        } = second
+        else {
+            panic!("{backend}: {second:?}")
+        };
+        assert_eq!(old, id, "{backend}");
+        assert_eq!(
+            r.open_review_for("acme.pets").unwrap(),
+            Some(id2),
+            "{backend}"
+        );
+        assert!(r.open_change_count("acme.pets").unwrap() > 0, "{backend}");
+        assert_eq!(r.open_change_count("acme.other").unwrap(), 0, "{backend}");
+        let moved = CasBase {
+            registry_version: 2,
+            ..base.clone()
+        };
+        assert!(
+            matches!(queue(r, &moved, 5), Err(RegistryError::Conflict { .. })),
+            "{backend}"
+        );
+
+        // Racing queues: 4 connections, 10 different candidates each, one watch.
+        let barrier = std::sync::Barrier::new(4);
+        std::thread::scope(|s| {
+            for w in 0..4u32 {
+                let mut r = again.open();
+                let (barrier, base, queue) = (&barrier, &base, &queue);
+                s.spawn(move || {
+                    barrier.wait();
+                    for i in 0..10u32 {
+                        queue(&mut r, base, 200 + w * 10 + i)
+                            .unwrap_or_else(|e| panic!("{backend}: writer {w} round {i}: {e}"));
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            count(
+                r,
+                "SELECT count(*) FROM reviews WHERE watch = 'acme.pets' AND state = 'open'",
+                &[]
+            ),
+            1,
+            "{backend}"
+        );
+        assert_eq!(
+            count(r, "SELECT count(*) FROM reviews", &[]),
+            42,
+            "{backend}"
+        );
+        // Behind the API, a second open review for the watch is refused by the index.
+        let second_open = r.write(|db| {
+            db.execute(
+                "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
+                     base_registry_version, candidate_fingerprint, fingerprint_version,
+                     candidate_spec_json, report_json)
+                 VALUES ('acme.pets', 'open', 'breaking', 1, '2026-01-01T00:00:00Z', 1,
+                     'sha256:other', ?1, '', '')",
+                values![FINGERPRINT_VERSION],
+            )
+        });
+        assert!(second_open.is_err(), "{backend}");
+    });
+}

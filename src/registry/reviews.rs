@@ -11,7 +11,7 @@ use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
+use rusqlite::{params, Connection, OptionalExtension};
 
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
@@ -78,107 +78,103 @@ impl Registry {
     ) -> Result<Queued> {
         failpoint::hit("review.begin")?;
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        // The CAS check needs the two columns only: the contract itself was read (and checked
-        // against its fingerprint) by the caller, and is not loaded a second time.
-        let current: Option<(i64, String)> = tx
-            .query_row(
+        let key = candidate_key(candidate);
+        let result = self.write(|db| {
+            // The CAS check needs the two columns only: the contract itself was read (and
+            // checked against its fingerprint) by the caller, and is not loaded a second time.
+            let current: Option<(i64, String)> = db.query_opt(
                 "SELECT registry_version, fingerprint FROM tools WHERE name = ?1",
-                [candidate_key(candidate)],
+                values![&key],
                 |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let matches = current
-            .as_ref()
-            .is_some_and(|(rv, fp)| *rv == base.registry_version && *fp == base.fingerprint);
-        if !matches {
-            return Err(RegistryError::Conflict {
-                tool: candidate_key(candidate),
+            )?;
+            let matches = current.as_ref().is_some_and(|(rv, fp)| {
+                *rv == base.registry_version && *fp == base.fingerprint
             });
-        }
-        let open: Option<(i64, String)> = tx
-            .query_row(
-                "SELECT id, candidate_fingerprint FROM reviews WHERE watch = ?1 AND state = ?2",
-                params![&state.watch, ReviewState::Open],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        let result = match open {
-            Some((id, fp)) if fp == report.new_fingerprint => Queued::AlreadyOpen { id },
-            other => {
-                // One copy of the candidate: its source when it can be read back from it.
-                let derived = source.derived();
-                store_source(&mut Db::Sqlite(&tx), source)?;
-                let now = now_rfc3339();
-                let mut dropped = Vec::new();
-                let superseded = match other {
-                    Some((old_id, _)) => {
-                        dropped = digests(
-                            &mut Db::Sqlite(&tx),
-                            "SELECT source_digest FROM reviews WHERE id = ?1",
-                            values![old_id],
-                        )?;
-                        tx.execute(
-                            "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
-                            params![old_id, now, ReviewState::Superseded],
-                        )?;
-                        Some(old_id)
-                    }
-                    None => None,
-                };
-                tx.execute(
-                    "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
-                        base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
-                        candidate_spec_json, report_json, candidate_gz, report_gz, source_digest, source_gz,
-                        source_kind)
-                     VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, NULL, ?13)",
-                    params![
-                        state.watch,
-                        report.compatibility,
-                        report.change_count() as i64,
-                        now,
-                        base.registry_version,
-                        base.fingerprint,
-                        report.new_fingerprint,
-                        FINGERPRINT_VERSION,
-                        ReviewState::Open,
-                        (!derived).then(|| codec::gz_json(candidate)),
-                        codec::gz_json(report),
-                        source.digest,
-                        derived.then_some(candidate.kind),
-                    ],
-                )?;
-                let id = tx.last_insert_rowid();
-                failpoint::hit("review.after_insert")?;
-                if let Some(old) = superseded {
-                    let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
-                    data.review_id = Some(old);
-                    data.superseded_by = Some(id);
-                    events::emit(
-                        &mut Db::Sqlite(&tx),
-                        &routes,
-                        EventKind::ReviewSuperseded,
-                        &data,
-                    )?;
-                }
-                let mut data =
-                    EventData::for_watch(&state.watch, state.kind.as_str()).with_report(report);
-                data.review_id = Some(id);
-                data.registry_version = Some(base.registry_version);
-                events::emit(
-                    &mut Db::Sqlite(&tx),
-                    &routes,
-                    EventKind::PendingReview,
-                    &data,
-                )?;
-                dropped.extend(prune_reviews(&tx, &state.watch, keep_reviews)?);
-                release_sources(&mut Db::Sqlite(&tx), dropped)?;
-                Queued::New { id, superseded }
+            if !matches {
+                return Err(RegistryError::Conflict { tool: key.clone() });
             }
-        };
-        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
-        failpoint::hit("review.before_commit")?;
-        tx.commit()?;
+            let open: Option<(i64, String)> = db.query_opt(
+                "SELECT id, candidate_fingerprint FROM reviews WHERE watch = ?1 AND state = ?2",
+                values![&state.watch, ReviewState::Open],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let result = match open {
+                Some((id, fp)) if fp == report.new_fingerprint => Queued::AlreadyOpen { id },
+                other => {
+                    // One copy of the candidate: its source when it can be read back from it.
+                    let derived = source.derived();
+                    store_source(db, source)?;
+                    let now = now_rfc3339();
+                    let mut dropped = Vec::new();
+                    let superseded = match other {
+                        Some((old_id, _)) => {
+                            dropped = digests(
+                                db,
+                                "SELECT source_digest FROM reviews WHERE id = ?1",
+                                values![old_id],
+                            )?;
+                            db.execute(
+                                "UPDATE reviews SET state = ?3, decided_at = ?2, source_gz = NULL WHERE id = ?1",
+                                values![old_id, &now, ReviewState::Superseded],
+                            )?;
+                            Some(old_id)
+                        }
+                        None => None,
+                    };
+                    let candidate_gz = (!derived).then(|| codec::gz_json(candidate));
+                    let report_gz = codec::gz_json(report);
+                    let source_kind = derived.then(|| candidate.kind.as_str());
+                    // RETURNING: the new id on both backends (SQLite 3.35 and later).
+                    let inserted: Option<i64> = db.query_opt(
+                        "INSERT INTO reviews (watch, state, compatibility, change_count, created_at,
+                            base_registry_version, base_fingerprint, candidate_fingerprint, fingerprint_version,
+                            candidate_spec_json, report_json, candidate_gz, report_gz, source_digest, source_gz,
+                            source_kind)
+                         VALUES (?1, ?9, ?2, ?3, ?4, ?5, ?6, ?7, ?8, '', '', ?10, ?11, ?12, NULL, ?13)
+                         RETURNING id",
+                        values![
+                            &state.watch,
+                            report.compatibility,
+                            report.change_count() as i64,
+                            &now,
+                            base.registry_version,
+                            &base.fingerprint,
+                            &report.new_fingerprint,
+                            FINGERPRINT_VERSION,
+                            ReviewState::Open,
+                            candidate_gz.as_deref(),
+                            &report_gz,
+                            source.digest.as_deref(),
+                            source_kind,
+                        ],
+                        |r| r.get(0),
+                    )?;
+                    let id = inserted.ok_or_else(|| RegistryError::BadRow {
+                        table: "reviews",
+                        key: state.watch.clone(),
+                        problem: "the inserted review returned no id".into(),
+                    })?;
+                    failpoint::hit("review.after_insert")?;
+                    if let Some(old) = superseded {
+                        let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
+                        data.review_id = Some(old);
+                        data.superseded_by = Some(id);
+                        events::emit(db, &routes, EventKind::ReviewSuperseded, &data)?;
+                    }
+                    let mut data = EventData::for_watch(&state.watch, state.kind.as_str())
+                        .with_report(report);
+                    data.review_id = Some(id);
+                    data.registry_version = Some(base.registry_version);
+                    events::emit(db, &routes, EventKind::PendingReview, &data)?;
+                    dropped.extend(prune_reviews(db, &state.watch, keep_reviews)?);
+                    release_sources(db, dropped)?;
+                    Queued::New { id, superseded }
+                }
+            };
+            events::upsert_watch_emitting(db, &routes, state, None, None)?;
+            failpoint::hit("review.before_commit")?;
+            Ok(result)
+        })?;
         failpoint::hit("review.after_commit")?;
         Ok(result)
     }
@@ -225,14 +221,13 @@ impl Registry {
         Ok(id)
     }
     pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
-        Ok(self
-            .conn()?
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2",
-                params![watch, ReviewState::Open],
+                values![watch, ReviewState::Open],
                 |r| r.get(0),
             )
-            .optional()?)
+        })
     }
     pub fn review(&self, id: i64) -> Result<Review> {
         read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id })
@@ -415,11 +410,15 @@ impl Registry {
         Ok(())
     }
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {
-        Ok(self.conn()?.query_row(
-            "SELECT COALESCE(SUM(change_count), 0) FROM reviews WHERE watch = ?1 AND state = ?2",
-            params![watch, ReviewState::Open],
-            |r| r.get(0),
-        )?)
+        let sum: Option<i64> = self.read(|db| {
+            db.query_opt(
+                "SELECT CAST(COALESCE(SUM(change_count), 0) AS BIGINT) FROM reviews
+                 WHERE watch = ?1 AND state = ?2",
+                values![watch, ReviewState::Open],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(sum.unwrap_or(0))
     }
 }
 
@@ -427,25 +426,25 @@ impl Registry {
 /// `keep_reviews` (`[storage] keep_reviews`); their metadata stays. Open reviews are never
 /// pruned.
 /// Answers the source digests of the pruned reviews (to release).
-fn prune_reviews(tx: &Transaction<'_>, watch: &str, keep_reviews: u32) -> Result<Vec<String>> {
+fn prune_reviews(db: &mut Db<'_>, watch: &str, keep_reviews: u32) -> Result<Vec<String>> {
     const PRUNED: &str = "WHERE watch = ?1 AND state != ?3 AND pruned_at IS NULL
            AND id NOT IN (SELECT id FROM reviews WHERE watch = ?1 AND state != ?3
                           ORDER BY id DESC LIMIT ?2)";
     let dropped = digests(
-        &mut Db::Sqlite(tx),
+        db,
         &format!("SELECT source_digest FROM reviews {PRUNED}"),
         values![watch, i64::from(keep_reviews), ReviewState::Open],
     )?;
-    tx.execute(
+    db.execute(
         &format!(
             "UPDATE reviews SET candidate_spec_json = '', report_json = '', candidate_gz = NULL,
                 report_gz = NULL, source_gz = NULL, source_kind = NULL, pruned_at = ?4 {PRUNED}"
         ),
-        params![
+        values![
             watch,
             i64::from(keep_reviews),
             ReviewState::Open,
-            now_rfc3339()
+            &now_rfc3339()
         ],
     )?;
     Ok(dropped)
