@@ -1013,3 +1013,103 @@ fn queued_reviews_stay_one_open_per_watch_even_when_racing_on_both_backends() {
         assert!(second_open.is_err(), "{backend}");
     });
 }
+
+/// A queued review read back (one and the list), then rejected: remembered as rejected, the
+/// watch `rejected`, a second decision refused.
+#[test]
+fn reviews_are_read_back_and_rejected_alike_on_both_backends() {
+    use super::{
+        CasBase, Queued, ReviewState, StoredSource, Via, WatchState, WatchStatus,
+        DEFAULT_KEEP_REVIEWS,
+    };
+    use crate::core::diff::classify;
+    use crate::core::fingerprint::tool_fingerprint;
+    use crate::core::model::Kind;
+    use crate::core::normalize::openapi::normalize;
+    let spec = |max: u32| {
+        let doc = format!(
+            r#"{{"openapi":"3.0.3","info":{{"title":"t","version":"1"}},"paths":{{"/pets":{{"get":{{"operationId":"listPets",
+            "parameters":[{{"name":"limit","in":"query","schema":{{"type":"integer","maximum":{max}}}}}],
+            "responses":{{"200":{{"description":"ok"}}}}}}}}}}}}"#
+        );
+        normalize("acme.pets", doc.as_bytes()).unwrap()
+    };
+    on_both(|r, again, backend| {
+        let accepted = spec(100);
+        let base = CasBase {
+            registry_version: 1,
+            fingerprint: tool_fingerprint(&accepted),
+        };
+        r.write(|db| {
+            db.execute(
+                "INSERT INTO tools (name, kind, position, version, registry_version, fingerprint,
+                                    fingerprint_version, spec_json, applied_at)
+                 VALUES ('acme.pets', 'openapi', 0, 1, 1, ?1, ?2, '', '2026-01-01T00:00:00Z')",
+                values![&base.fingerprint, FINGERPRINT_VERSION],
+            )
+        })
+        .unwrap();
+        let state = WatchState {
+            status: WatchStatus::PendingReview,
+            ..WatchState::new("acme.pets", Kind::Openapi)
+        };
+        let candidate = spec(50);
+        let report = classify(&accepted, &candidate, &Default::default());
+        let Queued::New { id, .. } = r
+            .queue_review(
+                &base,
+                &candidate,
+                &report,
+                &state,
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS,
+            )
+            .unwrap()
+        else {
+            panic!("{backend}")
+        };
+        let review = again.open().review(id).unwrap();
+        assert_eq!(review.state, ReviewState::Open, "{backend}");
+        assert_eq!(review.watch, "acme.pets", "{backend}");
+        assert_eq!(review.candidate.as_ref(), Some(&candidate), "{backend}");
+        assert_eq!(review.report.as_ref(), Some(&report), "{backend}");
+        assert_eq!(review.base_registry_version, 1, "{backend}");
+        assert_eq!(r.reviews(true).unwrap().len(), 1, "{backend}");
+        assert_eq!(r.review_document(id).unwrap(), None, "{backend}");
+        assert!(
+            matches!(
+                r.review(id + 100),
+                Err(RegistryError::ReviewNotFound { .. })
+            ),
+            "{backend}"
+        );
+        assert!(
+            !r.is_rejected("acme.pets", &report.new_fingerprint).unwrap(),
+            "{backend}"
+        );
+        r.reject_via(id, "ana", Via::Cli, "not yet").unwrap();
+        assert!(
+            r.is_rejected("acme.pets", &report.new_fingerprint).unwrap(),
+            "{backend}"
+        );
+        let review = r.review(id).unwrap();
+        assert_eq!(review.state, ReviewState::Rejected, "{backend}");
+        assert_eq!(review.reviewer.as_deref(), Some("ana"), "{backend}");
+        assert_eq!(r.reviews(true).unwrap().len(), 0, "{backend}");
+        assert_eq!(r.reviews(false).unwrap().len(), 1, "{backend}");
+        assert_eq!(
+            r.watch_state("acme.pets").unwrap().map(|s| s.status),
+            Some(WatchStatus::Rejected),
+            "{backend}"
+        );
+        assert_eq!(events_of(r, "review_rejected"), 1, "{backend}");
+        assert!(
+            matches!(
+                r.reject(id, "bo", "again"),
+                Err(RegistryError::Superseded { .. })
+            ),
+            "{backend}"
+        );
+        assert_eq!(events_of(r, "review_rejected"), 1, "{backend}");
+    });
+}

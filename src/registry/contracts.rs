@@ -262,7 +262,7 @@ pub(crate) fn stored_version(
     let key = format!("{tool}@{version}");
     let from_source = row.kind.map(|k| (k, row.digest.as_deref()));
     let spec = stored_spec(
-        conn,
+        &mut Db::Sqlite(conn),
         ("tool_versions", &key, tool),
         &row.json,
         row.gz,
@@ -299,7 +299,7 @@ type FromSource<'a> = Option<(Kind, Option<&'a str>)>;
 /// whose document could be re-read), compressed JSON (`gz`, rows of migration 0003 on) or text
 /// (older rows). `name` is the row's watch (what the normalizer was given).
 pub(super) fn stored_spec(
-    conn: &Connection,
+    db: &mut Db<'_>,
     (table, key, name): (&'static str, &str, &str),
     json: &str,
     gz: Option<Vec<u8>>,
@@ -308,13 +308,7 @@ pub(super) fn stored_spec(
 ) -> Result<ToolSpec> {
     if json.is_empty() && gz.is_none() {
         if let Some((kind, digest)) = from_source {
-            return source_spec(
-                &mut Db::Sqlite(conn),
-                (table, key, name),
-                kind,
-                digest,
-                shared,
-            );
+            return source_spec(db, (table, key, name), kind, digest, shared);
         }
     }
     let mut spec = match gz {
@@ -427,7 +421,7 @@ fn read_tool_given(
         // The stored reading shares the endpoints the fetched one holds equally (a changed
         // document is compared with it: one copy of what did not change).
         None => stored_spec(
-            conn,
+            &mut Db::Sqlite(conn),
             ("tools", name, name),
             &json,
             gz,

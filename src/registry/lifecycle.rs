@@ -349,7 +349,7 @@ impl Registry {
                         Ok(None)
                     }
                     _ => stored_spec(
-                        &tx,
+                        &mut sql::Db::Sqlite(&tx),
                         (table_name(table), &key, &name),
                         &json,
                         gz,

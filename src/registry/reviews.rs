@@ -11,19 +11,19 @@ use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, OptionalExtension};
 
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
-        Ok(self
-            .conn()?
-            .query_row(
-                "SELECT 1 FROM rejected_candidates WHERE watch = ?1 AND fingerprint = ?2",
-                [watch, fingerprint],
-                |_| Ok(()),
-            )
-            .optional()?
-            .is_some())
+        self.read(|db| {
+            Ok(db
+                .query_opt(
+                    "SELECT 1 FROM rejected_candidates WHERE watch = ?1 AND fingerprint = ?2",
+                    values![watch, fingerprint],
+                    |_| Ok(()),
+                )?
+                .is_some())
+        })
     }
     /// Whether a reviewer rejected this very document (same source digest) while the
     /// projection was older: then the candidate, fingerprinted anew, is still rejected, and its
@@ -35,32 +35,31 @@ impl Registry {
         fingerprint: &str,
     ) -> Result<bool> {
         // Read first: the usual answer is "no", and it takes no write lock.
-        let review: Option<i64> = self
-            .conn()?
-            .query_row(
+        let review: Option<i64> = self.read(|db| {
+            db.query_opt(
                 "SELECT review_id FROM rejected_candidates
                  WHERE watch = ?1 AND source_digest = ?2 AND fingerprint_version < ?3
                  ORDER BY rejected_at DESC LIMIT 1",
-                params![watch, digest, FINGERPRINT_VERSION],
+                values![watch, digest, FINGERPRINT_VERSION],
                 |r| r.get(0),
             )
-            .optional()?;
+        })?;
         let Some(review_id) = review else {
             return Ok(false);
         };
-        let tx = self.write_tx()?;
-        tx.execute(
-            UPSERT_REJECTED,
-            params![
-                watch,
-                fingerprint,
-                review_id,
-                now_rfc3339(),
-                digest,
-                FINGERPRINT_VERSION
-            ],
-        )?;
-        tx.commit()?;
+        self.write(|db| {
+            db.execute(
+                UPSERT_REJECTED,
+                values![
+                    watch,
+                    fingerprint,
+                    review_id,
+                    &now_rfc3339(),
+                    digest,
+                    FINGERPRINT_VERSION
+                ],
+            )
+        })?;
         tracing::warn!(event = "projection_upgrade", watch = %watch, review_id,
             "a document rejected under the previous projection is still rejected");
         Ok(true)
@@ -230,20 +229,23 @@ impl Registry {
         })
     }
     pub fn review(&self, id: i64) -> Result<Review> {
-        read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id })
+        self.read(|db| read_review(db, id))?
+            .ok_or(RegistryError::ReviewNotFound { id })
     }
     /// Reviews, newest first; `open_only` limits to open ones.
     pub fn reviews(&self, open_only: bool) -> Result<Vec<Review>> {
         // Without a state filter `?1` is NULL and every review matches.
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
-        let ids: Vec<i64> = self
-            .conn()?
-            .prepare("SELECT id FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC")?
-            .query_map([only], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        ids.into_iter()
-            .map(|id| read_review(self.conn()?, id)?.ok_or(RegistryError::ReviewNotFound { id }))
-            .collect()
+        self.read(|db| {
+            let ids: Vec<i64> = db.query(
+                "SELECT id FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC",
+                values![only],
+                |r| r.get(0),
+            )?;
+            ids.into_iter()
+                .map(|id| read_review(db, id)?.ok_or(RegistryError::ReviewNotFound { id }))
+                .collect()
+        })
     }
     /// Accepts an open review: applies its candidate by CAS against the base it was compared
     /// with. Not open, or base moved: `Superseded`, and nothing is written.
@@ -267,7 +269,8 @@ impl Registry {
     ) -> Result<i64> {
         let routes = self.current_routes();
         let tx = self.write_tx()?;
-        let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
+        let review =
+            read_review(&mut Db::Sqlite(&tx), id)?.ok_or(RegistryError::ReviewNotFound { id })?;
         if review.state != ReviewState::Open {
             return Err(RegistryError::Superseded {
                 id,
@@ -282,7 +285,7 @@ impl Registry {
                 problem: "an open review without its candidate".into(),
             });
         };
-        let source = review_source(&tx, id)?;
+        let source = review_source(&mut Db::Sqlite(&tx), id)?;
         let base = review.base_fingerprint.clone().map(|fingerprint| CasBase {
             registry_version: review.base_registry_version,
             fingerprint,
@@ -359,55 +362,52 @@ impl Registry {
     /// [`Registry::reject`], recording how the reviewer was identified (`via`).
     pub fn reject_via(&mut self, id: i64, reviewer: &str, via: Via, reason: &str) -> Result<()> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let review = read_review(&tx, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
-        if review.state != ReviewState::Open {
-            return Err(RegistryError::Superseded {
-                id,
-                why: format!("the review is {}", review.state),
-            });
-        }
-        let now = now_rfc3339();
-        tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Rejected, via],
-        )?;
-        let digest: Option<String> = tx.query_row(
-            "SELECT source_digest FROM reviews WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        release_sources(&mut Db::Sqlite(&tx), digest.iter().cloned().collect())?;
-        tx.execute(
-            UPSERT_REJECTED,
-            params![
-                review.watch,
-                review.candidate_fingerprint,
-                id,
-                now,
-                digest,
-                FINGERPRINT_VERSION
-            ],
-        )?;
-        tx.execute(
-            "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
-            params![&review.watch, WatchStatus::Rejected],
-        )?;
-        let kind = review.candidate.as_ref().map_or("", |c| c.kind.as_str());
-        let mut data = EventData::for_watch(&review.watch, kind);
-        if let Some(report) = &review.report {
-            data = data.with_report(report);
-        }
-        data.review_id = Some(id);
-        data.reviewer = Some(reviewer.to_string());
-        events::emit(
-            &mut Db::Sqlite(&tx),
-            &routes,
-            EventKind::ReviewRejected,
-            &data,
-        )?;
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            let review = read_review(db, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
+            if review.state != ReviewState::Open {
+                return Err(RegistryError::Superseded {
+                    id,
+                    why: format!("the review is {}", review.state),
+                });
+            }
+            let now = now_rfc3339();
+            db.execute(
+                "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
+                values![id, &now, reviewer, reason, ReviewState::Rejected, via],
+            )?;
+            let digest: Option<String> = db
+                .query_opt(
+                    "SELECT source_digest FROM reviews WHERE id = ?1",
+                    values![id],
+                    |r| r.get(0),
+                )?
+                .flatten();
+            release_sources(db, digest.iter().cloned().collect())?;
+            db.execute(
+                UPSERT_REJECTED,
+                values![
+                    &review.watch,
+                    &review.candidate_fingerprint,
+                    id,
+                    &now,
+                    digest.as_deref(),
+                    FINGERPRINT_VERSION
+                ],
+            )?;
+            db.execute(
+                "UPDATE watch_state SET status = ?2 WHERE watch = ?1",
+                values![&review.watch, WatchStatus::Rejected],
+            )?;
+            let kind = review.candidate.as_ref().map_or("", |c| c.kind.as_str());
+            let mut data = EventData::for_watch(&review.watch, kind);
+            if let Some(report) = &review.report {
+                data = data.with_report(report);
+            }
+            data.review_id = Some(id);
+            data.reviewer = Some(reviewer.to_string());
+            events::emit(db, &routes, EventKind::ReviewRejected, &data)?;
+            Ok(())
+        })
     }
     pub fn open_change_count(&self, watch: &str) -> Result<i64> {
         let sum: Option<i64> = self.read(|db| {
@@ -451,13 +451,15 @@ fn prune_reviews(db: &mut Db<'_>, watch: &str, keep_reviews: u32) -> Result<Vec<
 }
 
 /// The stored source of a review's candidate (kept while it is open).
-pub(super) fn review_source(conn: &Connection, id: i64) -> Result<StoredSource> {
-    let (digest, gz, derivable): (Option<String>, Option<Vec<u8>>, bool) = conn.query_row(
-        "SELECT r.source_digest, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
-         FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest WHERE r.id = ?1",
-        [id],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
+pub(super) fn review_source(db: &mut Db<'_>, id: i64) -> Result<StoredSource> {
+    let (digest, gz, derivable): (Option<String>, Option<Vec<u8>>, bool) = db
+        .query_opt(
+            "SELECT r.source_digest, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
+             FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest WHERE r.id = ?1",
+            values![id],
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+        )?
+        .ok_or(RegistryError::ReviewNotFound { id })?;
     Ok(StoredSource {
         digest,
         gz,
@@ -465,7 +467,7 @@ pub(super) fn review_source(conn: &Connection, id: i64) -> Result<StoredSource> 
     })
 }
 
-pub(super) fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> {
+pub(super) fn read_review(db: &mut Db<'_>, id: i64) -> Result<Option<Review>> {
     type Row = (
         (String, ReviewState, Compatibility, i64, String, i64),
         (Option<String>, String, String, String),
@@ -473,32 +475,30 @@ pub(super) fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> 
         (Option<Vec<u8>>, Option<Vec<u8>>, Option<String>),
         (Option<Kind>, Option<String>, i64),
     );
-    let row: Option<Row> = conn
-        .query_row(
-            "SELECT watch, state, compatibility, change_count, created_at, base_registry_version,
+    let row: Option<Row> = db.query_opt(
+        "SELECT watch, state, compatibility, change_count, created_at, base_registry_version,
                     base_fingerprint, candidate_fingerprint, candidate_spec_json, report_json,
                     decided_at, reviewer, reason, candidate_gz, report_gz, pruned_at,
                     source_kind, source_digest, fingerprint_version
              FROM reviews WHERE id = ?1",
-            [id],
-            |r| {
-                Ok((
-                    (
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ),
-                    (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
-                    (r.get(10)?, r.get(11)?, r.get(12)?),
-                    (r.get(13)?, r.get(14)?, r.get(15)?),
-                    (r.get(16)?, r.get(17)?, r.get(18)?),
-                ))
-            },
-        )
-        .optional()?;
+        values![id],
+        |r| {
+            Ok((
+                (
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ),
+                (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
+                (r.get(10)?, r.get(11)?, r.get(12)?),
+                (r.get(13)?, r.get(14)?, r.get(15)?),
+                (r.get(16)?, r.get(17)?, r.get(18)?),
+            ))
+        },
+    )?;
     let Some((
         (watch, state, compatibility, change_count, created_at, base_rv),
         (base_fp, cand_fp, spec, report),
@@ -523,7 +523,7 @@ pub(super) fn read_review(conn: &Connection, id: i64) -> Result<Option<Review>> 
     } else {
         let from_source = source_kind.map(|k| (k, source_digest.as_deref()));
         let candidate = stored_spec(
-            conn,
+            db,
             ("reviews", &key, &watch),
             &spec,
             candidate_gz,

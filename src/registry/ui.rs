@@ -96,7 +96,7 @@ impl Registry {
 
     /// The candidate document of a review as it was read (for source lines), when stored.
     pub fn review_document(&self, id: i64) -> Result<Option<Vec<u8>>> {
-        let source = super::review_source(self.conn()?, id)?;
+        let source = self.read(|db| super::review_source(db, id))?;
         match source.gz {
             Some(gz) => Ok(Some(codec::gunzip("reviews", &id.to_string(), &gz)?)),
             None => Ok(None),

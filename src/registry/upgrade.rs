@@ -159,7 +159,7 @@ pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
         })?
         .collect::<rusqlite::Result<_>>()?;
     for (id, gz, from_source) in rows {
-        let Some(review) = readable(read_review(tx, id))? else {
+        let Some(review) = readable(read_review(&mut super::sql::Db::Sqlite(tx), id))? else {
             continue;
         };
         let (Some(before), Some(mut report)) = (review.candidate, review.report) else {
