@@ -1083,6 +1083,37 @@ fn reviews_are_read_back_and_rejected_alike_on_both_backends() {
             ),
             "{backend}"
         );
+        // Rebaselined in place: same id, still open, the new candidate and report.
+        let (candidate, report) = {
+            let newer = spec(40);
+            let newer_report = classify(&accepted, &newer, &Default::default());
+            assert_eq!(
+                r.rebaseline_open_review("acme.pets", "sha256:none", &newer, &newer_report, &state)
+                    .unwrap(),
+                None,
+                "{backend}"
+            );
+            assert_eq!(
+                r.rebaseline_open_review(
+                    "acme.pets",
+                    &report.new_fingerprint,
+                    &newer,
+                    &newer_report,
+                    &state
+                )
+                .unwrap(),
+                Some(id),
+                "{backend}"
+            );
+            (newer, newer_report)
+        };
+        let review = r.review(id).unwrap();
+        assert_eq!(review.state, ReviewState::Open, "{backend}");
+        assert_eq!(review.candidate.as_ref(), Some(&candidate), "{backend}");
+        assert_eq!(
+            review.candidate_fingerprint, report.new_fingerprint,
+            "{backend}"
+        );
         assert!(
             !r.is_rejected("acme.pets", &report.new_fingerprint).unwrap(),
             "{backend}"

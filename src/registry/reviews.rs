@@ -11,7 +11,7 @@ use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, OptionalExtension};
+use rusqlite::params;
 
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
@@ -190,34 +190,32 @@ impl Registry {
         state: &WatchState,
     ) -> Result<Option<i64>> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let id: Option<i64> = tx
-            .query_row(
+        self.write(|db| {
+            let id: Option<i64> = db.query_opt(
                 "SELECT id FROM reviews WHERE watch = ?1 AND state = ?2 AND candidate_fingerprint = ?3",
-                params![watch, ReviewState::Open, old_candidate],
+                values![watch, ReviewState::Open, old_candidate],
                 |r| r.get(0),
-            )
-            .optional()?;
-        if let Some(id) = id {
-            tx.execute(
-                "UPDATE reviews SET candidate_fingerprint = ?2, fingerprint_version = ?3,
-                    candidate_spec_json = '', report_json = '', candidate_gz = ?4, report_gz = ?5,
-                    compatibility = ?6, change_count = ?7, source_kind = NULL
-                 WHERE id = ?1",
-                params![
-                    id,
-                    report.new_fingerprint,
-                    FINGERPRINT_VERSION,
-                    codec::gz_json(candidate),
-                    codec::gz_json(report),
-                    report.compatibility,
-                    report.change_count() as i64,
-                ],
             )?;
-            events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
-            tx.commit()?;
-        }
-        Ok(id)
+            if let Some(id) = id {
+                db.execute(
+                    "UPDATE reviews SET candidate_fingerprint = ?2, fingerprint_version = ?3,
+                        candidate_spec_json = '', report_json = '', candidate_gz = ?4, report_gz = ?5,
+                        compatibility = ?6, change_count = ?7, source_kind = NULL
+                     WHERE id = ?1",
+                    values![
+                        id,
+                        &report.new_fingerprint,
+                        FINGERPRINT_VERSION,
+                        &codec::gz_json(candidate),
+                        &codec::gz_json(report),
+                        report.compatibility,
+                        report.change_count() as i64,
+                    ],
+                )?;
+                events::upsert_watch_emitting(db, &routes, state, None, None)?;
+            }
+            Ok(id)
+        })
     }
     pub fn open_review_for(&self, watch: &str) -> Result<Option<i64>> {
         self.read(|db| {
