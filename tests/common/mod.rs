@@ -495,6 +495,49 @@ impl Default for Sandbox {
     }
 }
 
+/// Fills the filesystem holding `dir` with a file of zeros (returned, to remove when space
+/// should come back), leaving `leave` bytes free (the full-disk tests on a small tmpfs).
+pub fn fill_disk(dir: &std::path::Path, leave: u64) -> std::path::PathBuf {
+    let filler = dir.join("filler");
+    let _ = std::process::Command::new("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", filler.display()))
+        .arg("bs=4k")
+        .output();
+    let full = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&filler)
+        .and_then(|f| f.set_len(full.saturating_sub(leave)))
+        .expect("shrink filler");
+    filler
+}
+
+/// A compatible change of the pets document (v2) too big to store on a nearly full disk: a
+/// pseudo-random hex description for each of 800 added query parameters, incompressible (the
+/// registry stores rows gzip-compressed).
+pub fn incompressible_pets_v2() -> Vec<u8> {
+    let mut doc = Pets::v2().json();
+    doc["info"]["description"] = Value::from("x".repeat(8192));
+    let params = doc["paths"]["/pets"]["get"]["parameters"]
+        .as_array_mut()
+        .expect("params");
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    for k in 0..800 {
+        let description: String = (0..25)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                format!("{:08x}", state >> 32)
+            })
+            .collect();
+        params.push(serde_json::json!({"name": format!("q{k}"), "in": "query",
+            "description": description, "schema": {"type": "string"}}));
+    }
+    serde_json::to_vec(&doc).expect("json")
+}
+
 /// The first change of `rule` in a `diff --json` report.
 pub fn change<'a>(report: &'a Value, rule: &str) -> &'a Value {
     report["changes"]

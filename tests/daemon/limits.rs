@@ -484,29 +484,6 @@ fn is_root() -> bool {
         .is_ok_and(|o| o.stdout.starts_with(b"0\n"))
 }
 
-/// A compatible change the registry must store (v2 of the pets document), made too big for
-/// what is left on a full disk: incompressible descriptions (rows are stored gzip-compressed).
-fn big_compatible_change() -> Vec<u8> {
-    let mut doc = Pets::v2().json();
-    let params = doc["paths"]["/pets"]["get"]["parameters"]
-        .as_array_mut()
-        .expect("parameters");
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    for k in 0..800 {
-        let description: String = (0..25)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                format!("{:08x}", state >> 32)
-            })
-            .collect();
-        params.push(serde_json::json!({"name": format!("q{k}"), "in": "query",
-            "description": description, "schema": {"type": "string"}}));
-    }
-    serde_json::to_vec(&doc).expect("json")
-}
-
 /// Issue 33, item 4, on SQLite: the registry refuses writes (its disk is full) under a running
 /// daemon. Refreshes fail under class `registry`, `/healthz` answers, `/readyz` says not ready;
 /// when space comes back the change is applied and the daemon is ready again, without a
@@ -557,19 +534,8 @@ fn a_registry_that_refuses_writes_makes_the_daemon_unready_until_it_recovers() {
     assert_eq!(daemon.get("/readyz").0, 200);
 
     // Fill the disk, leaving too little for the change below.
-    let filler = small.join("filler");
-    let _ = std::process::Command::new("dd")
-        .arg("if=/dev/zero")
-        .arg(format!("of={}", filler.display()))
-        .arg("bs=4k")
-        .output();
-    let full = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&filler)
-        .and_then(|f| f.set_len(full.saturating_sub(96 * 1024)))
-        .unwrap();
-    server.set_document(big_compatible_change());
+    let filler = fill_disk(&small, 96 * 1024);
+    server.set_document(incompressible_pets_v2());
     daemon.wait_for_log("registry_failing", |_| true);
     assert_eq!(daemon.get("/readyz").0, 503);
     assert_eq!(daemon.get("/healthz").0, 200);

@@ -837,38 +837,9 @@ fn c4_disk_full_is_an_error_then_recovers() {
     assert_eq!(s.check()["action"], "registered");
     let before = s.facts();
     // Fill the disk, then serve a big compatible change.
-    let filler = dir.join("filler");
-    let _ = Command::new("dd")
-        .args(["if=/dev/zero", &format!("of={}", filler.display()), "bs=4k"])
-        .output();
     // Leave 96 KiB: enough to open the registry, not enough for the write below.
-    let full = std::fs::metadata(&filler).map(|m| m.len()).unwrap_or(0);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(&filler)
-        .and_then(|f| f.set_len(full.saturating_sub(96 * 1024)))
-        .expect("shrink filler");
-    let mut doc = common::Pets::v2().json();
-    doc["info"]["description"] = Value::from("x".repeat(8192));
-    let params = doc["paths"]["/pets"]["get"]["parameters"]
-        .as_array_mut()
-        .expect("params");
-    // Incompressible text (the registry stores rows gzip-compressed): a pseudo-random hex
-    // description per parameter, so the write below cannot fit in what is left.
-    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
-    for k in 0..800 {
-        let description: String = (0..25)
-            .map(|_| {
-                state = state
-                    .wrapping_mul(6_364_136_223_846_793_005)
-                    .wrapping_add(1_442_695_040_888_963_407);
-                format!("{:08x}", state >> 32)
-            })
-            .collect();
-        params.push(serde_json::json!({"name": format!("q{k}"), "in": "query",
-            "description": description, "schema": {"type": "string"}}));
-    }
-    let big = serde_json::to_vec(&doc).expect("json");
+    let filler = common::fill_disk(&dir, 96 * 1024);
+    let big = common::incompressible_pets_v2();
     s.server.set(serve_bytes(big));
     let cfg = s.sb.config_arg();
     let run = s.sb.run(&["check", "--config", &cfg, "--json"]);
