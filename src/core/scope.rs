@@ -73,9 +73,18 @@ pub fn parse_uses_lines(text: &str) -> Uses {
 
 /// Whether `entry` names `endpoint`: its name, operationId or matching identity.
 pub fn names_endpoint(entry: &str, endpoint: &EndpointSpec) -> bool {
-    endpoint.name == entry
-        || endpoint.operation_id.as_deref() == Some(entry)
-        || endpoint.identity() == entry
+    names(
+        entry,
+        &endpoint.name,
+        endpoint.operation_id.as_deref(),
+        &endpoint.identity(),
+    )
+}
+
+/// Whether `entry` names the endpoint of this name, operationId and identity (an endpoint
+/// as the model has it, or as the registry stores its facts).
+pub fn names(entry: &str, name: &str, operation_id: Option<&str>, identity: &str) -> bool {
+    name == entry || operation_id == Some(entry) || identity == entry
 }
 
 fn names_type(entry: &str, spec: &ToolSpec) -> Option<String> {

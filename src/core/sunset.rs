@@ -31,14 +31,11 @@ impl Date {
         if bytes.len() != 10 || bytes[4] != b'-' || bytes[7] != b'-' {
             return None;
         }
-        let digits = |range: std::ops::Range<usize>| -> Option<i64> {
-            let part = &text[range];
-            part.bytes()
-                .all(|b| b.is_ascii_digit())
-                .then(|| part.parse().ok())
-                .flatten()
-        };
-        let (y, m, d) = (digits(0..4)?, digits(5..7)?, digits(8..10)?);
+        let (y, m, d) = (
+            digits(&text[0..4])?,
+            digits(&text[5..7])?,
+            digits(&text[8..10])?,
+        );
         if !(1..=12).contains(&m) || d < 1 || d > days_in_month(y, m) {
             return None;
         }
@@ -107,13 +104,6 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
     (y, m, d)
-}
-
-impl Date {
-    /// Days since 1970-01-01.
-    pub fn days_since_epoch(self) -> i64 {
-        self.days
-    }
 }
 
 /// Parses a date in any accepted form: `YYYY-MM-DD`, RFC 3339 (`2027-01-31T23:00:00-02:00`,

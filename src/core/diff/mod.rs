@@ -180,12 +180,13 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
         });
         // The policy reads the accepted side only: a provider cannot lower protection by
         // editing the document it publishes.
-        out.set_accepted(match pair {
+        let accepted = match pair {
             EndpointPair::Removed(o) | EndpointPair::Matched(o, _) => {
                 Some(EndpointFacts::of(o, &old.definitions))
             }
             EndpointPair::Added(_) => None,
-        });
+        };
+        out.set_accepted(accepted.clone());
         match pair {
             EndpointPair::Removed(o) => endpoint::removed(o, &mut out),
             EndpointPair::Added(n) => match hooks.added {
@@ -196,11 +197,10 @@ pub fn classify(old: &ToolSpec, new: &ToolSpec, policy: &ClassifyPolicy) -> Drif
                 let before = out.changes.len();
                 let defs_before = schemas.changed_definitions.len();
                 compare_pair(o, n, &hooks, &mut schemas, &mut out);
-                let facts = (
-                    EndpointFacts::of(o, &old.definitions),
-                    EndpointFacts::of(n, &new.definitions),
-                );
-                stability::compare(o, n, (&facts.0, &facts.1), &endpoint_path(n), &mut out);
+                // The accepted side's facts were read once, above.
+                let old_facts = accepted.unwrap_or_else(|| EndpointFacts::of(o, &old.definitions));
+                let new_facts = EndpointFacts::of(n, &new.definitions);
+                stability::compare(o, n, (&old_facts, &new_facts), &endpoint_path(n), &mut out);
                 let explained =
                     out.changes.len() > before || schemas.changed_definitions.len() > defs_before;
                 if !explained {
