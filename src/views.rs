@@ -116,7 +116,7 @@ pub fn watch_row(
     // The fingerprint only, like the listing: no contract is read (or normalized again).
     let fingerprint = registry.fingerprint(&watch.name)?;
     let pending = registry.open_change_count(&watch.name)?;
-    let sunsets = registry.sunsets()?;
+    let sunsets = registry.sunsets_of(&watch.name)?;
     Ok(Some(row_json(
         watch,
         state.as_ref(),

@@ -14,15 +14,18 @@ pub fn scope_of(watch: &WatchConfig) -> Option<Uses> {
     super::uses::read_uses(source, Some(&watch.name)).ok()
 }
 
-/// Whether `fact`'s endpoint is in `uses` (by name, operationId or identity; no scope: yes).
+/// Whether `fact`'s endpoint is in `uses` (by name, operationId or identity, as the scope
+/// names endpoints; no scope: yes).
 pub fn in_scope(fact: &SunsetFact, uses: Option<&Uses>) -> bool {
     uses.is_none_or(|uses| {
-        uses.entries.contains(&fact.endpoint)
-            || uses.entries.contains(&fact.identity)
-            || fact
-                .operation_id
-                .as_ref()
-                .is_some_and(|id| uses.entries.contains(id))
+        uses.entries.iter().any(|entry| {
+            crate::core::scope::names(
+                entry,
+                &fact.endpoint,
+                fact.operation_id.as_deref(),
+                &fact.identity,
+            )
+        })
     })
 }
 

@@ -120,7 +120,7 @@ impl Registry {
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
             .conn()?
-            .prepare_cached(&format!("{FACTS} ORDER BY s.watch, s.endpoint"))?
+            .prepare_cached(ALL_FACTS)?
             .query_map([], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
         rows.sort_by(|a, b| (&a.watch, &a.endpoint).cmp(&(&b.watch, &b.endpoint)));
@@ -142,7 +142,7 @@ impl Registry {
     pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
         let mut rows: Vec<SunsetFact> = self
             .conn()?
-            .prepare_cached(&format!("{FACTS} WHERE s.watch = ?1 ORDER BY s.endpoint"))?
+            .prepare_cached(WATCH_FACTS)?
             .query_map([watch], fact_row)?
             .collect::<rusqlite::Result<_>>()?;
         rows.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
@@ -155,6 +155,18 @@ impl Registry {
         let Some(sunset) = &fact.sunset else {
             return Ok(false);
         };
+        // Raised before (every refresh of the warning window after the first): a read, no
+        // write lock. The same check inside the transaction settles a race.
+        let raised_before: Option<String> = self
+            .conn()?
+            .prepare_cached(
+                "SELECT raised_at FROM sunset_alerts WHERE watch = ?1 AND endpoint = ?2 AND sunset = ?3",
+            )?
+            .query_row(params![fact.watch, fact.endpoint, sunset], |r| r.get(0))
+            .optional()?;
+        if raised_before.is_some() {
+            return Ok(false);
+        }
         let routes = self.current_routes();
         let tx = self.write_tx()?;
         let raised: Option<String> = tx
@@ -188,10 +200,19 @@ impl Registry {
 }
 
 /// The facts of accepted contracts (a superseded version's rows are not read), as [`fact_row`]
-/// reads them.
-const FACTS: &str = "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity,
+/// reads them: every watch's, and one watch's (the refresh's: a constant, no text built).
+macro_rules! facts_query {
+    ($tail:literal) => {
+        concat!(
+            "SELECT s.watch, s.version, s.endpoint, s.operation_id, s.identity,
     s.deprecated, s.sunset, s.sunset_state
-    FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version";
+    FROM sunsets s JOIN tools t ON t.name = s.watch AND t.version = s.version ",
+            $tail
+        )
+    };
+}
+const ALL_FACTS: &str = facts_query!("ORDER BY s.watch, s.endpoint");
+const WATCH_FACTS: &str = facts_query!("WHERE s.watch = ?1 ORDER BY s.endpoint");
 
 fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SunsetFact> {
     Ok(SunsetFact {

@@ -88,7 +88,6 @@ fn decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Validates a database URL (config load, the command line, and every fetch).
 impl Target {
     /// `user@host:port/database`, for messages (never a password).
     pub fn shown(&self) -> String {
@@ -119,6 +118,7 @@ impl Target {
     }
 }
 
+/// Validates a database URL (config load, the command line, and every fetch).
 pub fn parse_url(url: &Url) -> Result<Target, UrlError> {
     if !matches!(url.scheme(), "postgresql" | "postgres") {
         return Err(UrlError::Scheme);
