@@ -1144,3 +1144,33 @@ fn reviews_are_read_back_and_rejected_alike_on_both_backends() {
         assert_eq!(events_of(r, "review_rejected"), 1, "{backend}");
     });
 }
+
+/// The daemon's recount and the gateway's reader poll a connection that never writes: its
+/// change token moves when another connection commits, and only then.
+#[test]
+fn the_change_token_moves_when_another_connection_commits_on_both_backends() {
+    on_both(|writer, again, backend| {
+        let observer = again.open();
+        let first = observer.change_token().unwrap();
+        assert_eq!(observer.change_token().unwrap(), first, "{backend}: idle");
+        writer.create_session("t1", "ana", 100, 200).unwrap();
+        let second = observer.change_token().unwrap();
+        assert_ne!(second, first, "{backend}: a commit elsewhere");
+        assert_eq!(
+            observer.change_token().unwrap(),
+            second,
+            "{backend}: idle again"
+        );
+        // A write transaction that rolls back changes nothing.
+        let failed: super::Result<()> = writer.write(|db| {
+            db.execute("DELETE FROM ui_sessions", &[])?;
+            Err(RegistryError::Postgres("stopped early".into()))
+        });
+        assert!(failed.is_err());
+        assert_eq!(
+            observer.change_token().unwrap(),
+            second,
+            "{backend}: rolled back"
+        );
+    });
+}

@@ -70,18 +70,30 @@ impl Registry {
     /// Visits every stored (watch, status) without allocating per row (the daemon's recount
     /// of 100,000 watches every few seconds). Returns how many rows it visited.
     pub fn for_each_status(&self, mut visit: impl FnMut(&str, WatchStatus)) -> Result<usize> {
-        let mut stmt = self
-            .conn()?
-            .prepare_cached("SELECT watch, status FROM watch_state")?;
-        let mut rows = stmt.query([])?;
-        let mut n = 0;
-        while let Some(row) = rows.next()? {
-            let watch = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
-            let status: WatchStatus = row.get(1)?;
-            visit(watch, status);
-            n += 1;
+        const ALL: &str = "SELECT watch, status FROM watch_state";
+        match &self.backend {
+            super::Backend::Sqlite(conn) => {
+                // The name borrowed from the row: no allocation per watch.
+                let mut stmt = conn.prepare_cached(ALL)?;
+                let mut rows = stmt.query([])?;
+                let mut n = 0;
+                while let Some(row) = rows.next()? {
+                    let watch = row.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?;
+                    let status: WatchStatus = row.get(1)?;
+                    visit(watch, status);
+                    n += 1;
+                }
+                Ok(n)
+            }
+            super::Backend::Postgres(_) => self.read(|db| {
+                let rows: Vec<(String, WatchStatus)> =
+                    db.query(ALL, &[], |r| Ok((r.get(0)?, r.get(1)?)))?;
+                for (watch, status) in &rows {
+                    visit(watch, *status);
+                }
+                Ok(rows.len())
+            }),
         }
-        Ok(n)
     }
 
     /// Records a 304 that changed more than `last_checked_at` (a status, an error streak

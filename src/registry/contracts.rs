@@ -13,73 +13,64 @@ use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
 impl Registry {
     /// Every retained snapshot of a tool, oldest first: (contract version, compatibility it was
     /// applied with, contract).
     pub fn snapshots(&self, tool: &str) -> Result<Vec<(i64, Option<Compatibility>, ToolSpec)>> {
-        let mut stmt = self.conn()?.prepare(
-            "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
-                    fingerprint, fingerprint_version
-             FROM tool_versions WHERE tool = ?1 ORDER BY version",
-        )?;
-        type Row = (
-            (i64, Option<Compatibility>, String, Option<Vec<u8>>),
-            (Option<Kind>, Option<String>, String, i64),
-        );
-        let rows: Vec<Row> = stmt
-            .query_map([tool], |r| {
-                Ok((
-                    (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?),
-                    (r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?),
-                ))
-            })?
-            .collect::<rusqlite::Result<_>>()?;
-        rows.into_iter()
-            .map(
-                |((version, compatibility, json, gz), (kind, digest, fingerprint, fp_version))| {
-                    let row = StoredVersion {
-                        json,
-                        gz,
-                        kind,
-                        digest,
-                        fingerprint,
-                        fp_version,
-                    };
-                    let spec = stored_version(self.conn()?, tool, version, row)?;
-                    Ok((version, compatibility, spec))
+        self.read(|db| {
+            let rows = db.query(
+                "SELECT version, compatibility, spec_json, spec_gz, source_kind, source_digest,
+                        fingerprint, fingerprint_version
+                 FROM tool_versions WHERE tool = ?1 ORDER BY version",
+                values![tool],
+                |r| {
+                    Ok((
+                        r.get::<i64>(0)?,
+                        r.get::<Option<Compatibility>>(1)?,
+                        StoredVersion {
+                            json: r.get(2)?,
+                            gz: r.get(3)?,
+                            kind: r.get(4)?,
+                            digest: r.get(5)?,
+                            fingerprint: r.get(6)?,
+                            fp_version: r.get(7)?,
+                        },
+                    ))
                 },
-            )
-            .collect()
+            )?;
+            rows.into_iter()
+                .map(|(version, compatibility, row)| {
+                    let spec = stored_version(db, tool, version, row)?;
+                    Ok((version, compatibility, spec))
+                })
+                .collect()
+        })
     }
     pub fn registry_version(&self) -> Result<i64> {
-        Ok(self.conn()?.query_row(
-            "SELECT registry_version FROM registry_head WHERE id = 1",
-            [],
-            |r| r.get(0),
-        )?)
+        self.read(head_version)
     }
     pub fn tool(&self, name: &str) -> Result<Option<StoredTool>> {
-        read_tool(self.conn()?, name)
+        self.read(|db| read_tool(db, name))
     }
     /// [`Registry::tool`], given the contract just normalized from a fetched document: when
     /// the accepted snapshot is stored as that very document, its contract is `fetched.spec`
     /// (no second normalization of the stored copy).
     pub fn tool_given(&self, name: &str, fetched: Fetched<'_>) -> Result<Option<StoredTool>> {
-        read_tool_given(self.conn()?, name, Some(fetched))
+        self.read(|db| read_tool_given(db, name, Some(fetched)))
     }
     /// Every accepted tool, in registration order.
     pub fn tools(&self) -> Result<Vec<StoredTool>> {
-        let conn = self.conn()?;
-        let names: Vec<String> = conn
-            .prepare("SELECT name FROM tools ORDER BY position, name")?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        names
-            .iter()
-            .filter_map(|n| read_tool(conn, n).transpose())
-            .collect()
+        self.read(|db| {
+            let names: Vec<String> =
+                db.query("SELECT name FROM tools ORDER BY position, name", &[], |r| {
+                    r.get(0)
+                })?;
+            names
+                .iter()
+                .filter_map(|n| read_tool(db, n).transpose())
+                .collect()
+        })
     }
     /// Compare-and-swap apply: stores `spec` as the tool's next version if the tool is still at
     /// `expected` (or absent, for `None`). Returns the new registry version.
@@ -90,46 +81,46 @@ impl Registry {
         provenance: &Provenance,
         keep_versions: u32,
     ) -> Result<i64> {
-        let tx = self.write_tx()?;
-        let version = apply_in(
-            &tx,
-            spec,
-            expected,
-            provenance,
-            keep_versions,
-            &StoredSource::none(),
-        )?;
-        tx.commit()?;
-        Ok(version)
+        self.write(|db| {
+            apply_in(
+                db,
+                spec,
+                expected,
+                provenance,
+                keep_versions,
+                &StoredSource::none(),
+            )
+        })
     }
     pub fn history(&self, tool: &str) -> Result<Vec<HistoryEntry>> {
-        let mut stmt = self.conn()?.prepare(
-            "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id, reviewer, reason,
-                    accepted_changes, note, via
-             FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
-        )?;
-        let rows = stmt.query_map([tool], |r| {
-            let accepted: Option<String> = r.get(8)?;
-            Ok((
-                HistoryEntry {
-                    version: r.get(0)?,
-                    registry_version: r.get(1)?,
-                    fingerprint: r.get(2)?,
-                    applied_at: r.get(3)?,
-                    compatibility: r.get(4)?,
-                    review_id: r.get(5)?,
-                    reviewer: r.get(6)?,
-                    reason: r.get(7)?,
-                    accepted_changes: Vec::new(),
-                    note: r.get(9)?,
-                    via: r.get(10)?,
+        let rows = self.read(|db| {
+            db.query(
+                "SELECT version, registry_version, fingerprint, applied_at, compatibility, review_id,
+                        reviewer, reason, accepted_changes, note, via
+                 FROM tool_versions WHERE tool = ?1 ORDER BY version DESC",
+                values![tool],
+                |r| {
+                    Ok((
+                        HistoryEntry {
+                            version: r.get(0)?,
+                            registry_version: r.get(1)?,
+                            fingerprint: r.get(2)?,
+                            applied_at: r.get(3)?,
+                            compatibility: r.get(4)?,
+                            review_id: r.get(5)?,
+                            reviewer: r.get(6)?,
+                            reason: r.get(7)?,
+                            accepted_changes: Vec::new(),
+                            note: r.get(9)?,
+                            via: r.get(10)?,
+                        },
+                        r.get::<Option<String>>(8)?,
+                    ))
                 },
-                accepted,
-            ))
+            )
         })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (mut entry, accepted) = row?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (mut entry, accepted) in rows {
             if let Some(text) = accepted {
                 entry.accepted_changes =
                     serde_json::from_str(&text).map_err(|e| RegistryError::BadRow {
@@ -182,61 +173,55 @@ impl Registry {
     ) -> Result<i64> {
         failpoint::hit("apply.begin")?;
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let version = apply_in(&tx, spec, expected, provenance, keep_versions, source)?;
-        failpoint::hit("apply.after_snapshot")?;
-        supersede_open_reviews(
-            &mut Db::Sqlite(&tx),
-            &routes,
-            &state.watch,
-            state.kind,
-            None,
-        )?;
-        events::upsert_watch_emitting(&mut Db::Sqlite(&tx), &routes, state, None, None)?;
-        let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
-            EventKind::ProjectionUpgrade
-        } else if expected.is_none() {
-            EventKind::Registered
-        } else {
-            EventKind::Applied
-        };
-        let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
-        if let Some(report) = report {
-            data = data.with_report(report);
-        } else {
-            data.compatibility = provenance.compatibility;
-        }
-        data.registry_version = Some(version);
-        events::emit(&mut Db::Sqlite(&tx), &routes, kind, &data)?;
-        if let Some(validators) = validators {
-            store_validators(&mut Db::Sqlite(&tx), &state.watch, validators)?;
-        }
-        failpoint::hit("apply.after_state")?;
-        tx.commit()?;
+        let version = self.write(|db| {
+            let version = apply_in(db, spec, expected, provenance, keep_versions, source)?;
+            failpoint::hit("apply.after_snapshot")?;
+            supersede_open_reviews(db, &routes, &state.watch, state.kind, None)?;
+            events::upsert_watch_emitting(db, &routes, state, None, None)?;
+            let kind = if provenance.reason.as_deref() == Some("projection-upgrade") {
+                EventKind::ProjectionUpgrade
+            } else if expected.is_none() {
+                EventKind::Registered
+            } else {
+                EventKind::Applied
+            };
+            let mut data = EventData::for_watch(&state.watch, state.kind.as_str());
+            if let Some(report) = report {
+                data = data.with_report(report);
+            } else {
+                data.compatibility = provenance.compatibility;
+            }
+            data.registry_version = Some(version);
+            events::emit(db, &routes, kind, &data)?;
+            if let Some(validators) = validators {
+                store_validators(db, &state.watch, validators)?;
+            }
+            failpoint::hit("apply.after_state")?;
+            Ok(version)
+        })?;
         failpoint::hit("apply.after_commit")?;
         Ok(version)
     }
     /// Whether the accepted snapshot of `watch` was written by a release before stored sources
     /// (migration 0003): read by a narrower projection, with nothing stored to read again.
     pub fn legacy_projection(&self, watch: &str) -> Result<bool> {
-        Ok(self
-            .conn()?
-            .query_row(
+        let flag: Option<i64> = self.read(|db| {
+            db.query_opt(
                 "SELECT legacy_projection FROM tools WHERE name = ?1",
-                [watch],
-                |r| r.get::<_, i64>(0),
+                values![watch],
+                |r| r.get(0),
             )
-            .optional()?
-            .is_some_and(|flag| flag != 0))
+        })?;
+        Ok(flag.is_some_and(|flag| flag != 0))
     }
     /// The one full fetch a legacy snapshot is allowed has happened: classify normally from now.
     pub fn clear_legacy_projection(&mut self, watch: &str) -> Result<()> {
-        let tx = self.write_tx()?;
-        tx.execute(
-            "UPDATE tools SET legacy_projection = 0 WHERE name = ?1 AND legacy_projection <> 0",
-            [watch],
-        )?;
-        tx.commit()?;
+        self.write(|db| {
+            db.execute(
+                "UPDATE tools SET legacy_projection = 0 WHERE name = ?1 AND legacy_projection <> 0",
+                values![watch],
+            )
+        })?;
         Ok(())
     }
 }
@@ -254,7 +239,7 @@ pub(crate) struct StoredVersion {
 /// The contract of version `version` of `tool` from its row. A contract read from its source
 /// must be the one recorded (tampering): a mismatch under this fingerprint version is a bad row.
 pub(crate) fn stored_version(
-    conn: &Connection,
+    db: &mut Db<'_>,
     tool: &str,
     version: i64,
     row: StoredVersion,
@@ -262,7 +247,7 @@ pub(crate) fn stored_version(
     let key = format!("{tool}@{version}");
     let from_source = row.kind.map(|k| (k, row.digest.as_deref()));
     let spec = stored_spec(
-        &mut Db::Sqlite(conn),
+        db,
         ("tool_versions", &key, tool),
         &row.json,
         row.gz,
@@ -353,12 +338,22 @@ pub struct Fetched<'a> {
     pub fingerprint: &'a str,
 }
 
-pub(super) fn read_tool(conn: &Connection, name: &str) -> Result<Option<StoredTool>> {
-    read_tool_given(conn, name, None)
+pub(super) fn read_tool(db: &mut Db<'_>, name: &str) -> Result<Option<StoredTool>> {
+    read_tool_given(db, name, None)
+}
+
+/// The accepted registry version (the head row's).
+pub(super) fn head_version(db: &mut Db<'_>) -> Result<i64> {
+    db.query_opt(
+        "SELECT registry_version FROM registry_head WHERE id = 1",
+        &[],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| RegistryError::Corrupt("the registry_head row is missing".into()))
 }
 
 fn read_tool_given(
-    conn: &Connection,
+    db: &mut Db<'_>,
     name: &str,
     fetched: Option<Fetched<'_>>,
 ) -> Result<Option<StoredTool>> {
@@ -366,29 +361,27 @@ fn read_tool_given(
         (i64, i64, String, i64, String, String),
         (Option<Vec<u8>>, Option<Kind>, Option<String>, bool),
     );
-    let row: Option<Row> = conn
-        .query_row(
-            "SELECT t.version, t.registry_version, t.fingerprint, t.fingerprint_version, t.spec_json,
-                    t.applied_at, COALESCE(t.spec_gz, v.spec_gz), v.source_kind, v.source_digest,
-                    v.tool IS NOT NULL
-             FROM tools t LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
-             WHERE t.name = ?1",
-            [name],
-            |r| {
-                Ok((
-                    (
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ),
-                    (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
-                ))
-            },
-        )
-        .optional()?;
+    let row: Option<Row> = db.query_opt(
+        "SELECT t.version, t.registry_version, t.fingerprint, t.fingerprint_version, t.spec_json,
+                t.applied_at, COALESCE(t.spec_gz, v.spec_gz), v.source_kind, v.source_digest,
+                v.tool IS NOT NULL
+         FROM tools t LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
+         WHERE t.name = ?1",
+        values![name],
+        |r| {
+            Ok((
+                (
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ),
+                (r.get(6)?, r.get(7)?, r.get(8)?, r.get(9)?),
+            ))
+        },
+    )?;
     let Some((
         (version, registry_version, fingerprint, fp_version, json, applied_at),
         (gz, source_kind, source_digest, has_row),
@@ -421,7 +414,7 @@ fn read_tool_given(
         // The stored reading shares the endpoints the fetched one holds equally (a changed
         // document is compared with it: one copy of what did not change).
         None => stored_spec(
-            &mut Db::Sqlite(conn),
+            db,
             ("tools", name, name),
             &json,
             gz,
@@ -459,7 +452,7 @@ fn read_tool_given(
 }
 
 pub(super) fn apply_in(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     spec: &ToolSpec,
     expected: Option<&CasBase>,
     provenance: &Provenance,
@@ -467,27 +460,21 @@ pub(super) fn apply_in(
     source: &StoredSource,
 ) -> Result<i64> {
     let name = candidate_key(spec);
-    let current: Option<(i64, i64, String)> = tx
-        .query_row(
-            "SELECT version, registry_version, fingerprint FROM tools WHERE name = ?1",
-            [&name],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-        )
-        .optional()?;
+    let current: Option<(i64, i64, String, i64)> = db.query_opt(
+        "SELECT version, registry_version, fingerprint, position FROM tools WHERE name = ?1",
+        values![&name],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
+    )?;
     let next_tool_version = match (&current, expected) {
         (None, None) => 1,
-        (Some((v, rv, fp)), Some(base))
+        (Some((v, rv, fp, _)), Some(base))
             if *rv == base.registry_version && *fp == base.fingerprint =>
         {
             v + 1
         }
         _ => return Err(RegistryError::Conflict { tool: name }),
     };
-    let head: i64 = tx.query_row(
-        "SELECT registry_version FROM registry_head WHERE id = 1",
-        [],
-        |r| r.get(0),
-    )?;
+    let head = head_version(db)?;
     let new_head = head + 1;
     let fingerprint = tool_fingerprint(spec);
     // One copy of the contract, in the history row (the `tools` row reads it from there): its
@@ -495,70 +482,70 @@ pub(super) fn apply_in(
     // compressed. The document itself is stored once, in `sources`.
     let derived = source.derived();
     let gz = (!derived).then(|| codec::gz_json(spec));
-    store_source(&mut Db::Sqlite(tx), source)?;
+    store_source(db, source)?;
     let dropped = digests(
-        &mut Db::Sqlite(tx),
+        db,
         "SELECT source_digest FROM tools WHERE name = ?1
          UNION ALL SELECT source_digest FROM tool_versions WHERE tool = ?1 AND version <= ?2",
         values![&name, next_tool_version - i64::from(keep_versions)],
     )?;
     let now = now_rfc3339();
     let position: i64 = match &current {
-        Some(_) => tx.query_row("SELECT position FROM tools WHERE name = ?1", [&name], |r| {
-            r.get(0)
-        })?,
-        None => tx.query_row(
-            "SELECT COALESCE(MAX(position), 0) + 1 FROM tools",
-            [],
-            |r| r.get(0),
-        )?,
+        Some((_, _, _, position)) => *position,
+        None => db
+            .query_opt(
+                "SELECT COALESCE(MAX(position), 0) + 1 FROM tools",
+                &[],
+                |r| r.get(0),
+            )?
+            .unwrap_or(1),
     };
     // `spec_json = ''` with `spec_gz` NULL: the contract is the current history row's
     // (format marker of migration 0003; older rows keep their text).
-    tx.execute(
+    db.execute(
         UPSERT_TOOL,
-        params![
-            name,
+        values![
+            &name,
             spec.kind,
             position,
             next_tool_version,
             new_head,
-            fingerprint,
+            &fingerprint,
             FINGERPRINT_VERSION,
-            now,
-            source.digest
+            &now,
+            source.digest.as_deref()
         ],
     )?;
-    tx.execute(
+    db.execute(
         "INSERT INTO tool_versions (tool, version, registry_version, fingerprint, fingerprint_version,
             spec_json, applied_at, compatibility, review_id, reviewer, reason, spec_gz, source_digest,
             source_kind)
          VALUES (?1, ?2, ?3, ?4, ?5, '', ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-        params![
-            name,
+        values![
+            &name,
             next_tool_version,
             new_head,
-            fingerprint,
+            &fingerprint,
             FINGERPRINT_VERSION,
-            now,
+            &now,
             provenance.compatibility,
             provenance.review_id,
-            provenance.reviewer,
-            provenance.reason,
-            gz,
-            source.digest,
+            provenance.reviewer.as_deref(),
+            provenance.reason.as_deref(),
+            gz.as_deref(),
+            source.digest.as_deref(),
             derived.then_some(spec.kind),
         ],
     )?;
-    tx.execute(
+    db.execute(
         "DELETE FROM tool_versions WHERE tool = ?1 AND version <= ?2",
-        params![name, next_tool_version - i64::from(keep_versions)],
+        values![&name, next_tool_version - i64::from(keep_versions)],
     )?;
-    release_sources(&mut Db::Sqlite(tx), dropped)?;
-    super::sunsets::write_facts(tx, &name, next_tool_version, spec)?;
-    let bumped = tx.execute(
+    release_sources(db, dropped)?;
+    super::sunsets::write_facts(db, &name, next_tool_version, spec)?;
+    let bumped = db.execute(
         "UPDATE registry_head SET registry_version = ?2 WHERE id = 1 AND registry_version = ?1",
-        params![head, new_head],
+        values![head, new_head],
     )?;
     if bumped != 1 {
         return Err(RegistryError::Conflict { tool: name });

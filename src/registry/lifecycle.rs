@@ -2,13 +2,14 @@
 //! schema version), the migrations and the re-fingerprinting of rows stored under an older
 //! projection; the write transaction every write begins (`BEGIN IMMEDIATE`).
 
+use super::sql::values;
 use super::{
     migrate, read_tool, sql, stored_spec, upgrade, Backend, Registry, RegistryError, Result,
 };
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::Kind;
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::{params, Connection, Transaction, TransactionBehavior};
+use rusqlite::{Connection, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -143,14 +144,22 @@ impl Registry {
             routes: None,
         };
         migrate::run(registry.conn_mut()?)?;
-        // A registry a newer projection wrote is opened for reading only in effect: its rows
-        // are not re-fingerprinted by this older one, and every write is refused (`write_tx`).
-        if recorded_fingerprint_version(registry.conn()?)? <= FINGERPRINT_VERSION {
-            registry.refingerprint_outdated()?;
-            registry.backfill_sunsets()?;
-            registry.record_fingerprint_version()?;
-        }
+        registry.upgrade_projection()?;
         Ok(registry)
+    }
+    /// A registry a newer projection wrote is opened for reading only in effect: its rows are
+    /// not re-fingerprinted by this older one, and every write is refused (`write_tx`).
+    /// Otherwise the rows an older projection stored are read again, then this binary's
+    /// `FINGERPRINT_VERSION` is recorded. Each step reads first and writes only when there is
+    /// something to do, in a write transaction (on PostgreSQL the head row's lock: daemons
+    /// starting at once run it one after another, and the later ones find nothing left).
+    fn upgrade_projection(&mut self) -> Result<()> {
+        if self.read(recorded_fingerprint_version)? <= FINGERPRINT_VERSION {
+            self.refingerprint_outdated()?;
+            self.backfill_sunsets()?;
+            self.record_fingerprint_version()?;
+        }
+        Ok(())
     }
     /// Opens an existing registry read-only (for inspection): no migration, no writes. A
     /// registry whose schema is not the current one is refused.
@@ -231,7 +240,7 @@ impl Registry {
         let tx = self
             .conn_mut()?
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let recorded = recorded_fingerprint_version(&tx)?;
+        let recorded = recorded_fingerprint_version(&mut sql::Db::Sqlite(&tx))?;
         if recorded > FINGERPRINT_VERSION {
             return Err(RegistryError::NewerProjection {
                 recorded,
@@ -244,15 +253,15 @@ impl Registry {
     /// upgrade has run (a newer binary's first open; read first, so an open with nothing to
     /// record takes no write lock). Never lowers it.
     fn record_fingerprint_version(&mut self) -> Result<()> {
-        if recorded_fingerprint_version(self.conn()?)? >= FINGERPRINT_VERSION {
+        if self.read(recorded_fingerprint_version)? >= FINGERPRINT_VERSION {
             return Ok(());
         }
-        let tx = self.write_tx()?;
-        tx.execute(
-            "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1 AND fingerprint_version < ?1",
-            [FINGERPRINT_VERSION],
-        )?;
-        tx.commit()?;
+        self.write(|db| {
+            db.execute(
+                "UPDATE registry_head SET fingerprint_version = ?1 WHERE id = 1 AND fingerprint_version < ?1",
+                values![FINGERPRINT_VERSION],
+            )
+        })?;
         Ok(())
     }
     /// Recomputes fingerprints of snapshots stored under an older projection version, from the
@@ -261,132 +270,145 @@ impl Registry {
         // Read first: a registry with nothing to redo takes no write lock, so opening it
         // (`status`, `history`, ...) never waits behind another process's write
         // (docs/reliability.md, C5).
-        let outdated: i64 = self.conn()?.query_row(
-            "SELECT (SELECT count(*) FROM tools WHERE fingerprint_version < ?1)
-                  + (SELECT count(*) FROM tool_versions WHERE fingerprint_version < ?1)
-                  + (SELECT count(*) FROM reviews WHERE fingerprint_version < ?1)",
-            [FINGERPRINT_VERSION],
-            |r| r.get(0),
-        )?;
+        let outdated: i64 = self
+            .read(|db| {
+                db.query_opt(
+                    "SELECT (SELECT count(*) FROM tools WHERE fingerprint_version < ?1)
+                      + (SELECT count(*) FROM tool_versions WHERE fingerprint_version < ?1)
+                      + (SELECT count(*) FROM reviews WHERE fingerprint_version < ?1)",
+                    values![FINGERPRINT_VERSION],
+                    |r| r.get(0),
+                )
+            })?
+            .unwrap_or(0);
         if outdated == 0 {
             return Ok(());
         }
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        // A 304-only watch must fetch once to gain what the new projection models.
-        tx.execute(
-            "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
-            [FINGERPRINT_VERSION],
-        )?;
-        upgrade::accepted_from_sources(&tx, &routes)?;
-        upgrade::open_reviews_from_sources(&tx)?;
-        // The accepted contracts may read differently now: their sunset facts are computed
-        // again (`backfill_sunsets`, right after).
-        tx.execute("DELETE FROM sunset_versions", [])?;
-        // Whatever has no source (older releases, external `$ref`s), or whose source the new
-        // normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized
-        // contract as before; the first full fetch then classifies it.
-        for (table, key_col, name_col, spec_col, gz_col, fp_col, source_cols) in [
-            (
-                "tools",
-                "name",
-                "name",
-                "spec_json",
-                "NULL",
-                "fingerprint",
-                "NULL, NULL",
-            ),
-            (
-                "tool_versions",
-                "rowid",
-                "tool",
-                "spec_json",
-                "spec_gz",
-                "fingerprint",
-                "source_kind, source_digest",
-            ),
-            (
-                "reviews",
-                "id",
-                "watch",
-                "candidate_spec_json",
-                "candidate_gz",
-                "candidate_fingerprint",
-                "source_kind, source_digest",
-            ),
-        ] {
-            type Row = (
-                String,
-                String,
-                String,
-                Option<Vec<u8>>,
-                Option<Kind>,
-                Option<String>,
-            );
-            let rows: Vec<Row> = tx
-                .prepare(&format!(
-                    "SELECT CAST({key_col} AS TEXT), {name_col}, {spec_col}, {gz_col}, {source_cols}
-                     FROM {table} WHERE fingerprint_version < ?1"
-                ))?
-                .query_map([FINGERPRINT_VERSION], |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                })?
-                .collect::<rusqlite::Result<_>>()?;
-            for (key, name, json, gz, kind, digest) in rows {
-                let from_source = kind.map(|k| (k, digest.as_deref()));
-                let read = match table {
-                    // A new `tools` row keeps its contract in the current history row.
-                    "tools" => read_tool(&tx, &key).map(|t| t.map(|t| tool_fingerprint(&t.spec))),
-                    // A pruned review keeps the fingerprint it was decided on (metadata only).
-                    "reviews" if json.is_empty() && gz.is_none() && from_source.is_none() => {
-                        Ok(None)
-                    }
-                    _ => stored_spec(
-                        &mut sql::Db::Sqlite(&tx),
-                        (table_name(table), &key, &name),
-                        &json,
-                        gz,
-                        from_source,
-                        SharedEndpoints::default(),
-                    )
-                    .map(|spec| Some(tool_fingerprint(&spec))),
-                };
-                let fingerprint = match read {
-                    // A contract read from a source this release no longer reads keeps its
-                    // fingerprint; reading it fails closed until the watch is forgotten.
-                    Err(RegistryError::SourceUnreadable {
-                        table,
-                        key,
-                        problem,
-                    }) => {
-                        tracing::error!(event = "projection_upgrade_failed", table, key = %key,
-                            problem = %problem, "a contract stored as its source cannot be read by this release");
-                        None
-                    }
-                    other => other?,
-                };
-                match fingerprint {
-                    Some(fp) => tx.execute(
-                        &format!("UPDATE {table} SET {fp_col} = ?1, fingerprint_version = ?2 WHERE CAST({key_col} AS TEXT) = ?3"),
-                        params![fp, FINGERPRINT_VERSION, key],
-                    )?,
-                    None => tx.execute(
-                        &format!("UPDATE {table} SET fingerprint_version = ?1 WHERE CAST({key_col} AS TEXT) = ?2"),
-                        params![FINGERPRINT_VERSION, key],
-                    )?,
-                };
-            }
-        }
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            // A 304-only watch must fetch once to gain what the new projection models.
+            db.execute(
+                "DELETE FROM validators WHERE watch IN (SELECT name FROM tools WHERE fingerprint_version < ?1)",
+                values![FINGERPRINT_VERSION],
+            )?;
+            upgrade::accepted_from_sources(db, &routes)?;
+            upgrade::open_reviews_from_sources(db)?;
+            // The accepted contracts may read differently now: their sunset facts are computed
+            // again (`backfill_sunsets`, right after).
+            db.execute("DELETE FROM sunset_versions", &[])?;
+            refingerprint_rest(db)
+        })
     }
+}
+
+/// Whatever has no source (older releases, external `$ref`s), or whose source the new
+/// normalizer refuses or finds hidden text in, is re-fingerprinted from its normalized contract
+/// as before; the first full fetch then classifies it. A row is found by its (name, number)
+/// key: (name, version), (tool, version), (watch, id).
+fn refingerprint_rest(db: &mut sql::Db<'_>) -> Result<()> {
+    for (table, name_col, number_col, spec_col, gz_col, fp_col, source_cols) in [
+        (
+            "tools",
+            "name",
+            "version",
+            "spec_json",
+            // Typed NULLs: PostgreSQL reads them as BYTEA and TEXT (SQLite keeps a NULL).
+            "CAST(NULL AS BYTEA)",
+            "fingerprint",
+            "CAST(NULL AS TEXT), CAST(NULL AS TEXT)",
+        ),
+        (
+            "tool_versions",
+            "tool",
+            "version",
+            "spec_json",
+            "spec_gz",
+            "fingerprint",
+            "source_kind, source_digest",
+        ),
+        (
+            "reviews",
+            "watch",
+            "id",
+            "candidate_spec_json",
+            "candidate_gz",
+            "candidate_fingerprint",
+            "source_kind, source_digest",
+        ),
+    ] {
+        type Row = (
+            (String, i64, String),
+            (Option<Vec<u8>>, Option<Kind>, Option<String>),
+        );
+        let rows: Vec<Row> = db.query(
+            &format!(
+                "SELECT {name_col}, {number_col}, {spec_col}, {gz_col}, {source_cols}
+                 FROM {table} WHERE fingerprint_version < ?1 ORDER BY {name_col}, {number_col}"
+            ),
+            values![FINGERPRINT_VERSION],
+            |r| {
+                Ok((
+                    (r.get(0)?, r.get(1)?, r.get(2)?),
+                    (r.get(3)?, r.get(4)?, r.get(5)?),
+                ))
+            },
+        )?;
+        for ((name, number, json), (gz, kind, digest)) in rows {
+            let key = match table {
+                "tools" => name.clone(),
+                "tool_versions" => format!("{name}@{number}"),
+                _ => number.to_string(),
+            };
+            let from_source = kind.map(|k| (k, digest.as_deref()));
+            let read = match table {
+                // A new `tools` row keeps its contract in the current history row.
+                "tools" => read_tool(db, &name).map(|t| t.map(|t| tool_fingerprint(&t.spec))),
+                // A pruned review keeps the fingerprint it was decided on (metadata only).
+                "reviews" if json.is_empty() && gz.is_none() && from_source.is_none() => Ok(None),
+                _ => stored_spec(
+                    db,
+                    (table_name(table), &key, &name),
+                    &json,
+                    gz,
+                    from_source,
+                    SharedEndpoints::default(),
+                )
+                .map(|spec| Some(tool_fingerprint(&spec))),
+            };
+            let fingerprint = match read {
+                // A contract read from a source this release no longer reads keeps its
+                // fingerprint; reading it fails closed until the watch is forgotten.
+                Err(RegistryError::SourceUnreadable {
+                    table,
+                    key,
+                    problem,
+                }) => {
+                    tracing::error!(event = "projection_upgrade_failed", table, key = %key,
+                        problem = %problem, "a contract stored as its source cannot be read by this release");
+                    None
+                }
+                other => other?,
+            };
+            let (set, fp) = match &fingerprint {
+                Some(fp) => (
+                    format!("{fp_col} = ?4, fingerprint_version = ?3"),
+                    fp.as_str(),
+                ),
+                None => ("fingerprint_version = ?3".to_string(), ""),
+            };
+            let params = values![&name, number, FINGERPRINT_VERSION, fp];
+            let params = if fingerprint.is_some() {
+                params
+            } else {
+                &params[..3]
+            };
+            db.execute(
+                &format!("UPDATE {table} SET {set} WHERE {name_col} = ?1 AND {number_col} = ?2"),
+                params,
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// Whether a non-empty `-wal` file lies beside the registry at `path`.
@@ -476,15 +498,17 @@ impl Registry {
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
         migrate::run_postgres(&mut client)?;
-        Ok(Registry {
+        let mut registry = Registry {
             backend: Backend::Postgres(Box::new(std::cell::RefCell::new(client))),
             routes: None,
-        })
+        };
+        registry.upgrade_projection()?;
+        Ok(registry)
     }
 }
 
-/// The PostgreSQL twin of [`Registry::write_tx`]: `BEGIN`, then the head row locked
-/// `FOR UPDATE` before anything else, so every write transaction waits for the one before it
+/// The PostgreSQL twin of [`Registry::write_tx`]: `BEGIN`, then the head row locked before
+/// anything else (an `UPDATE` of its change counter, which takes the lock `FOR UPDATE` takes), so every write transaction waits for the one before it
 /// to end (shared source blobs and the compare-and-swap are race-free under READ COMMITTED, as
 /// under SQLite's single writer); the fingerprint-version guard reads that same row. `f` runs
 /// in the transaction, committed when it returns `Ok`, rolled back otherwise.
@@ -496,10 +520,13 @@ pub(super) fn pg_write<T>(
     // From here on the transaction ends with COMMIT or ROLLBACK whatever happens: an early
     // return or a panic inside `f` drops the guard, which rolls back.
     let mut tx = PgTx { client, open: true };
+    // The lock, the guard's reading and the change counter in one statement: the counter moves
+    // with every write transaction that commits (a rolled-back one leaves it).
     let recorded: i64 = tx
         .client
         .query_one(
-            "SELECT fingerprint_version FROM registry_head WHERE id = 1 FOR UPDATE",
+            "UPDATE registry_head SET changes = changes + 1 WHERE id = 1
+             RETURNING fingerprint_version",
             &[],
         )?
         .try_get(0)?;
@@ -533,8 +560,11 @@ impl Drop for PgTx<'_> {
 }
 
 /// The `FINGERPRINT_VERSION` the head row records (0: none yet).
-fn recorded_fingerprint_version(conn: &Connection) -> Result<i64> {
-    Ok(conn
-        .prepare_cached("SELECT fingerprint_version FROM registry_head WHERE id = 1")?
-        .query_row([], |r| r.get(0))?)
+fn recorded_fingerprint_version(db: &mut sql::Db<'_>) -> Result<i64> {
+    db.query_opt(
+        "SELECT fingerprint_version FROM registry_head WHERE id = 1",
+        &[],
+        |r| r.get(0),
+    )?
+    .ok_or_else(|| RegistryError::Corrupt("the registry_head row is missing".into()))
 }

@@ -1,9 +1,10 @@
 //! Whole-registry reads for listings (status, the API, the daemon's gauges): each is one
 //! query, so answering for 10,000 watches costs one pass, not three queries per watch.
 
+use super::sql::values;
 use super::{Registry, Result, ReviewState, WatchState};
 use crate::core::model::Compatibility;
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::Connection;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
@@ -56,26 +57,37 @@ impl Registry {
     /// (`None`: no accepted contract). A read-only reader compares it with its own: it cannot
     /// run the upgrade a read-write open does.
     pub fn tool_fingerprint_version(&self, tool: &str) -> Result<Option<i64>> {
-        Ok(self
-            .conn()?
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT fingerprint_version FROM tools WHERE name = ?1",
-                [tool],
+                values![tool],
                 |r| r.get(0),
             )
-            .optional()?)
+        })
     }
 
     /// The registry's change token: differs from the one this connection read last when
     /// another connection (of this process or another) committed since. The daemon's recount
     /// and the gateway's contract reader compare tokens on a connection that never writes; a
-    /// token means nothing across connections or backends (SQLite: `PRAGMA data_version`).
+    /// token means nothing across connections or backends (SQLite: `PRAGMA data_version`;
+    /// PostgreSQL: the head row's `changes`, bumped by every write transaction).
     pub fn change_token(&self) -> Result<ChangeToken> {
-        Ok(ChangeToken(self.conn()?.query_row(
-            "PRAGMA data_version",
-            [],
-            |r| r.get(0),
-        )?))
+        match &self.backend {
+            super::Backend::Sqlite(c) => Ok(ChangeToken(c.query_row(
+                "PRAGMA data_version",
+                [],
+                |r| r.get(0),
+            )?)),
+            super::Backend::Postgres(_) => self.read(|db| {
+                db.query_opt("SELECT changes FROM registry_head WHERE id = 1", &[], |r| {
+                    r.get(0)
+                })?
+                .map(ChangeToken)
+                .ok_or_else(|| {
+                    super::RegistryError::Corrupt("the registry_head row is missing".into())
+                })
+            }),
+        }
     }
 
     /// Every stored watch state, by watch name, in one query.
@@ -98,73 +110,86 @@ impl Registry {
 
     /// The accepted fingerprint of every tool, by name (without parsing the contracts).
     pub fn fingerprints(&self) -> Result<HashMap<String, String>> {
-        let mut stmt = self
-            .conn()?
-            .prepare("SELECT name, fingerprint FROM tools")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        let rows: Vec<(String, String)> = self.read(|db| {
+            db.query("SELECT name, fingerprint FROM tools", &[], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+        })?;
+        Ok(rows.into_iter().collect())
     }
 
     /// A tool's accepted fingerprint (without parsing its contract).
     pub fn fingerprint(&self, name: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()?
-            .query_row(
+        self.read(|db| {
+            db.query_opt(
                 "SELECT fingerprint FROM tools WHERE name = ?1",
-                [name],
+                values![name],
                 |r| r.get(0),
             )
-            .optional()?)
+        })
     }
 
     /// The change count of every watch's open review, by watch (absent: none open).
     pub fn open_change_counts(&self) -> Result<HashMap<String, i64>> {
-        let mut stmt = self.conn()?.prepare(
-            "SELECT watch, SUM(change_count) FROM reviews WHERE state = ?1 GROUP BY watch",
-        )?;
-        let rows = stmt.query_map(params![ReviewState::Open], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        // CAST: PostgreSQL's SUM of a BIGINT is a NUMERIC.
+        let rows: Vec<(String, i64)> = self.read(|db| {
+            db.query(
+                "SELECT watch, CAST(SUM(change_count) AS BIGINT) FROM reviews WHERE state = ?1
+                 GROUP BY watch",
+                values![ReviewState::Open],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+        })?;
+        Ok(rows.into_iter().collect())
     }
 
     /// How many reviews are open.
     pub fn open_review_count(&self) -> Result<i64> {
-        Ok(self.conn()?.query_row(
-            "SELECT count(*) FROM reviews WHERE state = ?1",
-            params![ReviewState::Open],
-            |r| r.get(0),
-        )?)
+        let n = self.read(|db| {
+            db.query_opt(
+                "SELECT count(*) FROM reviews WHERE state = ?1",
+                values![ReviewState::Open],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(n.unwrap_or(0))
     }
 
     /// When the oldest open review was queued (RFC 3339), if any is open.
     pub fn oldest_open_review(&self) -> Result<Option<String>> {
-        Ok(self.conn()?.query_row(
-            "SELECT MIN(created_at) FROM reviews WHERE state = ?1",
-            params![ReviewState::Open],
-            |r| r.get(0),
-        )?)
+        let oldest = self.read(|db| {
+            db.query_opt(
+                "SELECT MIN(created_at) FROM reviews WHERE state = ?1",
+                values![ReviewState::Open],
+                |r| r.get(0),
+            )
+        })?;
+        Ok(oldest.flatten())
     }
 
     /// Reviews' listed fields, newest first; `open_only` limits to open ones.
     pub fn review_heads(&self, open_only: bool) -> Result<Vec<ReviewHead>> {
         let only: Option<ReviewState> = open_only.then_some(ReviewState::Open);
-        let mut stmt = self.conn()?.prepare(
-            "SELECT id, watch, state, compatibility, change_count, created_at,
-                    base_registry_version, candidate_fingerprint
-             FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC",
-        )?;
-        let rows = stmt.query_map([only], |r| {
-            Ok(ReviewHead {
-                id: r.get(0)?,
-                watch: r.get(1)?,
-                state: r.get(2)?,
-                compatibility: r.get(3)?,
-                change_count: r.get(4)?,
-                created_at: r.get(5)?,
-                base_registry_version: r.get(6)?,
-                candidate_fingerprint: r.get(7)?,
-            })
-        })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        self.read(|db| {
+            db.query(
+                "SELECT id, watch, state, compatibility, change_count, created_at,
+                        base_registry_version, candidate_fingerprint
+                 FROM reviews WHERE (?1 IS NULL OR state = ?1) ORDER BY id DESC",
+                values![only],
+                |r| {
+                    Ok(ReviewHead {
+                        id: r.get(0)?,
+                        watch: r.get(1)?,
+                        state: r.get(2)?,
+                        compatibility: r.get(3)?,
+                        change_count: r.get(4)?,
+                        created_at: r.get(5)?,
+                        base_registry_version: r.get(6)?,
+                        candidate_fingerprint: r.get(7)?,
+                    })
+                },
+            )
+        })
     }
 }
 

@@ -41,6 +41,8 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     pair!(9, "0009_registry_head.sql"),
     // Numbered at merge (issue 31).
     pair!(10, "0010_sunsets.sql"),
+    // Numbered at merge (issue 33).
+    pair!(11, "0011_change_counter.sql"),
 ];
 
 pub fn latest() -> i64 {

@@ -299,14 +299,8 @@ enum Backend {
 }
 
 impl Registry {
-    /// The SQLite connection, for the concerns not moved onto [`sql`] yet.
-    fn conn(&self) -> Result<&Connection> {
-        match &self.backend {
-            Backend::Sqlite(c) => Ok(c),
-            Backend::Postgres(_) => Err(sql::not_yet("this registry operation")),
-        }
-    }
-
+    /// The SQLite connection, for what only SQLite has (its pragmas, its migrations, its
+    /// `BEGIN IMMEDIATE`).
     fn conn_mut(&mut self) -> Result<&mut Connection> {
         match &mut self.backend {
             Backend::Sqlite(c) => Ok(c),

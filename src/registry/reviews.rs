@@ -11,7 +11,6 @@ use crate::core::event::{EventData, EventKind};
 use crate::core::fingerprint::{tool_fingerprint, FINGERPRINT_VERSION};
 use crate::core::model::{Compatibility, DriftReport, Kind, ToolSpec};
 use crate::core::normalize::SharedEndpoints;
-use rusqlite::params;
 
 impl Registry {
     pub fn is_rejected(&self, watch: &str, fingerprint: &str) -> Result<bool> {
@@ -266,90 +265,85 @@ impl Registry {
         keep_versions: u32,
     ) -> Result<i64> {
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let review =
-            read_review(&mut Db::Sqlite(&tx), id)?.ok_or(RegistryError::ReviewNotFound { id })?;
-        if review.state != ReviewState::Open {
-            return Err(RegistryError::Superseded {
-                id,
-                why: format!("the review is {}", review.state),
-            });
-        }
-        // Open reviews are never pruned; a row without its candidate is a bad row.
-        let (Some(candidate), Some(report)) = (&review.candidate, &review.report) else {
-            return Err(RegistryError::BadRow {
-                table: "reviews",
-                key: id.to_string(),
-                problem: "an open review without its candidate".into(),
-            });
-        };
-        let source = review_source(&mut Db::Sqlite(&tx), id)?;
-        let base = review.base_fingerprint.clone().map(|fingerprint| CasBase {
-            registry_version: review.base_registry_version,
-            fingerprint,
-        });
-        let provenance = Provenance {
-            compatibility: Some(report.compatibility),
-            review_id: Some(id),
-            reviewer: Some(reviewer.to_string()),
-            reason: Some(reason.to_string()),
-        };
-        let version = match apply_in(
-            &tx,
-            candidate,
-            base.as_ref(),
-            &provenance,
-            keep_versions,
-            &source,
-        ) {
-            Ok(v) => v,
-            Err(RegistryError::Conflict { .. }) => {
+        let version = self.write(|db| {
+            let review = read_review(db, id)?.ok_or(RegistryError::ReviewNotFound { id })?;
+            if review.state != ReviewState::Open {
                 return Err(RegistryError::Superseded {
                     id,
-                    why: "the accepted contract moved since this review was queued".into(),
-                })
+                    why: format!("the review is {}", review.state),
+                });
             }
-            Err(e) => return Err(e),
-        };
-        failpoint::hit("accept.after_apply")?;
-        let accepted: Vec<String> = report
-            .changes
-            .iter()
-            .map(crate::core::report::change_id)
-            .collect();
-        tx.execute(
-            "UPDATE tool_versions SET accepted_changes = ?1, via = ?3 WHERE registry_version = ?2",
-            params![
-                serde_json::to_string(&accepted).unwrap_or_default(),
-                version,
-                via
-            ],
-        )?;
-        let now = now_rfc3339();
-        tx.execute(
-            "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4, source_gz = NULL, via = ?6 WHERE id = ?1",
-            params![id, now, reviewer, reason, ReviewState::Accepted, via],
-        )?;
-        release_sources(&mut Db::Sqlite(&tx), source.digest.into_iter().collect())?;
-        tx.execute(
-            "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
-            params![review.watch, review.compatibility, WatchStatus::Applied],
-        )?;
-        // The validators of the accepted document are unknown here; the next cycle refetches.
-        tx.execute("DELETE FROM validators WHERE watch = ?1", [&review.watch])?;
-        let mut data =
-            EventData::for_watch(&review.watch, candidate.kind.as_str()).with_report(report);
-        data.review_id = Some(id);
-        data.registry_version = Some(version);
-        data.reviewer = Some(reviewer.to_string());
-        events::emit(
-            &mut Db::Sqlite(&tx),
-            &routes,
-            EventKind::ReviewAccepted,
-            &data,
-        )?;
-        failpoint::hit("accept.before_commit")?;
-        tx.commit()?;
+            // Open reviews are never pruned; a row without its candidate is a bad row.
+            let (Some(candidate), Some(report)) = (&review.candidate, &review.report) else {
+                return Err(RegistryError::BadRow {
+                    table: "reviews",
+                    key: id.to_string(),
+                    problem: "an open review without its candidate".into(),
+                });
+            };
+            let source = review_source(db, id)?;
+            let base = review.base_fingerprint.clone().map(|fingerprint| CasBase {
+                registry_version: review.base_registry_version,
+                fingerprint,
+            });
+            let provenance = Provenance {
+                compatibility: Some(report.compatibility),
+                review_id: Some(id),
+                reviewer: Some(reviewer.to_string()),
+                reason: Some(reason.to_string()),
+            };
+            let version = match apply_in(
+                db,
+                candidate,
+                base.as_ref(),
+                &provenance,
+                keep_versions,
+                &source,
+            ) {
+                Ok(v) => v,
+                Err(RegistryError::Conflict { .. }) => {
+                    return Err(RegistryError::Superseded {
+                        id,
+                        why: "the accepted contract moved since this review was queued".into(),
+                    })
+                }
+                Err(e) => return Err(e),
+            };
+            failpoint::hit("accept.after_apply")?;
+            let accepted: Vec<String> = report
+                .changes
+                .iter()
+                .map(crate::core::report::change_id)
+                .collect();
+            let accepted = serde_json::to_string(&accepted).unwrap_or_default();
+            db.execute(
+                "UPDATE tool_versions SET accepted_changes = ?1, via = ?3 WHERE registry_version = ?2",
+                values![&accepted, version, via],
+            )?;
+            db.execute(
+                "UPDATE reviews SET state = ?5, decided_at = ?2, reviewer = ?3, reason = ?4,
+                    source_gz = NULL, via = ?6 WHERE id = ?1",
+                values![id, &now_rfc3339(), reviewer, reason, ReviewState::Accepted, via],
+            )?;
+            release_sources(db, source.digest.into_iter().collect())?;
+            db.execute(
+                "UPDATE watch_state SET status = ?3, last_compatibility = ?2 WHERE watch = ?1",
+                values![&review.watch, review.compatibility, WatchStatus::Applied],
+            )?;
+            // The validators of the accepted document are unknown here; the next cycle refetches.
+            db.execute(
+                "DELETE FROM validators WHERE watch = ?1",
+                values![&review.watch],
+            )?;
+            let mut data =
+                EventData::for_watch(&review.watch, candidate.kind.as_str()).with_report(report);
+            data.review_id = Some(id);
+            data.registry_version = Some(version);
+            data.reviewer = Some(reviewer.to_string());
+            events::emit(db, &routes, EventKind::ReviewAccepted, &data)?;
+            failpoint::hit("accept.before_commit")?;
+            Ok(version)
+        })?;
         failpoint::hit("accept.after_commit")?;
         Ok(version)
     }

@@ -9,7 +9,6 @@ use super::{events, now_rfc3339, read_tool, Registry, Result};
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::ToolSpec;
 use crate::core::sunset::{DateFact, EndpointFacts};
-use rusqlite::{params, OptionalExtension, Transaction};
 
 /// One endpoint of an accepted contract that is deprecated or states a sunset.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -30,19 +29,15 @@ pub struct SunsetFact {
 
 /// Replaces the facts of `watch` with those of its accepted contract `spec` at `version`.
 pub(super) fn write_facts(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     watch: &str,
     version: i64,
     spec: &ToolSpec,
 ) -> Result<()> {
-    tx.execute("DELETE FROM sunsets WHERE watch = ?1", [watch])?;
-    tx.execute("DELETE FROM sunset_versions WHERE watch = ?1", [watch])?;
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO sunsets (watch, version, endpoint, operation_id, identity,
-            deprecated, sunset, sunset_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-         ON CONFLICT (watch, version, endpoint) DO UPDATE SET operation_id = excluded.operation_id,
-            identity = excluded.identity, deprecated = excluded.deprecated,
-            sunset = excluded.sunset, sunset_state = excluded.sunset_state",
+    db.execute("DELETE FROM sunsets WHERE watch = ?1", values![watch])?;
+    db.execute(
+        "DELETE FROM sunset_versions WHERE watch = ?1",
+        values![watch],
     )?;
     for endpoint in &spec.endpoints {
         let facts = EndpointFacts::of(endpoint, &spec.definitions);
@@ -55,21 +50,29 @@ pub(super) fn write_facts(
             Some(DateFact::Unknown) => (None, Some("unknown")),
             Some(DateFact::Invalid(_)) => (None, Some("invalid")),
         };
-        insert.execute(params![
-            watch,
-            version,
-            endpoint.name.as_str(),
-            endpoint.operation_id.as_deref(),
-            endpoint.identity(),
-            i64::from(facts.deprecated),
-            sunset,
-            state
-        ])?;
+        let identity = endpoint.identity();
+        db.execute(
+            "INSERT INTO sunsets (watch, version, endpoint, operation_id, identity,
+                deprecated, sunset, sunset_state) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+             ON CONFLICT (watch, version, endpoint) DO UPDATE SET operation_id = excluded.operation_id,
+                identity = excluded.identity, deprecated = excluded.deprecated,
+                sunset = excluded.sunset, sunset_state = excluded.sunset_state",
+            values![
+                watch,
+                version,
+                endpoint.name.as_str(),
+                endpoint.operation_id.as_deref(),
+                identity.as_str(),
+                i64::from(facts.deprecated),
+                sunset.as_deref(),
+                state
+            ],
+        )?;
     }
-    tx.execute(
+    db.execute(
         "INSERT INTO sunset_versions (watch, version) VALUES (?1, ?2)
          ON CONFLICT (watch, version) DO NOTHING",
-        params![watch, version],
+        values![watch, version],
     )?;
     Ok(())
 }
@@ -91,38 +94,34 @@ impl Registry {
     /// migration, or re-read by a projection upgrade). Reads first: a registry with nothing
     /// to do takes no write lock.
     pub(super) fn backfill_sunsets(&mut self) -> Result<()> {
-        let missing: Vec<String> = self
-            .conn()?
-            .prepare(
+        let missing: Vec<String> = self.read(|db| {
+            db.query(
                 "SELECT name FROM tools t WHERE NOT EXISTS (SELECT 1 FROM sunset_versions s
                     WHERE s.watch = t.name AND s.version = t.version) ORDER BY name",
-            )?
-            .query_map([], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
+                &[],
+                |r| r.get(0),
+            )
+        })?;
         if missing.is_empty() {
             return Ok(());
         }
-        let tx = self.write_tx()?;
-        for name in missing {
-            // A contract whose source no longer reads is left out (its reads fail closed).
-            let Ok(Some(tool)) = read_tool(&tx, &name) else {
-                continue;
-            };
-            write_facts(&tx, &name, tool.version, &tool.spec)?;
-        }
-        tx.commit()?;
-        Ok(())
+        self.write(|db| {
+            for name in missing {
+                // A contract whose source no longer reads is left out (its reads fail closed).
+                let Ok(Some(tool)) = read_tool(db, &name) else {
+                    continue;
+                };
+                write_facts(db, &name, tool.version, &tool.spec)?;
+            }
+            Ok(())
+        })
     }
 
     /// Every stored fact, sorted by watch and endpoint (byte order, whatever the database's
     /// collation: `refresh::sunsets::of_watch` finds a watch's facts by binary search): one
     /// query, no document decoded.
     pub fn sunsets(&self) -> Result<Vec<SunsetFact>> {
-        let mut rows: Vec<SunsetFact> = self
-            .conn()?
-            .prepare_cached(ALL_FACTS)?
-            .query_map([], fact_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut rows = self.read(|db| db.query(ALL_FACTS, &[], fact_row))?;
         rows.sort_by(|a, b| (&a.watch, &a.endpoint).cmp(&(&b.watch, &b.endpoint)));
         Ok(rows)
     }
@@ -130,21 +129,14 @@ impl Registry {
     /// Whether any fact is stored at all: while none is, a refresh that moved no contract has
     /// no sunset to check (the daemon asks at each recount).
     pub fn has_sunsets(&self) -> Result<bool> {
-        Ok(self
-            .conn()?
-            .prepare_cached("SELECT EXISTS (SELECT 1 FROM sunsets)")?
-            .query_row([], |r| r.get::<_, i64>(0))?
-            != 0)
+        let any = self.read(|db| db.query_opt("SELECT 1 FROM sunsets LIMIT 1", &[], |_| Ok(())))?;
+        Ok(any.is_some())
     }
 
     /// The stored facts of one watch's accepted contract, by endpoint: what a refresh of it
     /// checks (an indexed read of its rows only).
     pub fn sunsets_of(&self, watch: &str) -> Result<Vec<SunsetFact>> {
-        let mut rows: Vec<SunsetFact> = self
-            .conn()?
-            .prepare_cached(WATCH_FACTS)?
-            .query_map([watch], fact_row)?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut rows = self.read(|db| db.query(WATCH_FACTS, values![watch], fact_row))?;
         rows.sort_by(|a, b| a.endpoint.cmp(&b.endpoint));
         Ok(rows)
     }
@@ -155,47 +147,39 @@ impl Registry {
         let Some(sunset) = &fact.sunset else {
             return Ok(false);
         };
+        const RAISED: &str =
+            "SELECT raised_at FROM sunset_alerts WHERE watch = ?1 AND endpoint = ?2 AND sunset = ?3";
+        let key = values![fact.watch.as_str(), fact.endpoint.as_str(), sunset.as_str()];
         // Raised before (every refresh of the warning window after the first): a read, no
         // write lock. The same check inside the transaction settles a race.
-        let raised_before: Option<String> = self
-            .conn()?
-            .prepare_cached(
-                "SELECT raised_at FROM sunset_alerts WHERE watch = ?1 AND endpoint = ?2 AND sunset = ?3",
-            )?
-            .query_row(params![fact.watch, fact.endpoint, sunset], |r| r.get(0))
-            .optional()?;
+        let raised_before: Option<String> =
+            self.read(|db| db.query_opt(RAISED, key, |r| r.get(0)))?;
         if raised_before.is_some() {
             return Ok(false);
         }
         let routes = self.current_routes();
-        let tx = self.write_tx()?;
-        let raised: Option<String> = tx
-            .query_row(
-                "SELECT raised_at FROM sunset_alerts WHERE watch = ?1 AND endpoint = ?2 AND sunset = ?3",
-                params![fact.watch, fact.endpoint, sunset],
-                |r| r.get(0),
-            )
-            .optional()?;
-        if raised.is_some() {
-            return Ok(false);
-        }
-        tx.execute(
-            "INSERT INTO sunset_alerts (watch, endpoint, sunset, raised_at) VALUES (?1, ?2, ?3, ?4)",
-            params![fact.watch, fact.endpoint, sunset, now_rfc3339()],
-        )?;
-        let data = EventData {
-            endpoint: Some(fact.endpoint.clone()),
-            sunset: Some(sunset.clone()),
-            ..EventData::for_watch(&fact.watch, kind)
-        };
-        events::emit(
-            &mut Db::Sqlite(&tx),
-            &routes,
-            EventKind::SunsetApproaching,
-            &data,
-        )?;
-        tx.commit()?;
-        Ok(true)
+        self.write(|db| {
+            let raised: Option<String> = db.query_opt(RAISED, key, |r| r.get(0))?;
+            if raised.is_some() {
+                return Ok(false);
+            }
+            db.execute(
+                "INSERT INTO sunset_alerts (watch, endpoint, sunset, raised_at) VALUES (?1, ?2, ?3, ?4)",
+                values![
+                    fact.watch.as_str(),
+                    fact.endpoint.as_str(),
+                    sunset.as_str(),
+                    &now_rfc3339()
+                ],
+            )?;
+            let data = EventData {
+                endpoint: Some(fact.endpoint.clone()),
+                sunset: Some(sunset.clone()),
+                ..EventData::for_watch(&fact.watch, kind)
+            };
+            events::emit(db, &routes, EventKind::SunsetApproaching, &data)?;
+            Ok(true)
+        })
     }
 }
 
@@ -214,14 +198,14 @@ macro_rules! facts_query {
 const ALL_FACTS: &str = facts_query!("ORDER BY s.watch, s.endpoint");
 const WATCH_FACTS: &str = facts_query!("WHERE s.watch = ?1 ORDER BY s.endpoint");
 
-fn fact_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SunsetFact> {
+fn fact_row(r: &super::sql::Row<'_, '_>) -> Result<SunsetFact> {
     Ok(SunsetFact {
         watch: r.get(0)?,
         version: r.get(1)?,
         endpoint: r.get(2)?,
         operation_id: r.get(3)?,
         identity: r.get(4)?,
-        deprecated: r.get::<_, i64>(5)? != 0,
+        deprecated: r.get::<i64>(5)? != 0,
         sunset: r.get(6)?,
         sunset_state: r.get(7)?,
     })

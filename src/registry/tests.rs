@@ -5,7 +5,7 @@ use super::*;
 use crate::core::diff::classify;
 use crate::core::fingerprint::tool_fingerprint;
 use crate::core::normalize::openapi::normalize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn doc(max: u32) -> String {
     format!(
@@ -32,181 +32,211 @@ fn open() -> (tempfile::TempDir, Registry) {
     (dir, registry)
 }
 
+/// What keeps a test's registry alive: its folder, or its PostgreSQL database (dropped after).
+#[allow(dead_code)]
+enum Keep {
+    Dir(tempfile::TempDir),
+    Database(super::pg_tests::Database),
+}
+
+/// A fresh registry on each backend: a SQLite file, then a PostgreSQL database of the test
+/// cluster (skipped with a message without it, failed under `SCHEMAWATCH_REQUIRE_PEERS=1`).
+fn registries() -> Vec<(Keep, Registry)> {
+    let (dir, sqlite) = open();
+    let mut out = vec![(Keep::Dir(dir), sqlite)];
+    if let Some(db) = super::pg_tests::database() {
+        let pg = Registry::open_postgres(db.connect()).unwrap();
+        out.push((Keep::Database(db), pg));
+    }
+    out
+}
+
+/// Rows `sql` counts, on either backend.
+fn rows(r: &Registry, sql: &str) -> i64 {
+    r.read(|db| db.query_opt(sql, &[], |row| row.get::<i64>(0)))
+        .unwrap()
+        .unwrap()
+}
+
 #[test]
 fn apply_is_compare_and_swap_and_bumps_once() {
-    let (_dir, mut r) = open();
-    assert_eq!(r.registry_version().unwrap(), 0);
-    assert_eq!(
-        r.apply(&spec(100), None, &Provenance::default(), 100)
-            .unwrap(),
-        1
-    );
-    // Registering again (expecting absence) loses the race.
-    assert!(matches!(
-        r.apply(&spec(100), None, &Provenance::default(), 100),
-        Err(RegistryError::Conflict { .. })
-    ));
-    let current = r.tool("acme.pets").unwrap().unwrap();
-    let base = CasBase {
-        registry_version: current.registry_version,
-        fingerprint: current.fingerprint.clone(),
-    };
-    assert_eq!(
-        r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
-            .unwrap(),
-        2
-    );
-    // The same (now stale) base cannot apply again: nothing written, no bump.
-    assert!(matches!(
-        r.apply(&spec(300), Some(&base), &Provenance::default(), 100),
-        Err(RegistryError::Conflict { .. })
-    ));
-    assert_eq!(r.registry_version().unwrap(), 2);
-    let history = r.history("acme.pets").unwrap();
-    assert_eq!(
-        history
-            .iter()
-            .map(|h| (h.version, h.registry_version))
-            .collect::<Vec<_>>(),
-        vec![(2, 2), (1, 1)]
-    );
+    for (_keep, mut r) in registries() {
+        assert_eq!(r.registry_version().unwrap(), 0);
+        assert_eq!(
+            r.apply(&spec(100), None, &Provenance::default(), 100)
+                .unwrap(),
+            1
+        );
+        // Registering again (expecting absence) loses the race.
+        assert!(matches!(
+            r.apply(&spec(100), None, &Provenance::default(), 100),
+            Err(RegistryError::Conflict { .. })
+        ));
+        let current = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: current.registry_version,
+            fingerprint: current.fingerprint.clone(),
+        };
+        assert_eq!(
+            r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
+                .unwrap(),
+            2
+        );
+        // The same (now stale) base cannot apply again: nothing written, no bump.
+        assert!(matches!(
+            r.apply(&spec(300), Some(&base), &Provenance::default(), 100),
+            Err(RegistryError::Conflict { .. })
+        ));
+        assert_eq!(r.registry_version().unwrap(), 2);
+        let history = r.history("acme.pets").unwrap();
+        assert_eq!(
+            history
+                .iter()
+                .map(|h| (h.version, h.registry_version))
+                .collect::<Vec<_>>(),
+            vec![(2, 2), (1, 1)]
+        );
+    }
 }
 
 #[test]
 fn history_keeps_the_configured_number_of_versions() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(1), None, &Provenance::default(), 2).unwrap();
-    for max in 2..6 {
-        let t = r.tool("acme.pets").unwrap().unwrap();
-        let base = CasBase {
-            registry_version: t.registry_version,
-            fingerprint: t.fingerprint,
-        };
-        r.apply(&spec(max), Some(&base), &Provenance::default(), 2)
-            .unwrap();
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(1), None, &Provenance::default(), 2).unwrap();
+        for max in 2..6 {
+            let t = r.tool("acme.pets").unwrap().unwrap();
+            let base = CasBase {
+                registry_version: t.registry_version,
+                fingerprint: t.fingerprint,
+            };
+            r.apply(&spec(max), Some(&base), &Provenance::default(), 2)
+                .unwrap();
+        }
+        let versions: Vec<i64> = r
+            .history("acme.pets")
+            .unwrap()
+            .iter()
+            .map(|h| h.version)
+            .collect();
+        assert_eq!(versions, vec![5, 4]);
     }
-    let versions: Vec<i64> = r
-        .history("acme.pets")
-        .unwrap()
-        .iter()
-        .map(|h| h.version)
-        .collect();
-    assert_eq!(versions, vec![5, 4]);
 }
 
 #[test]
 fn reviews_queue_once_supersede_and_decide() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(100), None, &Provenance::default(), 100)
-        .unwrap();
-    let t = r.tool("acme.pets").unwrap().unwrap();
-    let base = CasBase {
-        registry_version: t.registry_version,
-        fingerprint: t.fingerprint.clone(),
-    };
-    let candidate = spec(50);
-    let report = classify(&t.spec, &candidate, &Default::default());
-    let first = r
-        .queue_review(
-            &base,
-            &candidate,
-            &report,
-            &state("pending_review"),
-            &StoredSource::none(),
-            DEFAULT_KEEP_REVIEWS,
-        )
-        .unwrap();
-    let Queued::New {
-        id,
-        superseded: None,
-    } = first
-    else {
-        panic!("{first:?}")
-    };
-    assert_eq!(
-        r.queue_review(
-            &base,
-            &candidate,
-            &report,
-            &state("pending_review"),
-            &StoredSource::none(),
-            DEFAULT_KEEP_REVIEWS
-        )
-        .unwrap(),
-        Queued::AlreadyOpen { id }
-    );
-    let newer = spec(10);
-    let newer_report = classify(&t.spec, &newer, &Default::default());
-    let Queued::New {
-        id: id2,
-        superseded,
-    } = r
-        .queue_review(
-            &base,
-            &newer,
-            &newer_report,
-            &state("pending_review"),
-            &StoredSource::none(),
-            DEFAULT_KEEP_REVIEWS,
-        )
-        .unwrap()
-    else {
-        panic!()
-    };
-    assert_eq!(superseded, Some(id));
-    assert_eq!(r.review(id).unwrap().state, ReviewState::Superseded);
-    assert!(matches!(
-        r.accept(id, "a", "b", 100),
-        Err(RegistryError::Superseded { .. })
-    ));
-    assert_eq!(
-        r.registry_version().unwrap(),
-        1,
-        "queueing and failed accepts do not bump"
-    );
-    r.reject(id2, "bob", "no").unwrap();
-    assert!(r
-        .is_rejected("acme.pets", &newer_report.new_fingerprint)
-        .unwrap());
-    assert!(matches!(
-        r.reject(id2, "bob", "again"),
-        Err(RegistryError::Superseded { .. })
-    ));
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap();
+        let t = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: t.registry_version,
+            fingerprint: t.fingerprint.clone(),
+        };
+        let candidate = spec(50);
+        let report = classify(&t.spec, &candidate, &Default::default());
+        let first = r
+            .queue_review(
+                &base,
+                &candidate,
+                &report,
+                &state("pending_review"),
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS,
+            )
+            .unwrap();
+        let Queued::New {
+            id,
+            superseded: None,
+        } = first
+        else {
+            panic!("{first:?}")
+        };
+        assert_eq!(
+            r.queue_review(
+                &base,
+                &candidate,
+                &report,
+                &state("pending_review"),
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS
+            )
+            .unwrap(),
+            Queued::AlreadyOpen { id }
+        );
+        let newer = spec(10);
+        let newer_report = classify(&t.spec, &newer, &Default::default());
+        let Queued::New {
+            id: id2,
+            superseded,
+        } = r
+            .queue_review(
+                &base,
+                &newer,
+                &newer_report,
+                &state("pending_review"),
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS,
+            )
+            .unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(superseded, Some(id));
+        assert_eq!(r.review(id).unwrap().state, ReviewState::Superseded);
+        assert!(matches!(
+            r.accept(id, "a", "b", 100),
+            Err(RegistryError::Superseded { .. })
+        ));
+        assert_eq!(
+            r.registry_version().unwrap(),
+            1,
+            "queueing and failed accepts do not bump"
+        );
+        r.reject(id2, "bob", "no").unwrap();
+        assert!(r
+            .is_rejected("acme.pets", &newer_report.new_fingerprint)
+            .unwrap());
+        assert!(matches!(
+            r.reject(id2, "bob", "again"),
+            Err(RegistryError::Superseded { .. })
+        ));
+    }
 }
 
 #[test]
 fn accept_fails_when_the_base_moved() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(100), None, &Provenance::default(), 100)
-        .unwrap();
-    let t = r.tool("acme.pets").unwrap().unwrap();
-    let base = CasBase {
-        registry_version: t.registry_version,
-        fingerprint: t.fingerprint.clone(),
-    };
-    let candidate = spec(50);
-    let report = classify(&t.spec, &candidate, &Default::default());
-    let Queued::New { id, .. } = r
-        .queue_review(
-            &base,
-            &candidate,
-            &report,
-            &state("pending_review"),
-            &StoredSource::none(),
-            DEFAULT_KEEP_REVIEWS,
-        )
-        .unwrap()
-    else {
-        panic!()
-    };
-    // Another writer moves the tool.
-    r.apply(&spec(150), Some(&base), &Provenance::default(), 100)
-        .unwrap();
-    assert!(matches!(
-        r.accept(id, "alice", "ok", 100),
-        Err(RegistryError::Superseded { .. })
-    ));
-    assert_eq!(r.registry_version().unwrap(), 2);
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap();
+        let t = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: t.registry_version,
+            fingerprint: t.fingerprint.clone(),
+        };
+        let candidate = spec(50);
+        let report = classify(&t.spec, &candidate, &Default::default());
+        let Queued::New { id, .. } = r
+            .queue_review(
+                &base,
+                &candidate,
+                &report,
+                &state("pending_review"),
+                &StoredSource::none(),
+                DEFAULT_KEEP_REVIEWS,
+            )
+            .unwrap()
+        else {
+            panic!()
+        };
+        // Another writer moves the tool.
+        r.apply(&spec(150), Some(&base), &Provenance::default(), 100)
+            .unwrap();
+        assert!(matches!(
+            r.accept(id, "alice", "ok", 100),
+            Err(RegistryError::Superseded { .. })
+        ));
+        assert_eq!(r.registry_version().unwrap(), 2);
+    }
 }
 
 #[test]
@@ -324,15 +354,16 @@ fn a_damaged_file_is_refused() {
 
 #[test]
 fn forget_removes_everything_and_bumps() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(100), None, &Provenance::default(), 100)
-        .unwrap();
-    r.record_watch(&state("registered")).unwrap();
-    assert!(r.forget("acme.pets").unwrap());
-    assert!(r.tool("acme.pets").unwrap().is_none());
-    assert!(r.watch_state("acme.pets").unwrap().is_none());
-    assert_eq!(r.registry_version().unwrap(), 2);
-    assert!(!r.forget("acme.pets").unwrap());
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap();
+        r.record_watch(&state("registered")).unwrap();
+        assert!(r.forget("acme.pets").unwrap());
+        assert!(r.tool("acme.pets").unwrap().is_none());
+        assert!(r.watch_state("acme.pets").unwrap().is_none());
+        assert_eq!(r.registry_version().unwrap(), 2);
+        assert!(!r.forget("acme.pets").unwrap());
+    }
 }
 
 #[test]
@@ -404,138 +435,156 @@ fn uncompressed_rows_of_older_releases_still_read() {
 
 #[test]
 fn closed_reviews_beyond_keep_reviews_keep_their_metadata_only() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(100), None, &Provenance::default(), 100)
-        .unwrap();
-    let t = r.tool("acme.pets").unwrap().unwrap();
-    let base = CasBase {
-        registry_version: t.registry_version,
-        fingerprint: t.fingerprint.clone(),
-    };
-    let mut ids = Vec::new();
-    for max in [10, 20, 30, 40, 50] {
-        let candidate = spec(max);
-        let report = classify(&t.spec, &candidate, &Default::default());
-        let source = StoredSource::of(doc(max).as_bytes());
-        match r
-            .queue_review(
-                &base,
-                &candidate,
-                &report,
-                &state("pending_review"),
-                &source,
-                2,
-            )
-            .unwrap()
-        {
-            Queued::New { id, .. } => ids.push(id),
-            other => panic!("{other:?}"),
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap();
+        let t = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: t.registry_version,
+            fingerprint: t.fingerprint.clone(),
+        };
+        let mut ids = Vec::new();
+        for max in [10, 20, 30, 40, 50] {
+            let candidate = spec(max);
+            let report = classify(&t.spec, &candidate, &Default::default());
+            let source = StoredSource::of(doc(max).as_bytes());
+            match r
+                .queue_review(
+                    &base,
+                    &candidate,
+                    &report,
+                    &state("pending_review"),
+                    &source,
+                    2,
+                )
+                .unwrap()
+            {
+                Queued::New { id, .. } => ids.push(id),
+                other => panic!("{other:?}"),
+            }
         }
+        // Four superseded, one open: the two newest closed ones keep their candidate.
+        for (i, id) in ids.iter().enumerate() {
+            let review = r.review(*id).unwrap();
+            let pruned = i < 2;
+            assert_eq!(review.pruned_at.is_some(), pruned, "review {i}");
+            assert_eq!(review.candidate.is_none(), pruned, "review {i}");
+            assert_eq!(review.report.is_none(), pruned, "review {i}");
+            assert!(review.change_count > 0 && review.candidate_fingerprint.starts_with("sha256:"));
+        }
+        let open = r.review(ids[4]).unwrap();
+        assert_eq!(open.state, ReviewState::Open);
+        assert!(r.accept(ids[4], "alice", "ok", 100).is_ok());
     }
-    // Four superseded, one open: the two newest closed ones keep their candidate.
-    for (i, id) in ids.iter().enumerate() {
-        let review = r.review(*id).unwrap();
-        let pruned = i < 2;
-        assert_eq!(review.pruned_at.is_some(), pruned, "review {i}");
-        assert_eq!(review.candidate.is_none(), pruned, "review {i}");
-        assert_eq!(review.report.is_none(), pruned, "review {i}");
-        assert!(review.change_count > 0 && review.candidate_fingerprint.starts_with("sha256:"));
-    }
-    let open = r.review(ids[4]).unwrap();
-    assert_eq!(open.state, ReviewState::Open);
-    assert!(r.accept(ids[4], "alice", "ok", 100).is_ok());
 }
 
-/// Registers `doc` (an MCP tools list) with its source and HTTP validators, then makes the
-/// stored rows look written under an older projection whose contract `aged` edits.
-fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> (tempfile::TempDir, PathBuf) {
-    let (dir, mut r) = open();
-    let spec = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
-    let state = WatchState {
-        status: WatchStatus::Registered,
-        ..WatchState::new("acme.tools", crate::core::model::Kind::Mcp)
-    };
-    r.apply_with_state(
-        &spec,
-        None,
-        &Provenance::default(),
-        100,
-        &state,
-        Some(super::SourceValidators {
-            source_digest: "digest",
-            validators: &crate::fetch::Validators {
+/// Registers `doc` (an MCP tools list) with its source and HTTP validators on each backend,
+/// then makes the stored rows look written under an older projection whose contract `aged`
+/// edits. The registry is closed: opening it again runs the projection upgrade.
+fn registered_then_aged(doc: &str, aged: impl Fn(&mut ToolSpec)) -> Vec<Keep> {
+    let mut out = Vec::new();
+    for (keep, mut r) in registries() {
+        let spec = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+        let state = WatchState {
+            status: WatchStatus::Registered,
+            ..WatchState::new("acme.tools", crate::core::model::Kind::Mcp)
+        };
+        r.apply_with_state(
+            &spec,
+            None,
+            &Provenance::default(),
+            100,
+            &state,
+            Some(super::SourceValidators {
+                source_digest: "digest",
+                validators: &crate::fetch::Validators {
+                    etag: Some("\"v1\"".into()),
+                    last_modified: None,
+                },
+            }),
+            &StoredSource::of(doc.as_bytes()),
+        )
+        .unwrap();
+        assert_eq!(
+            r.validators("acme.tools", "digest").unwrap(),
+            Some(crate::fetch::Validators {
                 etag: Some("\"v1\"".into()),
                 last_modified: None,
-            },
-        }),
-        &StoredSource::of(doc.as_bytes()),
-    )
-    .unwrap();
-    assert_eq!(
-        r.validators("acme.tools", "digest").unwrap(),
-        Some(crate::fetch::Validators {
-            etag: Some("\"v1\"".into()),
-            last_modified: None,
+            })
+        );
+        let mut old = spec.clone();
+        aged(&mut old);
+        let gz = codec::gz_json(&old);
+        r.write(|db| {
+            db.execute(
+                "UPDATE tool_versions SET spec_gz = ?1, fingerprint = 'sha256:old', fingerprint_version = 0",
+                sql::values![&gz],
+            )?;
+            db.execute(
+                "UPDATE tools SET fingerprint = 'sha256:old', fingerprint_version = 0",
+                &[],
+            )?;
+            // As a registry last written by the older binary records it.
+            db.execute("UPDATE registry_head SET fingerprint_version = 0", &[])
         })
-    );
-    drop(r);
-    let path = dir.path().join("nested/registry.sqlite3");
-    let conn = Connection::open(&path).unwrap();
-    let mut old = spec.clone();
-    aged(&mut old);
-    conn.execute(
-        "UPDATE tool_versions SET spec_gz = ?1, fingerprint = 'sha256:old', fingerprint_version = 0",
-        [codec::gz_json(&old)],
-    )
-    .unwrap();
-    conn.execute(
-        "UPDATE tools SET fingerprint = 'sha256:old', fingerprint_version = 0",
-        [],
-    )
-    .unwrap();
-    (dir, path)
+        .unwrap();
+        out.push(keep);
+    }
+    out
+}
+
+impl Keep {
+    /// The registry kept, opened again (another connection, as a restarted process would).
+    fn reopen(&self) -> Registry {
+        match self {
+            Keep::Dir(dir) => Registry::open(&dir.path().join("nested/registry.sqlite3")).unwrap(),
+            Keep::Database(db) => Registry::open_postgres(db.connect()).unwrap(),
+        }
+    }
 }
 
 #[test]
 fn a_projection_bump_re_reads_the_source_and_clears_validators() {
     let doc = r#"{"tools":[{"name":"read","description":"Reads a file.","inputSchema":{"type":"object"}}]}"#;
-    let (_dir, path) = registered_then_aged(doc, |s| {
+    for keep in registered_then_aged(doc, |s| {
         std::sync::Arc::make_mut(&mut s.endpoints[0]).description = None
-    });
-    let r = Registry::open(&path).unwrap();
-    let fresh = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
-    let t = r.tool("acme.tools").unwrap().unwrap();
-    assert_eq!(
-        t.fingerprint,
-        tool_fingerprint(&fresh),
-        "re-read from the source"
-    );
-    assert_eq!(
-        t.spec.endpoints[0].description.as_deref(),
-        Some("Reads a file.")
-    );
-    let history = r.history("acme.tools").unwrap();
-    assert_eq!(history.len(), 1);
-    assert_eq!(history[0].note.as_deref(), Some("projection-upgrade"));
-    assert_eq!(r.registry_version().unwrap(), 1, "not a contract change");
-    assert_eq!(r.validators("acme.tools", "digest").unwrap(), None);
+    }) {
+        let r = keep.reopen();
+        let fresh = crate::core::normalize::mcp::normalize("acme.tools", doc.as_bytes()).unwrap();
+        let t = r.tool("acme.tools").unwrap().unwrap();
+        assert_eq!(
+            t.fingerprint,
+            tool_fingerprint(&fresh),
+            "re-read from the source"
+        );
+        assert_eq!(
+            t.spec.endpoints[0].description.as_deref(),
+            Some("Reads a file.")
+        );
+        let history = r.history("acme.tools").unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].note.as_deref(), Some("projection-upgrade"));
+        assert_eq!(r.registry_version().unwrap(), 1, "not a contract change");
+        assert_eq!(r.validators("acme.tools", "digest").unwrap(), None);
+    }
 }
 
 #[test]
 fn newly_read_text_with_hidden_characters_is_not_baselined() {
     let doc = r#"{"tools":[{"name":"read","description":"Reads a file.\udb40\udc41","inputSchema":{"type":"object"}}]}"#;
-    let (_dir, path) = registered_then_aged(doc, |s| {
+    for keep in registered_then_aged(doc, |s| {
         std::sync::Arc::make_mut(&mut s.endpoints[0]).description = Some("Reads a file.".into())
-    });
-    let r = Registry::open(&path).unwrap();
-    let t = r.tool("acme.tools").unwrap().unwrap();
-    // Re-fingerprinted from the stored contract, not from the source: the next fetch
-    // classifies the hidden characters (`hidden-text-added`).
-    assert_eq!(
-        t.spec.endpoints[0].description.as_deref(),
-        Some("Reads a file.")
-    );
-    assert_eq!(r.history("acme.tools").unwrap()[0].note, None);
+    }) {
+        let r = keep.reopen();
+        let t = r.tool("acme.tools").unwrap().unwrap();
+        // Re-fingerprinted from the stored contract, not from the source: the next fetch
+        // classifies the hidden characters (`hidden-text-added`).
+        assert_eq!(
+            t.spec.endpoints[0].description.as_deref(),
+            Some("Reads a file.")
+        );
+        assert_eq!(r.history("acme.tools").unwrap()[0].note, None);
+    }
 }
 
 fn count(path: &Path, sql: &str) -> i64 {
@@ -676,121 +725,118 @@ fn a_document_that_could_spell_hidden_text_keeps_its_contract_beside_its_source(
 #[test]
 fn state_moves_write_their_events_once_and_route_to_matching_sinks() {
     use crate::core::event::{EventKind, Routes, SinkFilter};
-    let (_dir, mut r) = open();
-    let mut routes = Routes::none();
-    routes.error_after = 2;
-    routes.sinks = vec![
-        (
-            "failures".into(),
-            SinkFilter {
-                events: vec![EventKind::RefreshFailed, EventKind::WatchRecovered],
-                ..SinkFilter::default()
-            },
-        ),
-        (
-            "elsewhere".into(),
-            SinkFilter {
-                events: EventKind::ALL.to_vec(),
-                watches: vec![glob::Pattern::new("other.*").unwrap()],
-                ..SinkFilter::default()
-            },
-        ),
-    ];
-    r.set_routes(std::sync::Arc::new(routes));
-    let kinds = |r: &Registry| -> Vec<&'static str> {
-        let mut e = r.events(None, None, 100).unwrap();
-        e.reverse();
-        e.iter().map(|e| e.event.as_str()).collect()
-    };
-    let mut s = state("error");
-    for failures in 1..=4 {
-        s.consecutive_failures = failures;
-        r.record_failure(&s, crate::core::event::ErrorClass::Timeout)
+    for (_keep, mut r) in registries() {
+        let mut routes = Routes::none();
+        routes.error_after = 2;
+        routes.sinks = vec![
+            (
+                "failures".into(),
+                SinkFilter {
+                    events: vec![EventKind::RefreshFailed, EventKind::WatchRecovered],
+                    ..SinkFilter::default()
+                },
+            ),
+            (
+                "elsewhere".into(),
+                SinkFilter {
+                    events: EventKind::ALL.to_vec(),
+                    watches: vec![glob::Pattern::new("other.*").unwrap()],
+                    ..SinkFilter::default()
+                },
+            ),
+        ];
+        r.set_routes(std::sync::Arc::new(routes));
+        let kinds = |r: &Registry| -> Vec<&'static str> {
+            let mut e = r.events(None, None, 100).unwrap();
+            e.reverse();
+            e.iter().map(|e| e.event.as_str()).collect()
+        };
+        let mut s = state("error");
+        for failures in 1..=4 {
+            s.consecutive_failures = failures;
+            r.record_failure(&s, crate::core::event::ErrorClass::Timeout)
+                .unwrap();
+        }
+        assert_eq!(kinds(&r), ["refresh_failed"]);
+        let failed = &r.events(None, None, 1).unwrap()[0];
+        assert_eq!(
+            failed.data.error_class,
+            Some(crate::core::event::ErrorClass::Timeout)
+        );
+        assert_eq!(failed.data.consecutive_failures, Some(2));
+        let mut ok = state("unchanged");
+        r.record_watch(&ok).unwrap();
+        r.record_watch(&ok).unwrap();
+        assert_eq!(kinds(&r), ["refresh_failed", "watch_recovered"]);
+        // A single failure (below error_after) and its end: no event.
+        s.consecutive_failures = 1;
+        r.record_failure(&s, crate::core::event::ErrorClass::Connect)
             .unwrap();
+        r.record_watch(&ok).unwrap();
+        assert_eq!(kinds(&r).len(), 2);
+        ok.status = WatchStatus::Stale;
+        r.record_watch(&ok).unwrap();
+        r.record_watch(&ok).unwrap();
+        assert!(r.reset("acme.pets").unwrap());
+        assert!(r.forget("acme.pets").unwrap());
+        assert_eq!(
+            kinds(&r),
+            [
+                "refresh_failed",
+                "watch_recovered",
+                "watch_stale",
+                "watch_reset",
+                "watch_forgotten"
+            ]
+        );
+        // Sequences are gap-free; ids carry the registry id.
+        let (registry_id, _) = r.registry_id().unwrap();
+        let events = r.events(None, None, 100).unwrap();
+        assert_eq!(r.event_sequence().unwrap(), 5);
+        for (i, e) in events.iter().rev().enumerate() {
+            assert_eq!(e.sequence, i as i64 + 1);
+            assert_eq!(e.id, format!("{registry_id}-{}", e.sequence));
+        }
+        // Deliveries: the two failure events to `failures`, nothing to `elsewhere`.
+        let rows = r
+            .deliveries(&crate::registry::events::DeliveryQuery {
+                limit: 100,
+                ..Default::default()
+            })
+            .unwrap();
+        let mut got: Vec<(String, String)> = rows.into_iter().map(|d| (d.sink, d.event)).collect();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("failures".to_string(), "refresh_failed".to_string()),
+                ("failures".to_string(), "watch_recovered".to_string())
+            ]
+        );
     }
-    assert_eq!(kinds(&r), ["refresh_failed"]);
-    let failed = &r.events(None, None, 1).unwrap()[0];
-    assert_eq!(
-        failed.data.error_class,
-        Some(crate::core::event::ErrorClass::Timeout)
-    );
-    assert_eq!(failed.data.consecutive_failures, Some(2));
-    let mut ok = state("unchanged");
-    r.record_watch(&ok).unwrap();
-    r.record_watch(&ok).unwrap();
-    assert_eq!(kinds(&r), ["refresh_failed", "watch_recovered"]);
-    // A single failure (below error_after) and its end: no event.
-    s.consecutive_failures = 1;
-    r.record_failure(&s, crate::core::event::ErrorClass::Connect)
-        .unwrap();
-    r.record_watch(&ok).unwrap();
-    assert_eq!(kinds(&r).len(), 2);
-    ok.status = WatchStatus::Stale;
-    r.record_watch(&ok).unwrap();
-    r.record_watch(&ok).unwrap();
-    assert!(r.reset("acme.pets").unwrap());
-    assert!(r.forget("acme.pets").unwrap());
-    assert_eq!(
-        kinds(&r),
-        [
-            "refresh_failed",
-            "watch_recovered",
-            "watch_stale",
-            "watch_reset",
-            "watch_forgotten"
-        ]
-    );
-    // Sequences are gap-free; ids carry the registry id.
-    let (registry_id, _) = r.registry_id().unwrap();
-    let events = r.events(None, None, 100).unwrap();
-    assert_eq!(r.event_sequence().unwrap(), 5);
-    for (i, e) in events.iter().rev().enumerate() {
-        assert_eq!(e.sequence, i as i64 + 1);
-        assert_eq!(e.id, format!("{registry_id}-{}", e.sequence));
-    }
-    // Deliveries: the two failure events to `failures`, nothing to `elsewhere`.
-    let rows = r
-        .deliveries(&crate::registry::events::DeliveryQuery {
-            limit: 100,
-            ..Default::default()
-        })
-        .unwrap();
-    let mut got: Vec<(String, String)> = rows.into_iter().map(|d| (d.sink, d.event)).collect();
-    got.sort();
-    assert_eq!(
-        got,
-        [
-            ("failures".to_string(), "refresh_failed".to_string()),
-            ("failures".to_string(), "watch_recovered".to_string())
-        ]
-    );
 }
 
 #[test]
 fn ui_sessions_are_stored_by_digest_expire_and_never_bump_the_registry_version() {
-    let (_dir, mut r) = open();
-    let before = r.registry_version().unwrap();
-    r.create_session("digest-a", "alice", 100, 200).unwrap();
-    assert_eq!(
-        r.session("digest-a", 150).unwrap(),
-        Some(UiSession {
-            reviewer: "alice".into(),
-            expires_at: 200
-        })
-    );
-    assert_eq!(r.session("digest-a", 200).unwrap(), None, "absolute expiry");
-    assert_eq!(r.session("digest-b", 150).unwrap(), None);
-    // A later sign-in drops expired rows.
-    r.create_session("digest-b", "bob", 300, 400).unwrap();
-    let rows: i64 = r
-        .conn()
-        .unwrap()
-        .query_row("SELECT COUNT(*) FROM ui_sessions", [], |row| row.get(0))
-        .unwrap();
-    assert_eq!(rows, 1);
-    r.delete_session("digest-b").unwrap();
-    assert_eq!(r.session("digest-b", 350).unwrap(), None);
-    assert_eq!(r.registry_version().unwrap(), before);
+    for (_keep, mut r) in registries() {
+        let before = r.registry_version().unwrap();
+        r.create_session("digest-a", "alice", 100, 200).unwrap();
+        assert_eq!(
+            r.session("digest-a", 150).unwrap(),
+            Some(UiSession {
+                reviewer: "alice".into(),
+                expires_at: 200
+            })
+        );
+        assert_eq!(r.session("digest-a", 200).unwrap(), None, "absolute expiry");
+        assert_eq!(r.session("digest-b", 150).unwrap(), None);
+        // A later sign-in drops expired rows.
+        r.create_session("digest-b", "bob", 300, 400).unwrap();
+        assert_eq!(rows(&r, "SELECT COUNT(*) FROM ui_sessions"), 1);
+        r.delete_session("digest-b").unwrap();
+        assert_eq!(r.session("digest-b", 350).unwrap(), None);
+        assert_eq!(r.registry_version().unwrap(), before);
+    }
 }
 
 /// A stored kind, compatibility or status that names nothing this release knows (a newer
@@ -849,40 +895,42 @@ fn unknown_stored_text_is_a_typed_error() {
 /// here `legacy_projection` (an upsert that left it out of its SET list would keep the 1).
 #[test]
 fn an_apply_rewrites_the_whole_accepted_row() {
-    let (_dir, mut r) = open();
-    r.apply(&spec(100), None, &Provenance::default(), 100)
+    for (_keep, mut r) in registries() {
+        r.apply(&spec(100), None, &Provenance::default(), 100)
+            .unwrap();
+        let current = r.tool("acme.pets").unwrap().unwrap();
+        let base = CasBase {
+            registry_version: current.registry_version,
+            fingerprint: current.fingerprint.clone(),
+        };
+        r.write(|db| {
+            db.execute(
+                "UPDATE tools SET legacy_projection = 1, source_gz = ?1 WHERE name = 'acme.pets'",
+                sql::values![&[0u8][..]],
+            )
+        })
         .unwrap();
-    let current = r.tool("acme.pets").unwrap().unwrap();
-    let base = CasBase {
-        registry_version: current.registry_version,
-        fingerprint: current.fingerprint.clone(),
-    };
-    r.conn()
-        .unwrap()
-        .execute(
-            "UPDATE tools SET legacy_projection = 1, source_gz = x'00' WHERE name = 'acme.pets'",
-            [],
-        )
-        .unwrap();
-    assert!(r.legacy_projection("acme.pets").unwrap());
-    r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
-        .unwrap();
-    assert!(!r.legacy_projection("acme.pets").unwrap());
-    let (spec_gz, source_gz): (Option<Vec<u8>>, Option<Vec<u8>>) = r
-        .conn()
-        .unwrap()
-        .query_row(
-            "SELECT spec_gz, source_gz FROM tools WHERE name = 'acme.pets'",
-            [],
-            |row| Ok((row.get(0)?, row.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(
-        (spec_gz, source_gz),
-        (None, None),
-        "written NULL, as before"
-    );
-    assert_eq!(r.tool("acme.pets").unwrap().unwrap().spec, spec(200));
+        assert!(r.legacy_projection("acme.pets").unwrap());
+        r.apply(&spec(200), Some(&base), &Provenance::default(), 100)
+            .unwrap();
+        assert!(!r.legacy_projection("acme.pets").unwrap());
+        let (spec_gz, source_gz): (Option<Vec<u8>>, Option<Vec<u8>>) = r
+            .read(|db| {
+                db.query_opt(
+                    "SELECT spec_gz, source_gz FROM tools WHERE name = 'acme.pets'",
+                    &[],
+                    |row| Ok((row.get(0)?, row.get(1)?)),
+                )
+            })
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (spec_gz, source_gz),
+            (None, None),
+            "written NULL, as before"
+        );
+        assert_eq!(r.tool("acme.pets").unwrap().unwrap().spec, spec(200));
+    }
 }
 
 /// Every upsert that replaced an `INSERT OR REPLACE` names every column of its table and sets
@@ -890,7 +938,7 @@ fn an_apply_rewrites_the_whole_accepted_row() {
 /// fails here until the statement writes it (else an update would keep its old value).
 #[test]
 fn upserts_write_every_column() {
-    let (_dir, r) = open();
+    let (_dir, mut r) = open();
     for (table, key, sql) in [
         ("tools", &["name"][..], super::contracts::UPSERT_TOOL),
         (
@@ -906,7 +954,7 @@ fn upserts_write_every_column() {
     ] {
         let squeezed: String = sql.split_whitespace().collect::<Vec<_>>().join(" ");
         let mut stmt = r
-            .conn()
+            .conn_mut()
             .unwrap()
             .prepare("SELECT name FROM pragma_table_info(?1)")
             .unwrap();

@@ -6,7 +6,6 @@
 use super::sql::values;
 use super::{codec, Registry, Result, UiSession};
 use crate::core::model::ToolSpec;
-use rusqlite::{params, OptionalExtension};
 
 impl Registry {
     /// Stores a session under the digest of its cookie value, and drops expired ones. No
@@ -63,35 +62,27 @@ impl Registry {
     /// One retained version of a tool's contract, read alone (a page comparing two versions
     /// holds at most two contracts, never the whole history). `None`: no such version.
     pub fn version_spec(&self, tool: &str, version: i64) -> Result<Option<ToolSpec>> {
-        type Row = (
-            String,
-            Option<Vec<u8>>,
-            Option<crate::core::model::Kind>,
-            Option<String>,
-            String,
-            i64,
-        );
-        let row: Option<Row> = self
-            .conn()?
-            .query_row(
+        self.read(|db| {
+            let row = db.query_opt(
                 "SELECT spec_json, spec_gz, source_kind, source_digest, fingerprint, fingerprint_version
                  FROM tool_versions WHERE tool = ?1 AND version = ?2",
-                params![tool, version],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
-            )
-            .optional()?;
-        let Some((json, gz, kind, digest, fingerprint, fp_version)) = row else {
-            return Ok(None);
-        };
-        let row = super::StoredVersion {
-            json,
-            gz,
-            kind,
-            digest,
-            fingerprint,
-            fp_version,
-        };
-        super::stored_version(self.conn()?, tool, version, row).map(Some)
+                values![tool, version],
+                |r| {
+                    Ok(super::StoredVersion {
+                        json: r.get(0)?,
+                        gz: r.get(1)?,
+                        kind: r.get(2)?,
+                        digest: r.get(3)?,
+                        fingerprint: r.get(4)?,
+                        fp_version: r.get(5)?,
+                    })
+                },
+            )?;
+            match row {
+                Some(row) => super::stored_version(db, tool, version, row).map(Some),
+                None => Ok(None),
+            }
+        })
     }
 
     /// The candidate document of a review as it was read (for source lines), when stored.
@@ -105,11 +96,12 @@ impl Registry {
 
     /// How each decided review was decided (`via`), by review id, for the reviews of a watch.
     pub fn review_via(&self, id: i64) -> Result<Option<super::Via>> {
-        Ok(self
-            .conn()?
-            .query_row("SELECT via FROM reviews WHERE id = ?1", [id], |r| r.get(0))
-            .optional()?
-            .flatten())
+        let via = self.read(|db| {
+            db.query_opt("SELECT via FROM reviews WHERE id = ?1", values![id], |r| {
+                r.get(0)
+            })
+        })?;
+        Ok(via.flatten())
     }
 }
 

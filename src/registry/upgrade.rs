@@ -5,6 +5,7 @@
 //! projection models that holds hidden characters is never baselined this way: that row is
 //! left to the next fetch, which classifies it (`hidden-text-added`).
 
+use super::sql::values;
 use super::sql::Db;
 use super::{
     codec, read_review, read_tool, RegistryError, Result, ReviewState, FINGERPRINT_VERSION,
@@ -12,7 +13,6 @@ use super::{
 use crate::core::diff::{classify, ClassifyPolicy};
 use crate::core::fingerprint::tool_fingerprint;
 use crate::core::model::{DriftReport, ToolSpec};
-use rusqlite::{params, Transaction};
 
 /// How many baselined change paths the WARN line names (the rest are counted).
 pub const LOGGED_PATHS: usize = 20;
@@ -83,23 +83,21 @@ fn before_key(spec: &ToolSpec) -> String {
 /// Accepted snapshots stored with their source: re-normalized in place (the current history
 /// row carries the note), and open reviews based on them follow the new base fingerprint.
 pub(super) fn accepted_from_sources(
-    tx: &Transaction<'_>,
+    db: &mut Db<'_>,
     routes: &crate::core::event::Routes,
 ) -> Result<()> {
     // The source: in `sources` (migration 0004 on) or in the row (migration 0003).
-    let rows: Vec<(String, Vec<u8>, bool)> = tx
-        .prepare(
-            "SELECT t.name, COALESCE(t.source_gz, s.gz), v.source_kind IS NOT NULL
-             FROM tools t LEFT JOIN sources s ON s.digest = t.source_digest
-                  LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
-             WHERE t.fingerprint_version < ?1 AND COALESCE(t.source_gz, s.gz) IS NOT NULL",
-        )?
-        .query_map([FINGERPRINT_VERSION], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+    let rows: Vec<(String, Vec<u8>, bool)> = db.query(
+        "SELECT t.name, COALESCE(t.source_gz, s.gz), v.source_kind IS NOT NULL
+         FROM tools t LEFT JOIN sources s ON s.digest = t.source_digest
+              LEFT JOIN tool_versions v ON v.tool = t.name AND v.version = t.version
+         WHERE t.fingerprint_version < ?1 AND COALESCE(t.source_gz, s.gz) IS NOT NULL
+         ORDER BY t.name",
+        values![FINGERPRINT_VERSION],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     for (name, gz, from_source) in rows {
-        let Some(current) = readable(read_tool(tx, &name))? else {
+        let Some(current) = readable(read_tool(db, &name))? else {
             continue;
         };
         let Some((spec, report)) = renormalize("tools", &name, &current.spec, &gz)? else {
@@ -111,34 +109,35 @@ pub(super) fn accepted_from_sources(
         data.compatibility = None;
         data.registry_version = Some(current.registry_version);
         super::events::emit(
-            &mut Db::Sqlite(tx),
+            db,
             routes,
             crate::core::event::EventKind::ProjectionUpgrade,
             &data,
         )?;
         let fingerprint = tool_fingerprint(&spec);
         // A row read from its source stays so: this release's reading of it is `spec`.
-        tx.execute(
+        let gz = (!from_source).then(|| codec::gz_json(&spec));
+        db.execute(
             "UPDATE tool_versions SET spec_json = '', spec_gz = ?3, fingerprint = ?4,
                 fingerprint_version = ?5, note = 'projection-upgrade'
              WHERE tool = ?1 AND version = ?2",
-            params![
-                name,
+            values![
+                &name,
                 current.version,
-                (!from_source).then(|| codec::gz_json(&spec)),
-                fingerprint,
+                gz.as_deref(),
+                &fingerprint,
                 FINGERPRINT_VERSION
             ],
         )?;
-        tx.execute(
+        db.execute(
             "UPDATE tools SET spec_json = '', spec_gz = NULL, fingerprint = ?2, fingerprint_version = ?3
              WHERE name = ?1",
-            params![name, fingerprint, FINGERPRINT_VERSION],
+            values![&name, &fingerprint, FINGERPRINT_VERSION],
         )?;
-        tx.execute(
+        db.execute(
             "UPDATE reviews SET base_fingerprint = ?2
              WHERE watch = ?1 AND state = ?4 AND base_fingerprint = ?3",
-            params![name, fingerprint, current.fingerprint, ReviewState::Open],
+            values![&name, &fingerprint, &current.fingerprint, ReviewState::Open],
         )?;
     }
     Ok(())
@@ -146,20 +145,18 @@ pub(super) fn accepted_from_sources(
 
 /// Open review candidates stored with their source: re-normalized in place (same id, still
 /// open); the report keeps its changes and takes the new fingerprints.
-pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
-    let rows: Vec<(i64, Vec<u8>, bool)> = tx
-        .prepare(
-            "SELECT r.id, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
-             FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest
-             WHERE r.state = ?2 AND r.fingerprint_version < ?1
-               AND COALESCE(r.source_gz, s.gz) IS NOT NULL",
-        )?
-        .query_map(params![FINGERPRINT_VERSION, ReviewState::Open], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
-        })?
-        .collect::<rusqlite::Result<_>>()?;
+pub(super) fn open_reviews_from_sources(db: &mut Db<'_>) -> Result<()> {
+    let rows: Vec<(i64, Vec<u8>, bool)> = db.query(
+        "SELECT r.id, COALESCE(r.source_gz, s.gz), r.source_kind IS NOT NULL
+         FROM reviews r LEFT JOIN sources s ON s.digest = r.source_digest
+         WHERE r.state = ?2 AND r.fingerprint_version < ?1
+           AND COALESCE(r.source_gz, s.gz) IS NOT NULL
+         ORDER BY r.id",
+        values![FINGERPRINT_VERSION, ReviewState::Open],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
     for (id, gz, from_source) in rows {
-        let Some(review) = readable(read_review(&mut super::sql::Db::Sqlite(tx), id))? else {
+        let Some(review) = readable(read_review(db, id))? else {
             continue;
         };
         let (Some(before), Some(mut report)) = (review.candidate, review.report) else {
@@ -169,21 +166,30 @@ pub(super) fn open_reviews_from_sources(tx: &Transaction<'_>) -> Result<()> {
             continue;
         };
         let fingerprint = tool_fingerprint(&spec);
-        let base: Option<String> = tx.query_row(
-            "SELECT base_fingerprint FROM reviews WHERE id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
+        let base: Option<String> = db
+            .query_opt(
+                "SELECT base_fingerprint FROM reviews WHERE id = ?1",
+                values![id],
+                |r| r.get(0),
+            )?
+            .flatten();
         report.new_fingerprint = fingerprint.clone();
         if let Some(base) = base {
             report.old_fingerprint = base;
         }
-        tx.execute(
+        let candidate_gz = (!from_source).then(|| codec::gz_json(&spec));
+        let report_gz = codec::gz_json(&report);
+        db.execute(
             "UPDATE reviews SET candidate_spec_json = '', candidate_gz = ?2, candidate_fingerprint = ?3,
                 fingerprint_version = ?4, report_json = '', report_gz = ?5
              WHERE id = ?1",
-            params![id, (!from_source).then(|| codec::gz_json(&spec)), fingerprint, FINGERPRINT_VERSION,
-                codec::gz_json(&report)],
+            values![
+                id,
+                candidate_gz.as_deref(),
+                &fingerprint,
+                FINGERPRINT_VERSION,
+                &report_gz
+            ],
         )?;
     }
     Ok(())
