@@ -382,4 +382,6 @@ mod both_tests;
 #[cfg(test)]
 mod pg_tests;
 #[cfg(test)]
+mod race_tests;
+#[cfg(test)]
 mod tests;

@@ -76,6 +76,16 @@ impl Database {
     pub(super) fn connect(&self) -> postgres::Client {
         self.cluster.connect_to(&self.name)
     }
+
+    /// The database's name (another process of the test connects to it by name).
+    pub(super) fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// A connection to the cluster's database `name` (a child process of a test, given the name).
+pub(super) fn connect_named(name: &str) -> Option<postgres::Client> {
+    cluster().map(|c| c.connect_to(name))
 }
 
 impl Drop for Database {
