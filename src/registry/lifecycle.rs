@@ -499,7 +499,9 @@ impl Registry {
     pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
         migrate::run_postgres(&mut client)?;
         let mut registry = Registry {
-            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(client))),
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(sql::PgSession::new(
+                client,
+            )))),
             routes: None,
         };
         registry.upgrade_projection()?;
@@ -513,39 +515,42 @@ impl Registry {
 /// under SQLite's single writer); the fingerprint-version guard reads that same row. `f` runs
 /// in the transaction, committed when it returns `Ok`, rolled back otherwise.
 pub(super) fn pg_write<T>(
-    client: &mut postgres::Client,
+    session: &mut sql::PgSession,
     f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>,
 ) -> Result<T> {
-    client.batch_execute("BEGIN")?;
+    session.client.batch_execute("BEGIN")?;
     // From here on the transaction ends with COMMIT or ROLLBACK whatever happens: an early
     // return or a panic inside `f` drops the guard, which rolls back.
-    let mut tx = PgTx { client, open: true };
+    let mut tx = PgTx {
+        session,
+        open: true,
+    };
     // The lock, the guard's reading and the change counter in one statement: the counter moves
     // with every write transaction that commits (a rolled-back one leaves it).
-    let recorded: i64 = tx
-        .client
-        .query_one(
+    let recorded: i64 = sql::Db::Postgres(tx.session)
+        .query_opt(
             "UPDATE registry_head SET changes = changes + 1 WHERE id = 1
              RETURNING fingerprint_version",
             &[],
+            |r| r.get(0),
         )?
-        .try_get(0)?;
+        .ok_or_else(|| RegistryError::Corrupt("the registry_head row is missing".into()))?;
     if recorded > FINGERPRINT_VERSION {
         return Err(RegistryError::NewerProjection {
             recorded,
             binary: FINGERPRINT_VERSION,
         });
     }
-    let out = f(&mut sql::Db::Postgres(tx.client))?;
+    let out = f(&mut sql::Db::Postgres(tx.session))?;
     tx.open = false;
-    tx.client.batch_execute("COMMIT")?;
+    tx.session.client.batch_execute("COMMIT")?;
     Ok(out)
 }
 
 /// An open PostgreSQL write transaction: rolled back when dropped still open (an error
 /// returned early, or a panic unwinding through [`pg_write`]).
 struct PgTx<'c> {
-    client: &'c mut postgres::Client,
+    session: &'c mut sql::PgSession,
     open: bool,
 }
 
@@ -554,7 +559,7 @@ impl Drop for PgTx<'_> {
         if self.open {
             // The error being returned (or the panic) is the one to report; a failed ROLLBACK
             // leaves a broken session, which the server rolls back when it closes.
-            let _ = self.client.batch_execute("ROLLBACK");
+            let _ = self.session.client.batch_execute("ROLLBACK");
         }
     }
 }

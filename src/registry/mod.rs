@@ -295,7 +295,7 @@ enum Backend {
     Sqlite(Connection),
     /// The client of one session. A `RefCell`: reads take `&self` and the blocking client
     /// `&mut`; a registry is used by one thread at a time (it is `Send`, not `Sync`).
-    Postgres(Box<std::cell::RefCell<postgres::Client>>),
+    Postgres(Box<std::cell::RefCell<sql::PgSession>>),
 }
 
 impl Registry {

@@ -140,10 +140,66 @@ impl Row<'_, '_> {
     }
 }
 
+/// A PostgreSQL session of the registry: its client and the statements it prepared, by text
+/// and parameter types (SQLite's `prepare_cached` twin: a statement is parsed and planned once
+/// per connection, not on every call, which would cost a round trip each).
+pub(crate) struct PgSession {
+    pub(crate) client: postgres::Client,
+    statements:
+        std::collections::HashMap<(String, Vec<postgres::types::Type>), postgres::Statement>,
+}
+
+/// Statements a session keeps prepared at most (the registry's texts are a few dozen
+/// constants; the bound only matters if texts were ever built per call).
+const CACHED_STATEMENTS: usize = 256;
+
+impl PgSession {
+    pub(crate) fn new(client: postgres::Client) -> PgSession {
+        PgSession {
+            client,
+            statements: std::collections::HashMap::new(),
+        }
+    }
+
+    /// `sql` prepared with every parameter's type given by its value (BIGINT, TEXT, BYTEA),
+    /// so a parameter whose type the server cannot infer (`?1 IS NULL OR watch = ?1`) needs no
+    /// cast in the shared text.
+    fn prepare(&mut self, sql: &str, params: &[Value<'_>]) -> Result<postgres::Statement> {
+        use postgres::types::Type;
+        let types: Vec<Type> = params
+            .iter()
+            .map(|v| match v {
+                Value::I64(_) | Value::NullI64 => Type::INT8,
+                Value::Text(_) | Value::NullText => Type::TEXT,
+                Value::Bytes(_) | Value::NullBytes => Type::BYTEA,
+            })
+            .collect();
+        let key = (sql.to_string(), types);
+        if let Some(stmt) = self.statements.get(&key) {
+            return Ok(stmt.clone());
+        }
+        let stmt = self
+            .client
+            .prepare_typed(postgres_text(sql).as_ref(), &key.1)?;
+        if self.statements.len() >= CACHED_STATEMENTS {
+            self.statements.clear();
+        }
+        self.statements.insert(key, stmt.clone());
+        Ok(stmt)
+    }
+
+    /// A statement failed: the prepared ones may be what failed (another process migrated the
+    /// schema under them), so they are prepared again on next use.
+    fn failed(&mut self, e: postgres::Error) -> RegistryError {
+        self.statements.clear();
+        e.into()
+    }
+}
+
 /// A connection (or the connection of an open transaction) of either backend.
 pub(crate) enum Db<'a> {
     Sqlite(&'a rusqlite::Connection),
-    Postgres(&'a mut postgres::Client),
+    Postgres(&'a mut PgSession),
 }
 
 impl Db<'_> {
@@ -156,9 +212,12 @@ impl Db<'_> {
                     .execute(rusqlite::params_from_iter(params))?;
                 Ok(n as u64)
             }
-            Db::Postgres(c) => {
-                let stmt = prepare(c, sql, params)?;
-                Ok(c.execute(&stmt, &pg_params(params))?)
+            Db::Postgres(s) => {
+                let stmt = s.prepare(sql, params)?;
+                match s.client.execute(&stmt, &pg_params(params)) {
+                    Ok(n) => Ok(n),
+                    Err(e) => Err(s.failed(e)),
+                }
             }
         }
     }
@@ -179,11 +238,14 @@ impl Db<'_> {
                     None => Ok(None),
                 }
             }
-            Db::Postgres(c) => match c.query_opt(postgres_text(sql).as_ref(), &pg_params(params)) {
-                Ok(Some(r)) => f(&Row::Postgres(&r)).map(Some),
-                Ok(None) => Ok(None),
-                Err(e) => Err(e.into()),
-            },
+            Db::Postgres(s) => {
+                let stmt = s.prepare(sql, params)?;
+                match s.client.query_opt(&stmt, &pg_params(params)) {
+                    Ok(Some(r)) => f(&Row::Postgres(&r)).map(Some),
+                    Ok(None) => Ok(None),
+                    Err(e) => Err(s.failed(e)),
+                }
+            }
         }
     }
 
@@ -204,35 +266,15 @@ impl Db<'_> {
                 }
                 Ok(out)
             }
-            Db::Postgres(c) => {
-                let stmt = prepare(c, sql, params)?;
-                c.query(&stmt, &pg_params(params))?
-                    .iter()
-                    .map(|r| f(&Row::Postgres(r)))
-                    .collect()
+            Db::Postgres(s) => {
+                let stmt = s.prepare(sql, params)?;
+                match s.client.query(&stmt, &pg_params(params)) {
+                    Ok(rows) => rows.iter().map(|r| f(&Row::Postgres(r))).collect(),
+                    Err(e) => Err(s.failed(e)),
+                }
             }
         }
     }
-}
-
-/// `sql` prepared on PostgreSQL with every parameter's type given by its value (BIGINT, TEXT,
-/// BYTEA), so a parameter whose type the server cannot infer (`?1 IS NULL OR watch = ?1`)
-/// needs no cast in the shared text.
-fn prepare(
-    c: &mut postgres::Client,
-    sql: &str,
-    params: &[Value<'_>],
-) -> Result<postgres::Statement> {
-    use postgres::types::Type;
-    let types: Vec<Type> = params
-        .iter()
-        .map(|v| match v {
-            Value::I64(_) | Value::NullI64 => Type::INT8,
-            Value::Text(_) | Value::NullText => Type::TEXT,
-            Value::Bytes(_) | Value::NullBytes => Type::BYTEA,
-        })
-        .collect();
-    Ok(c.prepare_typed(postgres_text(sql).as_ref(), &types)?)
 }
 
 fn pg_params<'v>(params: &'v [Value<'_>]) -> Vec<&'v (dyn postgres::types::ToSql + Sync)> {
