@@ -1174,3 +1174,32 @@ fn the_change_token_moves_when_another_connection_commits_on_both_backends() {
         );
     });
 }
+
+/// The refresh calls the registry from async code on the runtime's workers. The blocking
+/// PostgreSQL client would panic there (it runs its own runtime): every call, the connect and
+/// the close go through `sql::off_runtime`.
+#[test]
+fn a_postgresql_registry_is_opened_used_and_closed_on_a_runtime_worker() {
+    let Some(db) = database() else {
+        return;
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let client = db.connect();
+    let seen = runtime.block_on(async {
+        tokio::spawn(async {
+            let mut r = Registry::open_postgres(client).unwrap();
+            r.create_session("t1", "ana", 100, 200).unwrap();
+            tokio::task::yield_now().await;
+            let seen = r.session("t1", 150).unwrap();
+            drop(r);
+            seen
+        })
+        .await
+        .unwrap()
+    });
+    assert_eq!(seen.map(|s| s.reviewer), Some("ana".to_string()));
+}

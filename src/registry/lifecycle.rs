@@ -497,7 +497,7 @@ impl Registry {
     /// [`RegistryError::NotOnPostgres`]), and no command or config reaches it yet.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
-        migrate::run_postgres(&mut client)?;
+        sql::off_runtime(|| migrate::run_postgres(&mut client))?;
         let mut registry = Registry {
             backend: Backend::Postgres(Box::new(std::cell::RefCell::new(sql::PgSession::new(
                 client,
@@ -518,7 +518,7 @@ pub(super) fn pg_write<T>(
     session: &mut sql::PgSession,
     f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>,
 ) -> Result<T> {
-    session.client.batch_execute("BEGIN")?;
+    session.client()?.batch_execute("BEGIN")?;
     // From here on the transaction ends with COMMIT or ROLLBACK whatever happens: an early
     // return or a panic inside `f` drops the guard, which rolls back.
     let mut tx = PgTx {
@@ -543,7 +543,7 @@ pub(super) fn pg_write<T>(
     }
     let out = f(&mut sql::Db::Postgres(tx.session))?;
     tx.open = false;
-    tx.session.client.batch_execute("COMMIT")?;
+    tx.session.client()?.batch_execute("COMMIT")?;
     Ok(out)
 }
 
@@ -559,7 +559,9 @@ impl Drop for PgTx<'_> {
         if self.open {
             // The error being returned (or the panic) is the one to report; a failed ROLLBACK
             // leaves a broken session, which the server rolls back when it closes.
-            let _ = self.session.client.batch_execute("ROLLBACK");
+            if let Ok(client) = self.session.client() {
+                let _ = client.batch_execute("ROLLBACK");
+            }
         }
     }
 }

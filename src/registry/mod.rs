@@ -313,10 +313,10 @@ impl Registry {
         match &self.backend {
             Backend::Sqlite(c) => f(&mut sql::Db::Sqlite(c)),
             Backend::Postgres(cell) => {
-                let mut client = cell.try_borrow_mut().map_err(|_| {
+                let mut session = cell.try_borrow_mut().map_err(|_| {
                     RegistryError::Postgres("the registry connection is busy".into())
                 })?;
-                f(&mut sql::Db::Postgres(&mut client))
+                sql::off_runtime(|| f(&mut sql::Db::Postgres(&mut session)))
             }
         }
     }
@@ -325,7 +325,10 @@ impl Registry {
     /// twin there), committed when `f` returns `Ok`, rolled back otherwise.
     fn write<T>(&mut self, f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>) -> Result<T> {
         match &mut self.backend {
-            Backend::Postgres(cell) => return lifecycle::pg_write(cell.get_mut(), f),
+            Backend::Postgres(cell) => {
+                let session = cell.get_mut();
+                return sql::off_runtime(|| lifecycle::pg_write(session, f));
+            }
             Backend::Sqlite(_) => {}
         }
         let tx = self.write_tx()?;

@@ -84,12 +84,12 @@ pub fn connect(url: &url::Url, options: &PgOptions) -> Result<postgres::Client> 
                 target: shown.clone(),
                 reason: e.to_string(),
             })?;
-        config
-            .connect(tokio_postgres_rustls::MakeRustlsConnect::new(tls))
-            .map_err(fail)
+        let tls = tokio_postgres_rustls::MakeRustlsConnect::new(tls);
+        // Connecting blocks on the network: never on a runtime worker.
+        super::sql::off_runtime(|| config.connect(tls)).map_err(fail)
     } else {
         config.ssl_mode(postgres::config::SslMode::Disable);
-        config.connect(postgres::NoTls).map_err(fail)
+        super::sql::off_runtime(|| config.connect(postgres::NoTls)).map_err(fail)
     }
 }
 

@@ -144,7 +144,8 @@ impl Row<'_, '_> {
 /// and parameter types (SQLite's `prepare_cached` twin: a statement is parsed and planned once
 /// per connection, not on every call, which would cost a round trip each).
 pub(crate) struct PgSession {
-    pub(crate) client: postgres::Client,
+    /// `None` only while the session is dropped ([`off_runtime`]: closing the connection blocks).
+    client: Option<postgres::Client>,
     statements:
         std::collections::HashMap<(String, Vec<postgres::types::Type>), postgres::Statement>,
 }
@@ -156,9 +157,15 @@ const CACHED_STATEMENTS: usize = 256;
 impl PgSession {
     pub(crate) fn new(client: postgres::Client) -> PgSession {
         PgSession {
-            client,
+            client: Some(client),
             statements: std::collections::HashMap::new(),
         }
+    }
+
+    pub(crate) fn client(&mut self) -> Result<&mut postgres::Client> {
+        self.client
+            .as_mut()
+            .ok_or_else(|| RegistryError::Postgres("the registry connection is closed".into()))
     }
 
     /// `sql` prepared with every parameter's type given by its value (BIGINT, TEXT, BYTEA),
@@ -179,7 +186,7 @@ impl PgSession {
             return Ok(stmt.clone());
         }
         let stmt = self
-            .client
+            .client()?
             .prepare_typed(postgres_text(sql).as_ref(), &key.1)?;
         if self.statements.len() >= CACHED_STATEMENTS {
             self.statements.clear();
@@ -193,6 +200,31 @@ impl PgSession {
     fn failed(&mut self, e: postgres::Error) -> RegistryError {
         self.statements.clear();
         e.into()
+    }
+}
+
+impl Drop for PgSession {
+    fn drop(&mut self) {
+        // Closing the connection and its runtime blocks: never on a runtime worker.
+        if let Some(client) = self.client.take() {
+            off_runtime(move || drop(client));
+        }
+    }
+}
+
+/// Runs `f`, which blocks on PostgreSQL's network I/O, where blocking is allowed: as it is on a
+/// plain thread or the blocking pool; through `block_in_place` on a multi-threaded runtime's
+/// worker (its other tasks move to another thread meanwhile, and the blocking client's own
+/// runtime may run there). `f` always runs to its end: a caller's future cancelled meanwhile
+/// cannot stop it inside a transaction.
+pub(crate) fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        // A plain thread, or a blocking-pool thread; a single-threaded runtime reaches the
+        // registry only through its blocking pool.
+        _ => f(),
     }
 }
 
@@ -214,7 +246,7 @@ impl Db<'_> {
             }
             Db::Postgres(s) => {
                 let stmt = s.prepare(sql, params)?;
-                match s.client.execute(&stmt, &pg_params(params)) {
+                match s.client()?.execute(&stmt, &pg_params(params)) {
                     Ok(n) => Ok(n),
                     Err(e) => Err(s.failed(e)),
                 }
@@ -240,7 +272,7 @@ impl Db<'_> {
             }
             Db::Postgres(s) => {
                 let stmt = s.prepare(sql, params)?;
-                match s.client.query_opt(&stmt, &pg_params(params)) {
+                match s.client()?.query_opt(&stmt, &pg_params(params)) {
                     Ok(Some(r)) => f(&Row::Postgres(&r)).map(Some),
                     Ok(None) => Ok(None),
                     Err(e) => Err(s.failed(e)),
@@ -268,7 +300,7 @@ impl Db<'_> {
             }
             Db::Postgres(s) => {
                 let stmt = s.prepare(sql, params)?;
-                match s.client.query(&stmt, &pg_params(params)) {
+                match s.client()?.query(&stmt, &pg_params(params)) {
                     Ok(rows) => rows.iter().map(|r| f(&Row::Postgres(r))).collect(),
                     Err(e) => Err(s.failed(e)),
                 }
