@@ -1203,3 +1203,31 @@ fn a_postgresql_registry_is_opened_used_and_closed_on_a_runtime_worker() {
     });
     assert_eq!(seen.map(|s| s.reviewer), Some("ana".to_string()));
 }
+
+/// A write that goes on after a failed statement: PostgreSQL has aborted the transaction and
+/// its COMMIT would answer ROLLBACK without an error; the write reports the failure instead of
+/// a success that wrote nothing.
+#[test]
+fn a_postgresql_write_that_swallowed_a_failed_statement_is_not_reported_committed() {
+    let Some(db) = database() else {
+        return;
+    };
+    let mut r = Registry::open_postgres(db.connect()).unwrap();
+    r.create_session("t1", "ana", 100, 200).unwrap();
+    let swallowed = r.write(|db| {
+        // The same primary key again: refused, and the error dropped.
+        let _ = db.execute(
+            "INSERT INTO ui_sessions (token_sha256, reviewer, created_at, expires_at)
+             VALUES ('t1', 'bo', 1, 2)",
+            &[],
+        );
+        Ok(())
+    });
+    assert!(
+        matches!(swallowed, Err(RegistryError::Postgres(ref m)) if m.contains("rolled back")),
+        "{swallowed:?}"
+    );
+    // The session works on, and the next write commits.
+    r.create_session("t2", "bo", 100, 200).unwrap();
+    assert!(r.session("t2", 150).unwrap().is_some());
+}

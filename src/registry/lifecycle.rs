@@ -519,6 +519,7 @@ pub(super) fn pg_write<T>(
     f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>,
 ) -> Result<T> {
     session.client()?.batch_execute("BEGIN")?;
+    session.failed_in_transaction = false;
     // From here on the transaction ends with COMMIT or ROLLBACK whatever happens: an early
     // return or a panic inside `f` drops the guard, which rolls back.
     let mut tx = PgTx {
@@ -542,6 +543,12 @@ pub(super) fn pg_write<T>(
         });
     }
     let out = f(&mut sql::Db::Postgres(tx.session))?;
+    // `f` went on after a failed statement: the server rolled everything back already.
+    if tx.session.failed_in_transaction {
+        return Err(RegistryError::Postgres(
+            "a statement of this write failed and the transaction was rolled back".into(),
+        ));
+    }
     tx.open = false;
     tx.session.client()?.batch_execute("COMMIT")?;
     Ok(out)

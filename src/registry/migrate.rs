@@ -43,6 +43,8 @@ pub(super) const MIGRATIONS: &[Migration] = &[
     pair!(10, "0010_sunsets.sql"),
     // Numbered at merge (issue 33).
     pair!(11, "0011_change_counter.sql"),
+    // Numbered at merge (issue 33).
+    pair!(12, "0012_reviews_by_watch.sql"),
 ];
 
 pub fn latest() -> i64 {

@@ -19,6 +19,8 @@ use std::time::Duration;
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long one statement may run by default before the server cancels it.
 pub const STATEMENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a connection is quiet before TCP keepalives probe its peer.
+const KEEPALIVE_IDLE: Duration = Duration::from_secs(30);
 /// Connections a pool opens at most by default.
 pub const POOL_SIZE: u32 = 8;
 
@@ -71,7 +73,15 @@ pub fn connect(url: &url::Url, options: &PgOptions) -> Result<postgres::Client> 
     let password = options.password.as_deref();
     let statement_ms = options.statement_timeout.as_millis().max(1);
     let mut config = postgres::Config::from(t.client_config(options.connect_timeout, password));
-    config.options(&format!("-c statement_timeout={statement_ms}"));
+    // A session stopped inside a write transaction (a frozen or vanished client) would keep
+    // the head row every writer waits for: the server ends it after twice the statement
+    // timeout idle in a transaction, and keepalives notice a peer gone without a word.
+    let idle_ms = statement_ms.saturating_mul(2);
+    config.options(&format!(
+        "-c statement_timeout={statement_ms} -c idle_in_transaction_session_timeout={idle_ms}"
+    ));
+    config.keepalives(true);
+    config.keepalives_idle(KEEPALIVE_IDLE);
     let fail = |e: postgres::Error| RegistryError::PostgresConnect {
         target: shown.clone(),
         reason: scrub(&e, password),

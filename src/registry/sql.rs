@@ -148,6 +148,9 @@ pub(crate) struct PgSession {
     client: Option<postgres::Client>,
     statements:
         std::collections::HashMap<(String, Vec<postgres::types::Type>), postgres::Statement>,
+    /// A statement failed since the last `BEGIN`: the server has aborted the transaction, and
+    /// its COMMIT would answer ROLLBACK without an error (`lifecycle::pg_write` refuses it).
+    pub(crate) failed_in_transaction: bool,
 }
 
 /// Statements a session keeps prepared at most (the registry's texts are a few dozen
@@ -159,6 +162,7 @@ impl PgSession {
         PgSession {
             client: Some(client),
             statements: std::collections::HashMap::new(),
+            failed_in_transaction: false,
         }
     }
 
@@ -199,6 +203,7 @@ impl PgSession {
     /// schema under them), so they are prepared again on next use.
     fn failed(&mut self, e: postgres::Error) -> RegistryError {
         self.statements.clear();
+        self.failed_in_transaction = true;
         e.into()
     }
 }

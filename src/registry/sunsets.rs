@@ -5,7 +5,7 @@
 //! per (watch, endpoint, date) across restarts (`Registry::raise_sunset_alert`).
 
 use super::sql::{values, Db};
-use super::{events, now_rfc3339, read_tool, Registry, Result};
+use super::{events, now_rfc3339, read_tool, Registry, RegistryError, Result};
 use crate::core::event::{EventData, EventKind};
 use crate::core::model::ToolSpec;
 use crate::core::sunset::{DateFact, EndpointFacts};
@@ -107,9 +107,14 @@ impl Registry {
         }
         self.write(|db| {
             for name in missing {
-                // A contract whose source no longer reads is left out (its reads fail closed).
-                let Ok(Some(tool)) = read_tool(db, &name) else {
-                    continue;
+                // A contract whose source no longer reads is left out (its reads fail closed);
+                // a database error is not (on PostgreSQL it has aborted the transaction).
+                let tool = match read_tool(db, &name) {
+                    Ok(Some(tool)) => tool,
+                    Err(e @ (RegistryError::Sqlite(_) | RegistryError::Postgres(_))) => {
+                        return Err(e)
+                    }
+                    Ok(None) | Err(_) => continue,
                 };
                 write_facts(db, &name, tool.version, &tool.spec)?;
             }
