@@ -1700,6 +1700,94 @@ mod tests {
     }
 
     #[test]
+    fn storage_is_exactly_one_of_path_and_url() {
+        use crate::registry::{pg, Location, PgPassword};
+        let err = parse("[storage]\npath = \"r.db\"\nurl = \"postgresql://sw@db.example:5432/reg\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`path`") && err.contains("`url`"), "{err}");
+        // Neither: the file beside the config, as before `url` existed.
+        let c = parse("[storage]\nkeep_versions = 3\n").unwrap();
+        assert_eq!(
+            c.storage.location,
+            Location::Sqlite(PathBuf::from("/etc/sw/registry.sqlite3"))
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example:5433/reg\"\n[daemon]\nmax_concurrency = 6\n").unwrap();
+        let Location::Postgres {
+            url,
+            options,
+            password,
+        } = &c.storage.location
+        else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(url.as_str(), "postgresql://sw@db.example:5433/reg");
+        assert_eq!(*password, PgPassword::PassFile);
+        assert_eq!(options.password, None);
+        assert_eq!(options.pool_size, 8, "max_concurrency + 2");
+        assert_eq!(options.statement_timeout, pg::STATEMENT_TIMEOUT);
+        assert_eq!(options.connect_timeout, pg::CONNECT_TIMEOUT);
+        assert_eq!(
+            c.storage.location.to_string(),
+            "postgresql://sw@db.example:5433/reg"
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example/reg?sslmode=disable\"\npassword_file = \"secrets/pw\"\nca_file = \"ca.pem\"\nstatement_timeout = \"5s\"\nconnect_timeout = \"2s\"\npool_size = 3\ncreate = false\n").unwrap();
+        let Location::Postgres {
+            options, password, ..
+        } = &c.storage.location
+        else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(*password, PgPassword::File("/etc/sw/secrets/pw".into()));
+        assert_eq!(options.ca_file, Some(PathBuf::from("/etc/sw/ca.pem")));
+        assert_eq!(options.statement_timeout, Duration::from_secs(5));
+        assert_eq!(options.connect_timeout, Duration::from_secs(2));
+        assert_eq!(options.pool_size, 3);
+        assert!(!c.storage.create);
+        assert_eq!(
+            c.storage.location.to_string(),
+            "postgresql://sw@db.example:5432/reg",
+            "no query shown"
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example/reg\"\npassword = \"${SW_REGISTRY_PW}\"\n").unwrap();
+        let Location::Postgres { password, .. } = &c.storage.location else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(*password, PgPassword::Env("SW_REGISTRY_PW".into()));
+    }
+
+    #[test]
+    fn storage_refuses_a_literal_password_without_echoing_it() {
+        for (text, needle) in [
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"hunter2\"\n", "literal password"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"hunter2${X}\"\n", "literal password"),
+            ("[storage]\nurl = \"postgresql://sw:hunter2@h/reg\"\n", "password in the registry URL"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg?password=hunter2\"\n", "storage.url"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"${A}\"\npassword_file = \"hunter2\"\n", "at most one of"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(!err.contains("hunter2"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn storage_postgresql_keys_need_url_and_are_bounded() {
+        for (text, needle) in [
+            ("[storage]\npath = \"r.db\"\npassword_file = \"pw\"\n", "storage.password_file is only for a PostgreSQL registry"),
+            ("[storage]\nca_file = \"ca.pem\"\n", "storage.ca_file is only for"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 0\n", "storage.pool_size"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 101\n", "storage.pool_size"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\nstatement_timeout = \"2h\"\n", "storage.statement_timeout"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg?sslmode=require\"\n", "sslmode"),
+            ("[storage]\nurl = \"mysql://sw@h/reg\"\n", "storage.url"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
     fn unknown_key_names_key_and_line() {
         let err = parse("[storage]\npath = \"r.db\"\nbogus = 1\n")
             .unwrap_err()
