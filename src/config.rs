@@ -51,13 +51,17 @@ pub struct Config {
 
 #[derive(Debug, Clone)]
 pub struct Storage {
-    pub path: PathBuf,
+    /// `path` (a SQLite file, `registry.sqlite3` beside the config when neither key is
+    /// written) or `url` (a PostgreSQL database, with its password source and session
+    /// settings).
+    pub location: crate::registry::Location,
     pub keep_versions: u32,
     /// Closed reviews per watch that keep their candidate and report (default 100); older
     /// ones keep their metadata only. Open reviews are never pruned.
     pub keep_reviews: u32,
-    /// Create the registry when no file exists at `path` at startup (default true; false for
-    /// production, where a missing registry is an error, never a fresh trust baseline).
+    /// Create the registry when none exists at startup (no file at `path`, or a database at
+    /// `url` without schemawatch's tables; default true; false for production, where a
+    /// missing registry is an error, never a fresh trust baseline).
     pub create: bool,
 }
 
@@ -387,9 +391,118 @@ fn apply_policy(
 #[serde(deny_unknown_fields)]
 struct RawStorage {
     path: Option<String>,
+    url: Option<String>,
+    password: Option<String>,
+    password_file: Option<String>,
+    ca_file: Option<String>,
+    connect_timeout: Option<toml::Spanned<String>>,
+    statement_timeout: Option<toml::Spanned<String>>,
+    pool_size: Option<u32>,
     keep_versions: Option<u32>,
     keep_reviews: Option<u32>,
     create: Option<bool>,
+}
+
+/// The most registry connections `[storage] pool_size` may ask for.
+pub const MAX_POOL_SIZE: u32 = 100;
+/// The longest `[storage] statement_timeout` and `connect_timeout`.
+pub const MAX_STORAGE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+/// `[storage] password`: only `${VAR}`, an environment variable's name (a literal password
+/// in a config file is refused: config files are read, copied and committed).
+fn password_variable(template: &str) -> Option<&str> {
+    let name = template.strip_prefix("${")?.strip_suffix('}')?;
+    let mut chars = name.chars();
+    let first = chars.next()?;
+    ((first.is_ascii_alphabetic() || first == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_'))
+    .then_some(name)
+}
+
+/// `[storage]` as written: where the registry is (exactly one of `path` and `url`; `path`'s
+/// default when neither), and the PostgreSQL keys only with `url`. `pool_size` defaults to
+/// the daemon's `max_concurrency + 2` (a connection per refresh, the API and the recount).
+fn storage_location(
+    raw: &RawStorage,
+    text: &str,
+    max_concurrency: usize,
+    resolve: &dyn Fn(&str) -> Result<PathBuf, String>,
+) -> Result<crate::registry::Location, String> {
+    use crate::registry::{pg, Location, PgPassword};
+    let postgres_only = [
+        ("password", raw.password.is_some()),
+        ("password_file", raw.password_file.is_some()),
+        ("ca_file", raw.ca_file.is_some()),
+        ("connect_timeout", raw.connect_timeout.is_some()),
+        ("statement_timeout", raw.statement_timeout.is_some()),
+        ("pool_size", raw.pool_size.is_some()),
+    ];
+    let Some(u) = &raw.url else {
+        if let Some((key, _)) = postgres_only.iter().find(|(_, set)| *set) {
+            return Err(format!(
+                "storage.{key} is only for a PostgreSQL registry (`url`)"
+            ));
+        }
+        return Ok(Location::Sqlite(resolve(
+            raw.path.as_deref().unwrap_or("registry.sqlite3"),
+        )?));
+    };
+    if raw.path.is_some() {
+        return Err(
+            "[storage]: set exactly one of `path` (a SQLite file) and `url` (a PostgreSQL database), not both"
+                .into(),
+        );
+    }
+    // Never echo the URL: it may hold a password.
+    let url = url::Url::parse(u).map_err(|_| "storage.url: not a postgresql:// URL".to_string())?;
+    crate::sources::postgres::parse_url(&url).map_err(|e| match e {
+        crate::sources::postgres::UrlError::Password => "storage.url: a password in the registry URL is refused (it would show in `ps` and in files): use `password_file`, `password = \"${VAR}\"` or PGPASSFILE (never PGPASSWORD)".to_string(),
+        e => format!("storage.url: {e}"),
+    })?;
+    let password = match (&raw.password, &raw.password_file) {
+        (Some(_), Some(_)) => {
+            return Err("[storage]: set at most one of `password` and `password_file`".into())
+        }
+        (Some(template), None) => match password_variable(template) {
+            Some(var) => PgPassword::Env(var.to_string()),
+            // Never echo the value: it is probably the password.
+            None => return Err("storage.password: a literal password is refused: write `password = \"${VAR}\"` (an environment variable), or use `password_file` or PGPASSFILE".into()),
+        },
+        (None, Some(file)) => PgPassword::File(resolve(file)?),
+        (None, None) => PgPassword::PassFile,
+    };
+    let timeout = |key: &str, value: &Option<toml::Spanned<String>>, default: Duration| {
+        value.as_ref().map_or(Ok(default), |t| {
+            bounded_duration(t, Duration::from_millis(1), MAX_STORAGE_TIMEOUT)
+                .map_err(|e| format!("line {}: storage.{key}: {e}", line_of(text, t.span())))
+        })
+    };
+    let pool_size = match raw.pool_size {
+        Some(n) if n == 0 || n > MAX_POOL_SIZE => {
+            return Err(format!(
+                "storage.pool_size: {n} is out of range (1 to {MAX_POOL_SIZE})"
+            ))
+        }
+        Some(n) => n,
+        None => u32::try_from(max_concurrency.saturating_add(2))
+            .unwrap_or(MAX_POOL_SIZE)
+            .min(MAX_POOL_SIZE),
+    };
+    Ok(Location::Postgres {
+        url,
+        options: pg::PgOptions {
+            password: None,
+            ca_file: raw.ca_file.as_deref().map(resolve).transpose()?,
+            connect_timeout: timeout("connect_timeout", &raw.connect_timeout, pg::CONNECT_TIMEOUT)?,
+            statement_timeout: timeout(
+                "statement_timeout",
+                &raw.statement_timeout,
+                pg::STATEMENT_TIMEOUT,
+            )?,
+            pool_size,
+        },
+        password,
+    })
 }
 
 #[derive(Deserialize)]
@@ -502,16 +615,31 @@ impl Config {
         let raw: RawConfig =
             toml::from_str(text).map_err(|e| invalid(describe_toml_error(text, &e)))?;
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let resolve = |p: &str| resolve_path(&base, p).map_err(invalid);
 
         let storage = raw.storage.unwrap_or(RawStorage {
             path: None,
+            url: None,
+            password: None,
+            password_file: None,
+            ca_file: None,
+            connect_timeout: None,
+            statement_timeout: None,
+            pool_size: None,
             keep_versions: None,
             keep_reviews: None,
             create: None,
         });
+        let max_concurrency = raw
+            .daemon
+            .as_ref()
+            .and_then(|d| d.max_concurrency)
+            .unwrap_or(4)
+            .max(1);
         let storage = Storage {
-            path: resolve(storage.path.as_deref().unwrap_or("registry.sqlite3"))?,
+            location: storage_location(&storage, text, max_concurrency, &|p| {
+                resolve_path(&base, p)
+            })
+            .map_err(&invalid)?,
             keep_versions: storage.keep_versions.unwrap_or(100).max(1),
             keep_reviews: storage
                 .keep_reviews
@@ -1557,7 +1685,10 @@ mod tests {
     fn defaults_and_relative_paths() {
         let c =
             parse("[[watch]]\nname = \"a.b\"\nkind = \"openapi\"\npath = \"x.json\"\n").unwrap();
-        assert_eq!(c.storage.path, PathBuf::from("/etc/sw/registry.sqlite3"));
+        assert_eq!(
+            c.storage.location,
+            crate::registry::Location::Sqlite(PathBuf::from("/etc/sw/registry.sqlite3"))
+        );
         assert_eq!(c.storage.keep_versions, 100);
         let w = &c.watches[0];
         assert_eq!(w.source, SourceConfig::Path("/etc/sw/x.json".into()));
@@ -1566,6 +1697,94 @@ mod tests {
             (w.interval, w.max_bytes),
             (DEFAULT_INTERVAL, DEFAULT_MAX_BYTES)
         );
+    }
+
+    #[test]
+    fn storage_is_exactly_one_of_path_and_url() {
+        use crate::registry::{pg, Location, PgPassword};
+        let err = parse("[storage]\npath = \"r.db\"\nurl = \"postgresql://sw@db.example:5432/reg\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`path`") && err.contains("`url`"), "{err}");
+        // Neither: the file beside the config, as before `url` existed.
+        let c = parse("[storage]\nkeep_versions = 3\n").unwrap();
+        assert_eq!(
+            c.storage.location,
+            Location::Sqlite(PathBuf::from("/etc/sw/registry.sqlite3"))
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example:5433/reg\"\n[daemon]\nmax_concurrency = 6\n").unwrap();
+        let Location::Postgres {
+            url,
+            options,
+            password,
+        } = &c.storage.location
+        else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(url.as_str(), "postgresql://sw@db.example:5433/reg");
+        assert_eq!(*password, PgPassword::PassFile);
+        assert_eq!(options.password, None);
+        assert_eq!(options.pool_size, 8, "max_concurrency + 2");
+        assert_eq!(options.statement_timeout, pg::STATEMENT_TIMEOUT);
+        assert_eq!(options.connect_timeout, pg::CONNECT_TIMEOUT);
+        assert_eq!(
+            c.storage.location.to_string(),
+            "postgresql://sw@db.example:5433/reg"
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example/reg?sslmode=disable\"\npassword_file = \"secrets/pw\"\nca_file = \"ca.pem\"\nstatement_timeout = \"5s\"\nconnect_timeout = \"2s\"\npool_size = 3\ncreate = false\n").unwrap();
+        let Location::Postgres {
+            options, password, ..
+        } = &c.storage.location
+        else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(*password, PgPassword::File("/etc/sw/secrets/pw".into()));
+        assert_eq!(options.ca_file, Some(PathBuf::from("/etc/sw/ca.pem")));
+        assert_eq!(options.statement_timeout, Duration::from_secs(5));
+        assert_eq!(options.connect_timeout, Duration::from_secs(2));
+        assert_eq!(options.pool_size, 3);
+        assert!(!c.storage.create);
+        assert_eq!(
+            c.storage.location.to_string(),
+            "postgresql://sw@db.example:5432/reg",
+            "no query shown"
+        );
+        let c = parse("[storage]\nurl = \"postgresql://sw@db.example/reg\"\npassword = \"${SW_REGISTRY_PW}\"\n").unwrap();
+        let Location::Postgres { password, .. } = &c.storage.location else {
+            panic!("{:?}", c.storage.location)
+        };
+        assert_eq!(*password, PgPassword::Env("SW_REGISTRY_PW".into()));
+    }
+
+    #[test]
+    fn storage_refuses_a_literal_password_without_echoing_it() {
+        for (text, needle) in [
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"hunter2\"\n", "literal password"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"hunter2${X}\"\n", "literal password"),
+            ("[storage]\nurl = \"postgresql://sw:hunter2@h/reg\"\n", "password in the registry URL"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg?password=hunter2\"\n", "storage.url"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npassword = \"${A}\"\npassword_file = \"hunter2\"\n", "at most one of"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+            assert!(!err.contains("hunter2"), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn storage_postgresql_keys_need_url_and_are_bounded() {
+        for (text, needle) in [
+            ("[storage]\npath = \"r.db\"\npassword_file = \"pw\"\n", "storage.password_file is only for a PostgreSQL registry"),
+            ("[storage]\nca_file = \"ca.pem\"\n", "storage.ca_file is only for"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 0\n", "storage.pool_size"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 101\n", "storage.pool_size"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg\"\nstatement_timeout = \"2h\"\n", "storage.statement_timeout"),
+            ("[storage]\nurl = \"postgresql://sw@h/reg?sslmode=require\"\n", "sslmode"),
+            ("[storage]\nurl = \"mysql://sw@h/reg\"\n", "storage.url"),
+        ] {
+            let err = parse(text).unwrap_err().to_string();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
     }
 
     #[test]

@@ -14,7 +14,6 @@ use crate::registry::{Registry, RegistryError, WatchState, WatchStatus};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
@@ -72,15 +71,17 @@ pub struct Shared {
     /// Idle registry connections (a rusqlite connection is Send but not Sync: each refresh
     /// or API request takes one for itself).
     pool: Mutex<Vec<Registry>>,
-    registry_path: PathBuf,
+    /// Where the registry the daemon opened is (`[storage] path` or `url`).
+    registry_location: crate::registry::Location,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     semaphore: Arc<Semaphore>,
     permits: Mutex<usize>,
     /// Host header values accepted under `/v1` (DNS-rebinding protection).
     allowed_hosts: Vec<String>,
-    /// The registry opened at startup: one replaced or deleted under the daemon is never
-    /// written to or re-created (docs/reliability.md H6).
-    opened: crate::registry::Opened,
+    /// The registry file opened at startup: one replaced or deleted under the daemon is never
+    /// written to or re-created (docs/reliability.md H6). `None` on PostgreSQL (whether the
+    /// database still holds the registry opened is not checked here yet).
+    opened: Option<crate::registry::Opened>,
     /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
     registry_lost: AtomicBool,
     /// The configured watches, by name.
@@ -164,12 +165,16 @@ fn allowed_hosts(listen: &str, bound: SocketAddr, extra: &[String]) -> Vec<Strin
 impl Shared {
     pub fn new(config: Config, registry: Registry, bound: SocketAddr) -> Arc<Shared> {
         let permits = config.daemon.max_concurrency;
-        let config_registry_path = config.storage.path.clone();
+        let location = config.storage.location.clone();
         let per_watch = config
             .server
             .per_watch_metrics
             .enabled(config.watches.len());
-        let observer = Registry::open_pooled(&config.storage.path).ok();
+        // On PostgreSQL opened by the first recount instead, off the async thread (its
+        // client blocks on the network).
+        let observer = location
+            .sqlite_path()
+            .and_then(|_| Registry::open_pooled_at(&location).ok());
         Arc::new(Shared {
             metrics: Metrics::new(per_watch),
             cells: RwLock::new(HashMap::new()),
@@ -191,14 +196,14 @@ impl Shared {
                 bound,
                 &config.server.allowed_hosts,
             ),
-            registry_path: config.storage.path.clone(),
             config: RwLock::new(Arc::new(config)),
             ready: AtomicBool::new(false),
             pool: Mutex::new(vec![registry]),
             locks: Mutex::new(HashMap::new()),
             semaphore: Arc::new(Semaphore::new(permits)),
             permits: Mutex::new(permits),
-            opened: crate::registry::Opened::at(&config_registry_path),
+            opened: location.sqlite_path().map(crate::registry::Opened::at),
+            registry_location: location,
             registry_lost: AtomicBool::new(false),
         })
     }
@@ -206,17 +211,21 @@ impl Shared {
     /// Whether the registry file is still the one opened at startup. The first time it is not,
     /// logs an ERROR; from then on the daemon is not ready and refreshes do nothing.
     pub fn registry_intact(&self) -> Result<(), RegistryError> {
-        let what = self.opened.lost().map(crate::registry::Lost::as_str);
+        let what = self
+            .opened
+            .as_ref()
+            .and_then(crate::registry::Opened::lost)
+            .map(crate::registry::Lost::as_str);
         match what {
             None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
             found => {
                 let what = found.unwrap_or("replaced");
                 let error = RegistryError::Replaced {
-                    path: self.registry_path.display().to_string(),
+                    path: self.registry_location.to_string(),
                     what,
                 };
                 if !self.registry_lost.swap(true, Ordering::SeqCst) {
-                    tracing::error!(event = "registry_replaced", registry = %self.registry_path.display(), what, error = %error);
+                    tracing::error!(event = "registry_replaced", registry = %self.registry_location, what, error = %error);
                     // Not durable: the registry that would hold the event is gone.
                     if let Ok(handle) = tokio::runtime::Handle::try_current() {
                         let config = self.config();
@@ -269,9 +278,9 @@ impl Shared {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
-    /// The registry file the daemon opened.
-    pub fn registry_path(&self) -> &std::path::Path {
-        &self.registry_path
+    /// Where the registry the daemon opened is.
+    pub fn registry_location(&self) -> &crate::registry::Location {
+        &self.registry_location
     }
 
     pub fn is_ready(&self) -> bool {
@@ -372,7 +381,7 @@ impl Shared {
         match idle {
             Some(r) => Ok(r),
             // The first connection ran `quick_check` and the migrations (once per process).
-            None => Registry::open_pooled(&self.registry_path),
+            None => Registry::open_pooled_at(&self.registry_location),
         }
     }
 
@@ -400,7 +409,13 @@ impl Shared {
     }
 
     pub fn give_back(&self, registry: Registry) {
-        let cap = self.config().daemon.max_concurrency + 2;
+        // PostgreSQL: `[storage] pool_size` sessions kept (its default is the same figure).
+        let cap = match &self.registry_location {
+            crate::registry::Location::Sqlite(_) => self.config().daemon.max_concurrency + 2,
+            crate::registry::Location::Postgres { options, .. } => {
+                usize::try_from(options.pool_size).unwrap_or(usize::MAX)
+            }
+        };
         let mut pool = match self.pool.lock() {
             Ok(p) => p,
             Err(poisoned) => poisoned.into_inner(),
@@ -872,7 +887,7 @@ impl Shared {
             Err(poisoned) => poisoned.into_inner(),
         };
         if observer.0.is_none() {
-            observer.0 = Registry::open_pooled(&self.registry_path).ok();
+            observer.0 = Registry::open_pooled_at(&self.registry_location).ok();
         }
         let last = observer.1;
         let Some(registry) = observer.0.as_ref() else {
@@ -975,7 +990,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("c.toml");
         let config = Config::parse(&path, "[daemon]\nmax_concurrency = 4\n").unwrap();
-        let registry = Registry::open(&config.storage.path).unwrap();
+        let registry = Registry::open_at(&config.storage.location, true).unwrap();
         let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
         let held: Vec<_> = futures_take(&shared, 3).await;
         assert_eq!(shared.semaphore.available_permits(), 1);
@@ -1002,7 +1017,7 @@ mod tests {
     fn shared_with(text: &str) -> (tempfile::TempDir, Arc<Shared>) {
         let dir = tempfile::tempdir().unwrap();
         let config = Config::parse(&dir.path().join("c.toml"), text).unwrap();
-        let registry = Registry::open(&config.storage.path).unwrap();
+        let registry = Registry::open_at(&config.storage.location, true).unwrap();
         let shared = Shared::new(config, registry, "127.0.0.1:9".parse().unwrap());
         (dir, shared)
     }

@@ -98,7 +98,7 @@ fn setup(addr: SocketAddr, watches: usize) -> Setup {
     let path = dir.join("schemawatch.toml");
     std::fs::write(&path, &text).expect("write config");
     let config = Config::load(&path).expect("config");
-    let mut registry = Registry::open(&config.storage.path).expect("registry");
+    let mut registry = Registry::open_at(&config.storage.location, true).expect("registry");
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -31,15 +31,15 @@ pub fn run(action: ConfigCommand) -> Outcome {
                 .watches
                 .iter()
                 .any(|w| w.uses.is_some() && !w.allow_unknown_uses);
-            if scoped && config.storage.path.exists() {
-                match schemawatch::registry::Registry::open_read_only(&config.storage.path) {
+            let location = &config.storage.location;
+            if scoped && location.sqlite_path().is_none_or(|p| p.exists()) {
+                match schemawatch::registry::Registry::open_read_only_at(location) {
                     Ok(registry) => {
                         schemawatch::refresh::uses::check_uses_against(&registry, &config.watches)
                             .map_err(|e| super::Failure::Usage(anyhow::anyhow!(e)))?
                     }
                     Err(e) => eprintln!(
-                        "schemawatch: warning: uses not checked against the registry {}: {e}",
-                        config.storage.path.display()
+                        "schemawatch: warning: uses not checked against the registry {location}: {e}"
                     ),
                 }
             }
@@ -60,11 +60,15 @@ pub fn run(action: ConfigCommand) -> Outcome {
                 n => format!(", {n} included files"),
             };
             say!(
-                "{}: ok ({} watch{}{included}, registry {})",
+                "{}: ok ({} watch{}{included}, {} {})",
                 config.path.display(),
                 config.watches.len(),
                 if config.watches.len() == 1 { "" } else { "es" },
-                config.storage.path.display()
+                match location {
+                    schemawatch::registry::Location::Sqlite(_) => "registry",
+                    schemawatch::registry::Location::Postgres { .. } => "storage:",
+                },
+                location
             );
             Ok(())
         }

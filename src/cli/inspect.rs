@@ -6,12 +6,13 @@ use anyhow::{anyhow, Context};
 use schemawatch::core::diff::classify;
 use schemawatch::core::model::ToolSpec;
 use schemawatch::core::report::{report_json, report_text};
-use schemawatch::registry::Registry;
+use schemawatch::registry::{Location, Registry};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand)]
 pub enum InspectCommand {
-    /// Classify a tool between two registry files, opened read-only.
+    /// Classify a tool between two registries, opened read-only: files, or
+    /// `postgresql://user@host:port/db` URLs (password from PGPASSFILE, CA from PGSSLROOTCERT).
     Diff {
         tool: String,
         #[arg(long)]
@@ -44,12 +45,13 @@ fn inspect_diff(
     endpoint: Option<&str>,
     json: bool,
 ) -> Outcome {
-    let load = |path: &Path| -> anyhow::Result<ToolSpec> {
-        let registry = Registry::open_read_only(path)
-            .with_context(|| format!("cannot open registry {}", path.display()))?;
+    let load = |arg: &Path| -> anyhow::Result<ToolSpec> {
+        let location = Location::from_arg(arg).map_err(|e| anyhow!("registry URL: {e}"))?;
+        let registry = Registry::open_read_only_at(&location)
+            .with_context(|| format!("cannot open registry {location}"))?;
         let stored = registry
             .tool(tool)?
-            .ok_or_else(|| anyhow!("{}: no tool named {tool:?}", path.display()))?;
+            .ok_or_else(|| anyhow!("{location}: no tool named {tool:?}"))?;
         Ok(stored.spec)
     };
     let (mut old, mut new) = (load(old_db)?, load(new_db)?);

@@ -303,11 +303,12 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
 }
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {
-    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)
-        .with_context(|| format!("cannot open registry {}", config.storage.path.display()))?;
+    let location = &config.storage.location;
+    let mut registry = Registry::open_at(location, config.storage.create)
+        .with_context(|| format!("cannot open registry {location}"))?;
     // File identities of older releases, stored relative (docs/reliability.md H10).
     schemawatch::refresh::migrate_identities(&mut registry, config)
-        .with_context(|| format!("cannot migrate registry {}", config.storage.path.display()))?;
+        .with_context(|| format!("cannot migrate registry {location}"))?;
     Ok(registry)
 }
 
@@ -319,8 +320,13 @@ fn open_registry_reading(config: &Config) -> anyhow::Result<Registry> {
     match open_registry(config) {
         Ok(registry) => Ok(registry),
         Err(e) => {
-            let path = &config.storage.path;
-            match path.is_file().then(|| Registry::open_read_only(path)) {
+            // A read-only file only: a PostgreSQL session that cannot migrate or upgrade
+            // the registry has nothing a read-only one would do better.
+            let path = config.storage.location.sqlite_path();
+            match path
+                .filter(|p| p.is_file())
+                .map(Registry::open_read_only)
+            {
                 Some(Ok(registry)) => {
                     tracing::debug!(event = "registry_opened_read_only", error = %format!("{e:#}"));
                     Ok(registry)

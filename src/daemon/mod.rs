@@ -128,11 +128,11 @@ async fn reload(
             message,
         })?;
     let old = shared.config();
-    if new.storage.path != old.storage.path {
+    if new.storage.location != old.storage.location {
         tracing::warn!(
             event = "config_needs_restart",
-            key = "storage.path",
-            "storage.path changed; the daemon keeps the registry it opened until it is restarted"
+            key = "storage",
+            "storage (path or url) changed; the daemon keeps the registry it opened until it is restarted"
         );
     }
     if new.server.listen != old.server.listen {
@@ -421,12 +421,18 @@ pub async fn run_with(
 
     // Whichever connection writes an event creates the deliveries the config asks for.
     crate::registry::set_process_routes(Arc::new(config.routes()));
-    let mut registry = Registry::open_or_create(&config.storage.path, config.storage.create)?;
-    // File identities of older releases, stored relative (docs/reliability.md H10).
-    crate::refresh::migrate_identities(&mut registry, &config)?;
-    // A `uses` entry naming nothing the registry holds is a config error, not a silent gate.
-    crate::refresh::uses::check_uses_against(&registry, &config.watches)
-        .map_err(DaemonError::Refused)?;
+    // Off the async thread: a PostgreSQL registry's client blocks on the network.
+    let (config, registry) = tokio::task::spawn_blocking(move || {
+        let mut registry = Registry::open_at(&config.storage.location, config.storage.create)?;
+        // File identities of older releases, stored relative (docs/reliability.md H10).
+        crate::refresh::migrate_identities(&mut registry, &config)?;
+        // A `uses` entry naming nothing the registry holds is a config error, not a silent gate.
+        crate::refresh::uses::check_uses_against(&registry, &config.watches)
+            .map_err(DaemonError::Refused)?;
+        Ok::<_, DaemonError>((config, registry))
+    })
+    .await
+    .map_err(|e| DaemonError::Refused(format!("opening the registry stopped: {e}")))??;
     let listen = config.server.listen.clone();
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
@@ -451,20 +457,24 @@ pub async fn run_with(
             "per-watch metrics are off: more watches than the threshold (set [server] per_watch_metrics = true to keep them; decided at start)"
         );
     }
-    // Every watch state in one query, matched by name.
-    let states = match shared.take_registry() {
+    // Every watch state in one query, matched by name (off the async thread, as every read).
+    let reading = shared.clone();
+    let states = tokio::task::spawn_blocking(move || match reading.take_registry() {
         Ok(r) => {
             let states = r.watch_state_map().unwrap_or_default();
-            shared.update_registry_gauges(&r);
-            shared.give_back(r);
+            reading.update_registry_gauges(&r);
+            reading.give_back(r);
             states
         }
         Err(_) => Default::default(),
-    };
+    })
+    .await
+    .unwrap_or_default();
     shared.set_watches(&config.watches, &states);
     drop(states);
     // The registry as read now is what the counts reflect.
-    let _ = shared.recount_if_changed();
+    let counting = shared.clone();
+    let _ = tokio::task::spawn_blocking(move || counting.recount_if_changed()).await;
     shared.metrics.record_reload(true);
 
     let (api_stop_tx, api_stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -498,7 +508,7 @@ pub async fn run_with(
     shared.set_refresh_requests(refresh_tx);
     let deliveries = tokio::spawn(deliver(shared.clone(), stop_rx_for_deliveries(&stop_tx)));
     shared.set_ready(true);
-    tracing::info!(event = "daemon_started", watches, registry = %shared.registry_path().display(), api = %bound);
+    tracing::info!(event = "daemon_started", watches, registry = %shared.registry_location(), api = %bound);
     systemd::ready(&shared.status_line());
 
     let watchdog = systemd::watchdog_interval();

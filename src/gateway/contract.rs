@@ -5,10 +5,9 @@
 
 use super::{Event, GatewayError};
 use crate::core::fingerprint::{SpecIndex, FINGERPRINT_VERSION};
-use crate::registry::Registry;
+use crate::registry::{Location, Registry};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
@@ -26,9 +25,9 @@ pub struct Accepted {
 }
 
 /// Opens the registry read-only; a schema other than this build's is refused, naming both.
-pub fn open(path: &Path) -> Result<Registry, GatewayError> {
-    Registry::open_read_only(path).map_err(|source| GatewayError::Registry {
-        path: path.display().to_string(),
+pub fn open(location: &Location) -> Result<Registry, GatewayError> {
+    Registry::open_read_only_at(location).map_err(|source| GatewayError::Registry {
+        path: location.to_string(),
         source,
     })
 }

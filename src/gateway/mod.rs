@@ -220,7 +220,7 @@ pub async fn prepare(config: &Config, options: &Options) -> Result<Prepared, Gat
             accepted,
         });
     }
-    let registry = contract::open(&config.storage.path)?;
+    let registry = contract::open(&config.storage.location)?;
     let accepted = contract::load(&registry, &options.watch)?;
     Ok(Prepared {
         request,

@@ -23,6 +23,8 @@ pub mod events;
 pub mod failpoint;
 mod lifecycle;
 mod listing;
+mod location;
+pub use location::{Location, PgPassword};
 mod migrate;
 pub mod pg;
 mod reviews;

@@ -1,0 +1,220 @@
+//! Where the registry is: a SQLite file (`[storage] path`) or a PostgreSQL database
+//! (`[storage] url`), and opening it there. Every command, the daemon and the gateway open the
+//! registry through these entry points, so neither knows which backend it got.
+//!
+//! The PostgreSQL password is read when a connection is opened, never kept in the config:
+//! from `[storage] password_file`, the environment variable `password = "${VAR}"` names, or
+//! PGPASSFILE (default `~/.pgpass`) matched by host, port, database and user. Never from
+//! PGPASSWORD: the `postgres` watch kind falls back to it, and a registry reading it would
+//! send its write password to whichever (possibly third-party) server a watch names, or the
+//! other way round.
+
+use super::{pg, Backend, Registry, RegistryError, Result};
+use crate::sources::postgres::{parse_url, pgpass_lookup, read_secret_file, Target};
+use std::path::{Path, PathBuf};
+
+/// Where the registry's PostgreSQL password comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PgPassword {
+    /// `[storage] password_file`: the file's text, without its trailing newline.
+    File(PathBuf),
+    /// `[storage] password = "${VAR}"`: the variable's value.
+    Env(String),
+    /// Neither: PGPASSFILE (default `~/.pgpass`), the first line matching the URL's host,
+    /// port, database and user; no password when none matches.
+    PassFile,
+}
+
+/// Where the registry is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    Postgres {
+        /// Validated by `parse_url` (no password in it).
+        url: url::Url,
+        /// `options.password` is `None` here: it is read from `password` at each connect.
+        options: pg::PgOptions,
+        password: PgPassword,
+    },
+}
+
+impl std::fmt::Display for Location {
+    /// The file's path, or `postgresql://user@host:port/db` (the URL holds no password, and
+    /// its query is left out).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "{}", path.display()),
+            Location::Postgres { url, .. } => match parse_url(url) {
+                Ok(t) => write!(f, "postgresql://{}", t.shown()),
+                Err(_) => f.write_str("postgresql://(invalid URL)"),
+            },
+        }
+    }
+}
+
+impl Location {
+    /// A registry named on the command line (`inspect diff --old-db`): a
+    /// `postgresql://user@host:port/db` URL (the password from PGPASSFILE only, the CA from
+    /// PGSSLROOTCERT when set, else the system roots), or else a SQLite file's path.
+    pub fn from_arg(arg: &Path) -> std::result::Result<Location, String> {
+        let Some(text) = arg
+            .to_str()
+            .filter(|t| t.starts_with("postgresql://") || t.starts_with("postgres://"))
+        else {
+            return Ok(Location::Sqlite(arg.to_path_buf()));
+        };
+        // Never echo the URL: it may hold a password.
+        let url = url::Url::parse(text).map_err(|_| "not a postgresql:// URL".to_string())?;
+        parse_url(&url).map_err(|e| e.to_string())?;
+        Ok(Location::Postgres {
+            url,
+            options: pg::PgOptions {
+                ca_file: std::env::var_os("PGSSLROOTCERT").map(PathBuf::from),
+                ..pg::PgOptions::default()
+            },
+            password: PgPassword::PassFile,
+        })
+    }
+
+    /// The SQLite file, when the registry is one.
+    pub fn sqlite_path(&self) -> Option<&Path> {
+        match self {
+            Location::Sqlite(path) => Some(path),
+            Location::Postgres { .. } => None,
+        }
+    }
+
+    /// A new session on the registry's database, with the password read now.
+    fn connect(&self) -> Result<postgres::Client> {
+        let Location::Postgres {
+            url,
+            options,
+            password,
+        } = self
+        else {
+            return Err(RegistryError::NotOnPostgres("connecting to a SQLite file"));
+        };
+        let target = parse_url(url).map_err(|e| RegistryError::PostgresConnect {
+            target: "the registry URL".into(),
+            reason: e.to_string(),
+        })?;
+        let mut options = options.clone();
+        options.password = password.read(&target)?;
+        pg::connect(url, &options)
+    }
+}
+
+impl PgPassword {
+    /// The password for `target` (`None`: connect without one, as libpq would).
+    fn read(&self, target: &Target) -> Result<Option<String>> {
+        let fail = |reason: String| RegistryError::PostgresConnect {
+            target: target.shown(),
+            reason,
+        };
+        match self {
+            PgPassword::File(path) => read_secret_file(path)
+                .map(Some)
+                .map_err(|e| fail(format!("[storage] password_file: {e}"))),
+            PgPassword::Env(var) => match std::env::var(var) {
+                Ok(value) => Ok(Some(value)),
+                Err(_) => Err(fail(format!(
+                    "[storage] password: environment variable {var} is not set"
+                ))),
+            },
+            PgPassword::PassFile => {
+                let passfile = std::env::var_os("PGPASSFILE")
+                    .map(PathBuf::from)
+                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")));
+                match passfile.filter(|p| p.is_file()) {
+                    Some(path) => {
+                        let text = read_secret_file(&path)
+                            .map_err(|e| fail(format!("PGPASSFILE: {e}")))?;
+                        Ok(pgpass_lookup(&text, target))
+                    }
+                    None => Ok(None),
+                }
+            }
+        }
+    }
+}
+
+/// Whether the database `client` is connected to holds a schemawatch registry (any
+/// migration applied).
+fn has_registry(client: &mut postgres::Client) -> Result<bool> {
+    let row = client.query_one(
+        "SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('registry_head') IS NOT NULL",
+        &[],
+    )?;
+    Ok(row.get(0))
+}
+
+impl Registry {
+    /// Opens the registry at `location`, as [`Registry::open_or_create`] does a file: on
+    /// PostgreSQL, a database without a registry is migrated into one when `create` is true,
+    /// else refused ([`RegistryError::Missing`]); an existing one is brought up to this
+    /// binary's schema.
+    pub fn open_at(location: &Location, create: bool) -> Result<Registry> {
+        match location {
+            Location::Sqlite(path) => Registry::open_or_create(path, create),
+            Location::Postgres { .. } => {
+                let mut client = location.connect()?;
+                if !create && !has_registry(&mut client)? {
+                    return Err(RegistryError::Missing {
+                        path: location.to_string(),
+                    });
+                }
+                Registry::open_postgres(client)
+            }
+        }
+    }
+
+    /// Another connection to a registry this process already opened with
+    /// [`Registry::open_at`]: no checks, no migration. On PostgreSQL a session of its own (not
+    /// a pooled one): the daemon keeps at most `[storage] pool_size` idle.
+    pub fn open_pooled_at(location: &Location) -> Result<Registry> {
+        match location {
+            Location::Sqlite(path) => Registry::open_pooled(path),
+            Location::Postgres { .. } => Ok(Registry::on_session(location.connect()?)),
+        }
+    }
+
+    /// The registry at `location` for reading only: on SQLite the read-only open; on
+    /// PostgreSQL a session whose transactions are read-only
+    /// (`default_transaction_read_only`), of a database already at this binary's schema.
+    pub fn open_read_only_at(location: &Location) -> Result<Registry> {
+        match location {
+            Location::Sqlite(path) => Registry::open_read_only(path),
+            Location::Postgres { .. } => {
+                let mut client = location.connect()?;
+                if !has_registry(&mut client)? {
+                    return Err(RegistryError::Missing {
+                        path: location.to_string(),
+                    });
+                }
+                let found: i64 = client
+                    .query_one(
+                        "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                        &[],
+                    )?
+                    .get(0);
+                let supported = super::supported_schema();
+                if found > supported {
+                    return Err(RegistryError::TooNew { found, supported });
+                }
+                if found < supported {
+                    return Err(RegistryError::TooOld { found, supported });
+                }
+                client.batch_execute("SET default_transaction_read_only = on")?;
+                Ok(Registry::on_session(client))
+            }
+        }
+    }
+
+    /// A registry on an already migrated PostgreSQL session.
+    fn on_session(client: postgres::Client) -> Registry {
+        Registry {
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(client))),
+            routes: None,
+        }
+    }
+}
