@@ -409,6 +409,11 @@ impl Shared {
     }
 
     pub fn give_back(&self, registry: Registry) {
+        // A PostgreSQL session the server closed (a restart, a lost host) is never reused:
+        // the next refresh opens a new one, so the daemon recovers without a restart.
+        if registry.is_closed() {
+            return;
+        }
         // PostgreSQL: `[storage] pool_size` sessions kept (its default is the same figure).
         let cap = match &self.registry_location {
             crate::registry::Location::Sqlite(_) => self.config().daemon.max_concurrency + 2,
@@ -894,6 +899,10 @@ impl Shared {
             return false;
         };
         let Ok(version) = registry.change_token() else {
+            // A PostgreSQL session the server closed (a restart) is opened anew next time.
+            if registry.is_closed() {
+                observer.0 = None;
+            }
             return false;
         };
         if last == Some(version) {

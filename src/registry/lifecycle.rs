@@ -492,10 +492,8 @@ impl Opened {
 
 impl Registry {
     /// A registry on the PostgreSQL database `client` is connected to, migrated to this
-    /// binary's schema under the migrations' advisory lock. Issue 33, in progress: only the
-    /// concerns moved onto `sql` work on it (the rest return
-    /// [`RegistryError::NotOnPostgres`]), and no command or config reaches it yet.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// binary's schema under the migrations' advisory lock, its projection upgraded
+    /// (`Registry::open_at` is the entry point).
     pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
         sql::off_runtime(|| migrate::run_postgres(&mut client))?;
         let mut registry = Registry {
@@ -504,8 +502,41 @@ impl Registry {
             )))),
             routes: None,
         };
+        // A projection upgrade to run (this binary newer than the registry's last writer) runs
+        // under the migrations' advisory lock, held by the session: daemons starting at once
+        // run it one after another, the later ones finding nothing left. A session that dies
+        // holding it releases it.
+        let behind = registry.read(recorded_fingerprint_version)? < FINGERPRINT_VERSION;
+        if behind {
+            registry.on_client(|c| {
+                c.batch_execute(&format!(
+                    "SET statement_timeout = 0; SELECT pg_advisory_lock({}); RESET statement_timeout",
+                    migrate::PG_MIGRATION_LOCK
+                ))?;
+                Ok(())
+            })?;
+        }
         registry.upgrade_projection()?;
+        if behind {
+            registry.on_client(|c| {
+                c.execute(
+                    "SELECT pg_advisory_unlock($1)",
+                    &[&migrate::PG_MIGRATION_LOCK],
+                )?;
+                Ok(())
+            })?;
+        }
         Ok(registry)
+    }
+}
+
+impl Registry {
+    /// Runs `f` on the PostgreSQL client itself (session-level statements: advisory locks).
+    fn on_client<T>(&self, f: impl FnOnce(&mut postgres::Client) -> Result<T>) -> Result<T> {
+        self.read(|db| match db {
+            sql::Db::Postgres(session) => f(session.client()?),
+            sql::Db::Sqlite(_) => Err(RegistryError::Postgres("not a PostgreSQL session".into())),
+        })
     }
 }
 

@@ -145,7 +145,7 @@ fn has_registry(client: &mut postgres::Client) -> Result<bool> {
         "SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('registry_head') IS NOT NULL",
         &[],
     )?;
-    Ok(row.get(0))
+    Ok(row.try_get(0)?)
 }
 
 impl Registry {
@@ -156,7 +156,8 @@ impl Registry {
     pub fn open_at(location: &Location, create: bool) -> Result<Registry> {
         match location {
             Location::Sqlite(path) => Registry::open_or_create(path, create),
-            Location::Postgres { .. } => {
+            // Blocks on the network: off the runtime's workers, as every PostgreSQL call.
+            Location::Postgres { .. } => super::sql::off_runtime(|| {
                 let mut client = location.connect()?;
                 if !create && !has_registry(&mut client)? {
                     return Err(RegistryError::Missing {
@@ -164,7 +165,7 @@ impl Registry {
                     });
                 }
                 Registry::open_postgres(client)
-            }
+            }),
         }
     }
 
@@ -184,7 +185,7 @@ impl Registry {
     pub fn open_read_only_at(location: &Location) -> Result<Registry> {
         match location {
             Location::Sqlite(path) => Registry::open_read_only(path),
-            Location::Postgres { .. } => {
+            Location::Postgres { .. } => super::sql::off_runtime(|| {
                 let mut client = location.connect()?;
                 if !has_registry(&mut client)? {
                     return Err(RegistryError::Missing {
@@ -196,7 +197,7 @@ impl Registry {
                         "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
                         &[],
                     )?
-                    .get(0);
+                    .try_get(0)?;
                 let supported = super::supported_schema();
                 if found > supported {
                     return Err(RegistryError::TooNew { found, supported });
@@ -206,14 +207,16 @@ impl Registry {
                 }
                 client.batch_execute("SET default_transaction_read_only = on")?;
                 Ok(Registry::on_session(client))
-            }
+            }),
         }
     }
 
     /// A registry on an already migrated PostgreSQL session.
     fn on_session(client: postgres::Client) -> Registry {
         Registry {
-            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(client))),
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(
+                super::sql::PgSession::new(client),
+            ))),
             routes: None,
         }
     }

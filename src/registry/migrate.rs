@@ -84,23 +84,50 @@ pub fn run(conn: &mut Connection) -> Result<()> {
 /// PostgreSQL: several daemons may start at once on one database. ("swmigr" in ASCII.)
 pub(super) const PG_MIGRATION_LOCK: i64 = 0x7377_6d69_6772;
 
-/// Applies the PostgreSQL migrations `client`'s database lacks. Each runs in its own
-/// transaction that first takes `pg_advisory_xact_lock` and then reads the applied version
-/// again, so processes starting at once apply each migration exactly once, in order, and the
-/// lock is released by the commit or rollback (never left behind by a dead process).
+/// The highest migration applied to `client`'s database (0: none, no `schema_migrations`).
+fn applied_postgres(client: &mut impl postgres::GenericClient) -> Result<i64> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])?
+        .try_get(0)?;
+    if !exists {
+        return Ok(0);
+    }
+    Ok(client
+        .query_one(
+            "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+            &[],
+        )?
+        .try_get(0)?)
+}
+
+/// Applies the PostgreSQL migrations `client`'s database lacks. A database already at this
+/// binary's schema is only read (no lock, no DDL: a role without CREATE may open it). Else
+/// each migration runs in its own transaction that first takes `pg_advisory_xact_lock` and
+/// then reads the applied version again, so processes starting at once apply each migration
+/// exactly once, in order, and the lock is released by the commit or rollback (never left
+/// behind by a dead process). Waiting for the lock and migrating are not bound by the
+/// session's `statement_timeout` (another process's migration may take longer).
 pub(super) fn run_postgres(client: &mut postgres::Client) -> Result<()> {
+    let current = applied_postgres(client)?;
+    if current > latest() {
+        return Err(RegistryError::TooNew {
+            found: current,
+            supported: latest(),
+        });
+    }
+    if current == latest() {
+        return Ok(());
+    }
     loop {
         let mut tx = client.transaction()?;
+        tx.batch_execute("SET LOCAL statement_timeout = 0")?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK])?;
-        tx.batch_execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-        )?;
-        let current: i64 = tx
-            .query_one(
-                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
-                &[],
-            )?
-            .get(0);
+        if applied_postgres(&mut tx)? == 0 {
+            tx.batch_execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+            )?;
+        }
+        let current = applied_postgres(&mut tx)?;
         if current > latest() {
             return Err(RegistryError::TooNew {
                 found: current,

@@ -1,8 +1,8 @@
-//! The SQLite registry: accepted contracts, their history, watch state, HTTP validators,
-//! reviews and rejected candidates.
+//! The registry, on SQLite or PostgreSQL: accepted contracts, their history, watch state,
+//! HTTP validators, reviews and rejected candidates.
 //!
-//! Invariants: every write is one `BEGIN IMMEDIATE` transaction (so a failed write leaves
-//! nothing behind); `registry_version` is bumped exactly once per committed mutation of contract
+//! Invariants: every write is one transaction (SQLite's `BEGIN IMMEDIATE`; on PostgreSQL a
+//! `BEGIN` that first locks the head row), so a failed write leaves nothing behind; `registry_version` is bumped exactly once per committed mutation of contract
 //! state; an apply is a compare-and-swap on the tool's (registry_version, fingerprint); stored
 //! rows are validated when read, and a corrupt or mis-keyed row fails closed.
 //!
@@ -134,9 +134,8 @@ pub enum RegistryError {
     /// password).
     #[error("registry database (PostgreSQL): {0}")]
     Postgres(String),
-    /// A registry operation not moved onto the PostgreSQL backend yet (issue 33; no command
-    /// reaches that backend until every one is).
-    #[error("{0} is not available on a PostgreSQL registry yet")]
+    /// An operation only a SQLite registry has (its file, its pragmas), asked of another.
+    #[error("{0} is only available on a SQLite registry")]
     NotOnPostgres(&'static str),
     #[error("cannot connect to the registry database {target}: {reason}")]
     PostgresConnect { target: String, reason: String },
@@ -283,9 +282,9 @@ pub enum Queued {
 }
 
 pub struct Registry {
-    /// The database: a SQLite file, or (issue 33, not reachable from the config yet) a
-    /// PostgreSQL connection. Concerns moved onto [`sql`] run on both; the rest reach SQLite
-    /// through [`Registry::conn`] and return [`RegistryError::NotOnPostgres`] there.
+    /// The database: a SQLite file (`[storage] path`) or a PostgreSQL session (`[storage]
+    /// url`). Every concern runs its SQL through [`sql`] on either; only SQLite's own
+    /// mechanisms (pragmas, migrations, `BEGIN IMMEDIATE`) reach its connection directly.
     backend: Backend,
     /// The sinks (and retention) for the events this connection writes, when set for it
     /// alone; else the process's ([`set_process_routes`]).
@@ -306,7 +305,18 @@ impl Registry {
     fn conn_mut(&mut self) -> Result<&mut Connection> {
         match &mut self.backend {
             Backend::Sqlite(c) => Ok(c),
-            Backend::Postgres(_) => Err(sql::not_yet("this registry operation")),
+            Backend::Postgres(_) => Err(RegistryError::NotOnPostgres("a SQLite connection")),
+        }
+    }
+
+    /// Whether this connection is closed for good (a PostgreSQL session the server ended, or
+    /// lost): a pool drops it instead of handing it out again. A SQLite file never is.
+    pub fn is_closed(&self) -> bool {
+        match &self.backend {
+            Backend::Sqlite(_) => false,
+            Backend::Postgres(cell) => cell
+                .try_borrow_mut()
+                .map_or(false, |mut s| s.client().map_or(true, |c| c.is_closed())),
         }
     }
 

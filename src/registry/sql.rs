@@ -360,13 +360,6 @@ pub(crate) fn postgres_text(sql: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// What a registry method that the PostgreSQL backend does not offer yet returns there
-/// (issue 33 moves the registry's concerns over one at a time; no user reaches this backend
-/// before all are).
-pub(super) fn not_yet(what: &'static str) -> RegistryError {
-    RegistryError::NotOnPostgres(what)
-}
-
 #[cfg(test)]
 mod tests {
     use super::postgres_text;
