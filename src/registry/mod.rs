@@ -316,7 +316,7 @@ impl Registry {
             Backend::Sqlite(_) => false,
             Backend::Postgres(cell) => cell
                 .try_borrow_mut()
-                .map_or(false, |mut s| s.client().map_or(true, |c| c.is_closed())),
+                .is_ok_and(|mut s| s.client().map_or(true, |c| c.is_closed())),
         }
     }
 
