@@ -635,7 +635,18 @@ impl Shared {
             Err(e) => {
                 tracing::error!(event = "registry_unavailable", watch = %watch.name, error = %e);
                 self.set_registry_failing(true, Some(&e.to_string()));
-                return None;
+                // No connection (a PostgreSQL server down): a failure of class `registry`,
+                // its streak kept in memory so the backoff grows until the database answers.
+                let failures = self
+                    .cell(&watch.name)
+                    .map_or(0, |c| c.failures.load(Ordering::SeqCst))
+                    + 1;
+                let outcome = Outcome::registry_unavailable(&watch.name, e.to_string());
+                self.metrics
+                    .record(watch.kind.as_str(), &outcome, 0.0, failures);
+                self.log_streak(&outcome, failures);
+                self.set_status(&watch.name, outcome.action.status());
+                return Some((outcome, failures));
             }
         };
         let started = Instant::now();

@@ -231,6 +231,15 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// A refresh that could not start: no registry connection (`error` says why). Its class is
+    /// `registry`; nothing was fetched or recorded.
+    pub fn registry_unavailable(watch: &str, error: String) -> Outcome {
+        let mut outcome = Outcome::new(watch, Action::Error);
+        outcome.error = Some(error);
+        outcome.error_class = Some(crate::core::event::ErrorClass::Registry);
+        outcome
+    }
+
     fn new(watch: &str, action: Action) -> Outcome {
         Outcome {
             watch: watch.to_string(),

@@ -152,3 +152,82 @@ pub fn database() -> Option<Database> {
     cluster.sql("postgres", &format!("CREATE DATABASE \"{name}\""));
     Some(Database { cluster, name })
 }
+
+/// A PostgreSQL cluster of one test's own (`scripts/pg-cluster`), which the test may stop and
+/// start again under a running daemon without disturbing the shared one. Removed when dropped.
+pub struct PrivateCluster {
+    pub dir: PathBuf,
+    /// `postgresql://schemawatch@127.0.0.1:PORT/postgres` (no password).
+    pub url: String,
+    /// A PGPASSFILE with the `schemawatch` role's password.
+    pub passfile: PathBuf,
+    pub ca: PathBuf,
+}
+
+fn pg_cluster_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("scripts/pg-cluster")
+}
+
+impl PrivateCluster {
+    /// A new cluster with at most `max_connections` sessions, or `None` after saying the test
+    /// is skipped (no PostgreSQL server here; a panic under SCHEMAWATCH_REQUIRE_PEERS=1).
+    pub fn create(max_connections: u32) -> Option<PrivateCluster> {
+        let out = Command::new(pg_cluster_script())
+            .arg("create")
+            .env("PG_MAX_CONNECTIONS", max_connections.to_string())
+            .output()
+            .ok();
+        let out = match out {
+            Some(out) if out.status.code() == Some(3) => None,
+            Some(out) if !out.status.success() => panic!(
+                "scripts/pg-cluster create failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+            other => other,
+        };
+        let found = out.map(|out| {
+            let text = String::from_utf8_lossy(&out.stdout).into_owned();
+            let value = |key: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(&format!("{key}=")))
+                    .unwrap_or_else(|| panic!("no {key} in {text}"))
+                    .to_string()
+            };
+            PrivateCluster {
+                dir: PathBuf::from(value("PG_DIR")),
+                url: value("SCHEMAWATCH_TEST_PG_URL"),
+                passfile: PathBuf::from(value("SCHEMAWATCH_TEST_PG_PASSFILE")),
+                ca: PathBuf::from(value("SCHEMAWATCH_TEST_PG_CA")),
+            }
+        });
+        need(found, "a PostgreSQL server (scripts/pg-cluster)")
+    }
+
+    fn run(&self, action: &str) {
+        let status = Command::new(pg_cluster_script())
+            .arg(action)
+            .arg(&self.dir)
+            .status()
+            .unwrap_or_else(|e| panic!("scripts/pg-cluster {action}: {e}"));
+        assert!(status.success(), "scripts/pg-cluster {action} failed");
+    }
+
+    /// Stops the server at once (`-m immediate`, as a crash would).
+    pub fn stop(&self) {
+        self.run("stop");
+    }
+
+    /// Starts it again, on the same port.
+    pub fn start(&self) {
+        self.run("start");
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        let _ = Command::new(pg_cluster_script())
+            .arg("remove")
+            .arg(&self.dir)
+            .status();
+    }
+}

@@ -577,3 +577,80 @@ fn a_registry_that_refuses_writes_makes_the_daemon_unready_until_it_recovers() {
     let (status, _) = daemon.terminate(PATIENCE);
     assert!(status.success());
 }
+
+/// Issue 33, items 4 and 6, on PostgreSQL: the registry's server is stopped (as a crash would)
+/// under a running daemon, on a cluster of this test's own. Refreshes fail under class
+/// `registry` with their streak kept in memory, `/healthz` answers and `/readyz` says not
+/// ready; once the server is back the daemon reconnects, applies the change the source made
+/// meanwhile and is ready again, without a restart. The daemon's sessions stay within the
+/// cluster's `max_connections`.
+#[test]
+fn a_postgresql_registry_stopped_under_the_daemon_makes_it_unready_until_it_returns() {
+    let Some(cluster) = common::postgres::PrivateCluster::create(12) else {
+        return;
+    };
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let watch = format!(
+        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
+        server.url()
+    );
+    sb.write_config(&config_text(&watch, "").replace(
+        "path = \"registry.sqlite3\"",
+        &format!(
+            "url = \"{}\"\nca_file = \"{}\"\npool_size = 4\nconnect_timeout = \"2s\"",
+            cluster.url,
+            cluster.ca.display()
+        ),
+    ));
+    let config = sb.config_arg();
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env("PGPASSFILE", &cluster.passfile);
+    let mut daemon = Daemon::start_command(cmd, None);
+    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
+    assert_eq!(daemon.get("/readyz").0, 200);
+
+    cluster.stop();
+    server.set_document(Pets::v2().bytes());
+    daemon.wait_for_log("registry_failing", |_| true);
+    assert_eq!(daemon.get("/readyz").0, 503);
+    assert_eq!(daemon.get("/healthz").0, 200);
+    let streak = |metrics: &str| -> i64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("schemawatch_watch_consecutive_failures{watch=\"acme.pets\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while streak(&daemon.get("/metrics").1) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failure streak stays below 3: {}",
+            daemon.get("/metrics").1
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let (_, metrics) = daemon.get("/metrics");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("schemawatch_refresh_errors_total")
+                && l.contains("class=\"registry\"")
+                && !l.ends_with(" 0")),
+        "{metrics}"
+    );
+    assert_eq!(daemon.get("/readyz").0, 503);
+
+    cluster.start();
+    daemon.wait_for_log("registry_recovered", |_| true);
+    daemon.wait_for_log("refresh", |v| v["action"] == "applied");
+    assert_eq!(daemon.get("/readyz").0, 200);
+    let (status, _) = daemon.terminate(PATIENCE);
+    assert!(status.success());
+    // No password in anything the daemon wrote.
+    let password = std::fs::read_to_string(&cluster.passfile).unwrap();
+    let password = password.trim().rsplit(':').next().unwrap();
+    assert!(!daemon.log_text().contains(password));
+}
