@@ -229,20 +229,23 @@ pub fn main() -> ExitCode {
 }
 
 async fn dispatch(cli: Cli) -> Outcome {
+    // The synchronous commands run as blocking sections of this (multi-thread) runtime: a
+    // PostgreSQL registry's client blocks on the network, which a runtime thread may not.
+    use tokio::task::block_in_place as blocking;
     match cli.command {
         Command::Run(args) => daemon::run(args).await,
         Command::Healthcheck(args) => daemon::healthcheck(args).await,
         Command::Check(args) => check::run(args).await,
-        Command::Status(args) => status::run(args),
-        Command::Pending { action } => pending::run(action),
-        Command::History(args) => history::run(args),
+        Command::Status(args) => blocking(|| status::run(args)),
+        Command::Pending { action } => blocking(|| pending::run(action)),
+        Command::History(args) => blocking(|| history::run(args)),
         Command::Diff(args) => diff::run(args).await,
-        Command::Config { action } => config::run(action),
-        Command::Watch { action } => watch::run(action),
+        Command::Config { action } => blocking(|| config::run(action)),
+        Command::Watch { action } => blocking(|| watch::run(action)),
         Command::Catalog { action } => catalog::run(action).await,
         Command::Pin { action } => pin::run(action).await,
-        Command::Triage(args) => triage::run(args),
-        Command::Inspect { action } => inspect::run(action),
+        Command::Triage(args) => blocking(|| triage::run(args)),
+        Command::Inspect { action } => blocking(|| inspect::run(action)),
         Command::Rules(args) => rules::run(args),
         Command::Notify { action } => notify::run(action).await,
         Command::McpGateway(args) => mcp_gateway::run(args).await,
