@@ -1702,9 +1702,10 @@ mod tests {
     #[test]
     fn storage_is_exactly_one_of_path_and_url() {
         use crate::registry::{pg, Location, PgPassword};
-        let err = parse("[storage]\npath = \"r.db\"\nurl = \"postgresql://sw@db.example:5432/reg\"\n")
-            .unwrap_err()
-            .to_string();
+        let err =
+            parse("[storage]\npath = \"r.db\"\nurl = \"postgresql://sw@db.example:5432/reg\"\n")
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("`path`") && err.contains("`url`"), "{err}");
         // Neither: the file beside the config, as before `url` existed.
         let c = parse("[storage]\nkeep_versions = 3\n").unwrap();
@@ -1774,12 +1775,30 @@ mod tests {
     #[test]
     fn storage_postgresql_keys_need_url_and_are_bounded() {
         for (text, needle) in [
-            ("[storage]\npath = \"r.db\"\npassword_file = \"pw\"\n", "storage.password_file is only for a PostgreSQL registry"),
-            ("[storage]\nca_file = \"ca.pem\"\n", "storage.ca_file is only for"),
-            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 0\n", "storage.pool_size"),
-            ("[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 101\n", "storage.pool_size"),
-            ("[storage]\nurl = \"postgresql://sw@h/reg\"\nstatement_timeout = \"2h\"\n", "storage.statement_timeout"),
-            ("[storage]\nurl = \"postgresql://sw@h/reg?sslmode=require\"\n", "sslmode"),
+            (
+                "[storage]\npath = \"r.db\"\npassword_file = \"pw\"\n",
+                "storage.password_file is only for a PostgreSQL registry",
+            ),
+            (
+                "[storage]\nca_file = \"ca.pem\"\n",
+                "storage.ca_file is only for",
+            ),
+            (
+                "[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 0\n",
+                "storage.pool_size",
+            ),
+            (
+                "[storage]\nurl = \"postgresql://sw@h/reg\"\npool_size = 101\n",
+                "storage.pool_size",
+            ),
+            (
+                "[storage]\nurl = \"postgresql://sw@h/reg\"\nstatement_timeout = \"2h\"\n",
+                "storage.statement_timeout",
+            ),
+            (
+                "[storage]\nurl = \"postgresql://sw@h/reg?sslmode=require\"\n",
+                "sslmode",
+            ),
             ("[storage]\nurl = \"mysql://sw@h/reg\"\n", "storage.url"),
         ] {
             let err = parse(text).unwrap_err().to_string();

@@ -326,10 +326,7 @@ fn open_registry_reading(config: &Config) -> anyhow::Result<Registry> {
             // A read-only file only: a PostgreSQL session that cannot migrate or upgrade
             // the registry has nothing a read-only one would do better.
             let path = config.storage.location.sqlite_path();
-            match path
-                .filter(|p| p.is_file())
-                .map(Registry::open_read_only)
-            {
+            match path.filter(|p| p.is_file()).map(Registry::open_read_only) {
                 Some(Ok(registry)) => {
                     tracing::debug!(event = "registry_opened_read_only", error = %format!("{e:#}"));
                     Ok(registry)

@@ -14,7 +14,10 @@ use std::process::Output;
 fn owner_role(db: &Database) -> String {
     let role = format!("{}_owner", db.name);
     db.sql(&format!("CREATE ROLE \"{role}\" LOGIN PASSWORD '{CANARY}'"));
-    db.sql(&format!("ALTER DATABASE \"{}\" OWNER TO \"{role}\"", db.name));
+    db.sql(&format!(
+        "ALTER DATABASE \"{}\" OWNER TO \"{role}\"",
+        db.name
+    ));
     role
 }
 
@@ -72,7 +75,8 @@ fn reset(sb: &Sandbox, env: &[(&str, &str)]) -> Output {
 
 /// Whether `out` is the registry's own answer to [`reset`] on a fresh registry.
 fn answered(out: &Output) -> bool {
-    out.status.code() == Some(1) && String::from_utf8_lossy(&out.stderr).contains("no stored state for \"acme.shop\"")
+    out.status.code() == Some(1)
+        && String::from_utf8_lossy(&out.stderr).contains("no stored state for \"acme.shop\"")
 }
 
 fn registry_tables(db: &Database) -> String {
@@ -92,7 +96,12 @@ fn a_registry_url_names_the_database_and_becomes_the_registry() {
     sb.write_file("pw", format!("{CANARY}\n").as_bytes());
     let cfg = sb.config_arg();
 
-    sb.write_config(&config(&db, &role, "password_file = \"pw\"", "create = false"));
+    sb.write_config(&config(
+        &db,
+        &role,
+        "password_file = \"pw\"",
+        "create = false",
+    ));
     let refused = reset(&sb, &[]);
     assert_ne!(refused.status.code(), Some(0), "{}", describe(&refused));
     let text = describe(&refused);
@@ -119,13 +128,22 @@ fn a_registry_url_names_the_database_and_becomes_the_registry() {
     db.sql("INSERT INTO watch_state (watch, kind, status, last_error, consecutive_failures) VALUES ('acme.shop', 'openapi', 'error', 'boom', 3)");
     let out = reset(&sb, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("reset acme.shop"), "{}", describe(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("reset acme.shop"),
+        "{}",
+        describe(&out)
+    );
     assert_eq!(
         db.sql("SELECT status || '|' || consecutive_failures || '|' || COALESCE(last_error, '-') FROM watch_state WHERE watch = 'acme.shop'"),
         "idle|0|-"
     );
     // `create = false` opens the registry now that it exists.
-    sb.write_config(&config(&db, &role, "password_file = \"pw\"", "create = false"));
+    sb.write_config(&config(
+        &db,
+        &role,
+        "password_file = \"pw\"",
+        "create = false",
+    ));
     let out = reset(&sb, &[]);
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
@@ -185,8 +203,11 @@ fn the_registry_password_never_comes_from_pgpassword() {
     let port = url::Url::parse(&db.url()).unwrap().port().unwrap();
     let passfile = sb.write_file(
         "pgpass",
-        format!("127.0.0.1:{port}:other:{role}:nope\n127.0.0.1:{port}:{}:{role}:{CANARY}\n", db.name)
-            .as_bytes(),
+        format!(
+            "127.0.0.1:{port}:other:{role}:nope\n127.0.0.1:{port}:{}:{role}:{CANARY}\n",
+            db.name
+        )
+        .as_bytes(),
     );
     #[cfg(unix)]
     {
@@ -197,7 +218,10 @@ fn the_registry_password_never_comes_from_pgpassword() {
     let passfile = passfile.display().to_string();
     let ok = reset(
         &sb,
-        &[("PGPASSFILE", &passfile), ("PGPASSWORD", "wrong-pgpassword")],
+        &[
+            ("PGPASSFILE", &passfile),
+            ("PGPASSWORD", "wrong-pgpassword"),
+        ],
     );
     assert!(answered(&ok), "{}", describe(&ok));
 }
