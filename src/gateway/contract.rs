@@ -26,7 +26,17 @@ pub struct Accepted {
 
 /// Opens the registry read-only; a schema other than this build's is refused, naming both.
 pub fn open(location: &Location) -> Result<Registry, GatewayError> {
-    Registry::open_read_only_at(location).map_err(|source| GatewayError::Registry {
+    let open = || Registry::open_read_only_at(location);
+    let opened = match (location, tokio::runtime::Handle::try_current()) {
+        // A PostgreSQL client blocks on the network, which a runtime thread may not.
+        (Location::Postgres { .. }, Ok(runtime))
+            if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
+        {
+            tokio::task::block_in_place(open)
+        }
+        _ => open(),
+    };
+    opened.map_err(|source| GatewayError::Registry {
         path: location.to_string(),
         source,
     })

@@ -138,31 +138,61 @@ impl PgPassword {
     }
 }
 
-/// Whether the database `client` is connected to holds a schemawatch registry (any
-/// migration applied).
-fn has_registry(client: &mut postgres::Client) -> Result<bool> {
+/// What the database `client` is connected to holds, where the registry's tables go (the
+/// session's current schema).
+enum Found {
+    /// A schemawatch registry (the first migration, which creates `schema_migrations` in the
+    /// same transaction, was applied).
+    Registry,
+    /// No table at all: a registry may be created there.
+    Empty,
+    /// Tables, none of them a registry's: never taken as a new registry.
+    Foreign,
+}
+
+fn found(client: &mut postgres::Client) -> Result<Found> {
     let row = client.query_one(
-        "SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('registry_head') IS NOT NULL",
+        "SELECT to_regclass('schema_migrations') IS NOT NULL,
+                EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f'))",
         &[],
     )?;
-    Ok(row.get(0))
+    Ok(match (row.get(0), row.get(1)) {
+        (true, _) => Found::Registry,
+        (false, false) => Found::Empty,
+        (false, true) => Found::Foreign,
+    })
+}
+
+/// `location`'s database as a registry to open: refused when it holds other tables, or
+/// holds no registry and `create` is false.
+fn check_found(client: &mut postgres::Client, location: &Location, create: bool) -> Result<()> {
+    match found(client)? {
+        Found::Registry => Ok(()),
+        Found::Empty if create => Ok(()),
+        Found::Empty => Err(RegistryError::Missing {
+            path: location.to_string(),
+        }),
+        Found::Foreign => Err(RegistryError::NotARegistry {
+            path: location.to_string(),
+            why: "the database holds other tables and no schemawatch registry".into(),
+        }),
+    }
 }
 
 impl Registry {
     /// Opens the registry at `location`, as [`Registry::open_or_create`] does a file: on
-    /// PostgreSQL, a database without a registry is migrated into one when `create` is true,
-    /// else refused ([`RegistryError::Missing`]); an existing one is brought up to this
-    /// binary's schema.
+    /// PostgreSQL, a database without any table is migrated into a registry when `create` is
+    /// true, else refused ([`RegistryError::Missing`]); one holding other tables is refused
+    /// ([`RegistryError::NotARegistry`]); an existing registry is brought up to this binary's
+    /// schema.
     pub fn open_at(location: &Location, create: bool) -> Result<Registry> {
         match location {
             Location::Sqlite(path) => Registry::open_or_create(path, create),
             Location::Postgres { .. } => {
                 let mut client = location.connect()?;
-                if !create && !has_registry(&mut client)? {
-                    return Err(RegistryError::Missing {
-                        path: location.to_string(),
-                    });
-                }
+                check_found(&mut client, location, create)?;
                 Registry::open_postgres(client)
             }
         }
@@ -186,11 +216,7 @@ impl Registry {
             Location::Sqlite(path) => Registry::open_read_only(path),
             Location::Postgres { .. } => {
                 let mut client = location.connect()?;
-                if !has_registry(&mut client)? {
-                    return Err(RegistryError::Missing {
-                        path: location.to_string(),
-                    });
-                }
+                check_found(&mut client, location, false)?;
                 let found: i64 = client
                     .query_one(
                         "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",

@@ -137,6 +137,27 @@ fn a_registry_url_names_the_database_and_becomes_the_registry() {
         db.sql("SELECT status || '|' || consecutive_failures || '|' || COALESCE(last_error, '-') FROM watch_state WHERE watch = 'acme.shop'"),
         "idle|0|-"
     );
+    // A database holding someone else's tables is never taken as a new registry.
+    let other = postgres::database().expect("a second database");
+    let other_role = owner_role(&other);
+    other.sql(&format!(
+        "CREATE TABLE orders (id int); ALTER TABLE orders OWNER TO \"{other_role}\""
+    ));
+    let foreign = Sandbox::new();
+    foreign.write_file("pw", format!("{CANARY}\n").as_bytes());
+    foreign.write_config(&config(&other, &other_role, "password_file = \"pw\"", ""));
+    let refused = reset(&foreign, &[]);
+    assert_ne!(refused.status.code(), Some(0), "{}", describe(&refused));
+    assert!(
+        describe(&refused).contains("is not a schemawatch registry"),
+        "{}",
+        describe(&refused)
+    );
+    assert_eq!(
+        registry_tables(&other),
+        "0",
+        "nothing created beside orders"
+    );
     // `create = false` opens the registry now that it exists.
     sb.write_config(&config(
         &db,
