@@ -244,3 +244,61 @@ impl Registry {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::pg_tests;
+    use super::*;
+    use crate::core::model::Kind;
+    use crate::registry::{WatchState, WatchStatus};
+
+    /// A fresh database of the test cluster as a location, with its password file.
+    fn location() -> Option<(pg_tests::Database, Location, tempfile::TempDir)> {
+        let db = pg_tests::database()?;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, format!("{}\n", db.password().unwrap_or(""))).unwrap();
+        let location = db.location(&file);
+        Some((db, location, dir))
+    }
+
+    #[test]
+    fn open_at_creates_the_registry_once_and_the_other_opens_use_it() {
+        let Some((db, location, _dir)) = location() else {
+            return;
+        };
+        assert!(matches!(
+            Registry::open_read_only_at(&location),
+            Err(RegistryError::Missing { .. })
+        ));
+        assert!(matches!(
+            Registry::open_at(&location, false),
+            Err(RegistryError::Missing { .. })
+        ));
+        let mut registry = Registry::open_at(&location, true).unwrap();
+        let mut state = WatchState::new("acme.shop", Kind::Openapi);
+        state.status = WatchStatus::Error;
+        state.last_error = Some("boom".into());
+        registry.record_watch(&state).unwrap();
+        // Another session sees the row; opening again migrates nothing and keeps it.
+        let pooled = Registry::open_pooled_at(&location).unwrap();
+        assert_eq!(
+            pooled.watch_state("acme.shop").unwrap().map(|s| s.status),
+            Some(WatchStatus::Error)
+        );
+        let mut again = Registry::open_at(&location, false).unwrap();
+        assert!(again.reset("acme.shop").unwrap());
+        // A read-only session reads, and its writes are refused by the server.
+        let mut read_only = Registry::open_read_only_at(&location).unwrap();
+        assert_eq!(
+            read_only
+                .watch_state("acme.shop")
+                .unwrap()
+                .map(|s| s.status),
+            Some(WatchStatus::Idle)
+        );
+        let refused = read_only.reset("acme.shop").unwrap_err().to_string();
+        assert!(refused.contains("read-only transaction"), "{refused}");
+        drop(db);
+    }
+}

@@ -76,6 +76,23 @@ impl Database {
     pub(super) fn connect(&self) -> postgres::Client {
         self.cluster.connect_to(&self.name)
     }
+
+    /// This database as `[storage] url` names it, the password read from `password_file`.
+    pub(super) fn location(&self, password_file: &std::path::Path) -> super::Location {
+        super::Location::Postgres {
+            url: self.cluster.url_of(&self.name),
+            options: pg::PgOptions {
+                password: None,
+                ..self.cluster.options()
+            },
+            password: super::PgPassword::File(password_file.to_path_buf()),
+        }
+    }
+
+    /// The cluster's password (the harness PGPASSFILE's).
+    pub(super) fn password(&self) -> Option<&str> {
+        self.cluster.password.as_deref()
+    }
 }
 
 impl Drop for Database {
