@@ -6,7 +6,7 @@ use anyhow::{anyhow, Context};
 use clap::{Parser, Subcommand};
 use schemawatch::config::{Config, LogFormat};
 use schemawatch::core::model::Kind;
-use schemawatch::registry::Registry;
+use schemawatch::registry::{Registry, RegistryError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -228,10 +228,25 @@ pub fn main() -> ExitCode {
     }
 }
 
+thread_local! {
+    /// Set while a synchronous command runs as a blocking section ([`dispatch`]): only there
+    /// may a PostgreSQL registry be used, its client blocking on the network.
+    static BLOCKING_COMMAND: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs a synchronous command as a blocking section of this (multi-thread) runtime.
+fn blocking(command: impl FnOnce() -> Outcome) -> Outcome {
+    tokio::task::block_in_place(|| {
+        BLOCKING_COMMAND.with(|b| b.set(true));
+        let outcome = command();
+        BLOCKING_COMMAND.with(|b| b.set(false));
+        outcome
+    })
+}
+
 async fn dispatch(cli: Cli) -> Outcome {
-    // The synchronous commands run as blocking sections of this (multi-thread) runtime: a
-    // PostgreSQL registry's client blocks on the network, which a runtime thread may not.
-    use tokio::task::block_in_place as blocking;
+    // The synchronous commands run as blocking sections: a PostgreSQL registry's client
+    // blocks on the network, which a runtime thread may not.
     match cli.command {
         Command::Run(args) => daemon::run(args).await,
         Command::Healthcheck(args) => daemon::healthcheck(args).await,
@@ -307,6 +322,12 @@ fn load_config(arg: &ConfigArg) -> anyhow::Result<Config> {
 
 fn open_registry(config: &Config) -> anyhow::Result<Registry> {
     let location = &config.storage.location;
+    // The async commands (`check`, `catalog`, `pin`, `notify`, …) use the registry on the
+    // runtime's threads, where a PostgreSQL client would panic: refused until they use it
+    // from blocking sections (they also need the contracts, not on PostgreSQL yet).
+    if location.sqlite_path().is_none() && !BLOCKING_COMMAND.with(std::cell::Cell::get) {
+        return Err(RegistryError::NotOnPostgres("this command").into());
+    }
     let mut registry = Registry::open_at(location, config.storage.create)
         .with_context(|| format!("cannot open registry {location}"))?;
     // File identities of older releases, stored relative (docs/reliability.md H10).

@@ -410,6 +410,14 @@ pub async fn run_with(
     seams: Seams,
 ) -> Result<Stopped, DaemonError> {
     check_startup(&config)?;
+    // The delivery loop, the API and the refreshes still use a registry connection on the
+    // runtime's threads here and there, where a PostgreSQL client (blocking on the network)
+    // panics; refused cleanly until they do not (issue 33).
+    if config.storage.location.sqlite_path().is_none() {
+        return Err(DaemonError::Registry(RegistryError::NotOnPostgres(
+            "the daemon (`schemawatch run`)",
+        )));
+    }
     // Descriptors for the refreshes and the API, or fewer refreshes, or no start (H24).
     let config = descriptors::apply(config, true).map_err(DaemonError::Refused)?;
     if seams.reap_orphans {

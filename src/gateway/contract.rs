@@ -26,15 +26,14 @@ pub struct Accepted {
 
 /// Opens the registry read-only; a schema other than this build's is refused, naming both.
 pub fn open(location: &Location) -> Result<Registry, GatewayError> {
-    let open = || Registry::open_read_only_at(location);
-    let opened = match (location, tokio::runtime::Handle::try_current()) {
-        // A PostgreSQL client blocks on the network, which a runtime thread may not.
-        (Location::Postgres { .. }, Ok(runtime))
-            if runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread =>
-        {
-            tokio::task::block_in_place(open)
-        }
-        _ => open(),
+    let opened = match location {
+        Location::Sqlite(_) => Registry::open_read_only_at(location),
+        // The gateway reads the registry on the runtime's threads, where a PostgreSQL client
+        // (blocking on the network) would panic; it also needs the contracts, not on
+        // PostgreSQL yet.
+        Location::Postgres { .. } => Err(crate::registry::RegistryError::NotOnPostgres(
+            "the gateway's contract reader",
+        )),
     };
     opened.map_err(|source| GatewayError::Registry {
         path: location.to_string(),

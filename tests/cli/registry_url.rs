@@ -169,6 +169,41 @@ fn a_registry_url_names_the_database_and_becomes_the_registry() {
     assert_eq!(out.status.code(), Some(0), "{}", describe(&out));
 }
 
+/// Until the remaining concerns move (issue 33), the daemon and the commands that use the
+/// registry on the async runtime refuse a PostgreSQL registry with a message, never a panic.
+#[test]
+fn commands_not_on_postgresql_yet_refuse_it_cleanly() {
+    let Some(db) = postgres::database() else {
+        return;
+    };
+    let role = owner_role(&db);
+    let sb = Sandbox::new();
+    sb.write_file("pw", format!("{CANARY}\n").as_bytes());
+    sb.write_file(
+        "doc.json",
+        br#"{"openapi":"3.0.0","info":{"title":"t","version":"1"},"paths":{}}"#,
+    );
+    let cfg = sb.config_arg();
+    sb.write_config(&format!(
+        "{}[server]\nlisten = \"127.0.0.1:0\"\n\n[[watch]]\nname = \"acme.shop\"\nkind = \"openapi\"\npath = \"doc.json\"\n",
+        config(&db, &role, "password_file = \"pw\"", "")
+    ));
+    for args in [
+        vec!["run", "--config", cfg.as_str()],
+        vec!["check", "--config", cfg.as_str()],
+        vec!["catalog", "export", "--config", cfg.as_str()],
+    ] {
+        let out = run(&sb, &args, &[]);
+        let text = describe(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(
+            text.contains("not available on a PostgreSQL registry yet")
+                && !text.contains("panicked"),
+            "{args:?}: {text}"
+        );
+    }
+}
+
 /// `status` lists a fresh PostgreSQL registry's (no) watches. Listing is one of the concerns
 /// still SQLite-only (`NotOnPostgres`) until the contracts move lands.
 #[test]
