@@ -203,7 +203,12 @@ fn main() {
         }
     };
     if let Some(path) = &args.sqlite {
-        bench("sqlite", &Location::Sqlite(path.clone()), args.applies, None);
+        bench(
+            "sqlite",
+            &Location::Sqlite(path.clone()),
+            args.applies,
+            None,
+        );
     }
     if let Some(url) = &args.postgres {
         let url = url::Url::parse(url).unwrap_or_else(|e| panic!("--postgres: {e}"));

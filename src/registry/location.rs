@@ -138,32 +138,62 @@ impl PgPassword {
     }
 }
 
-/// Whether the database `client` is connected to holds a schemawatch registry (any
-/// migration applied).
-fn has_registry(client: &mut postgres::Client) -> Result<bool> {
+/// What the database `client` is connected to holds, where the registry's tables go (the
+/// session's current schema).
+enum Found {
+    /// A schemawatch registry (the first migration, which creates `schema_migrations` in the
+    /// same transaction, was applied).
+    Registry,
+    /// No table at all: a registry may be created there.
+    Empty,
+    /// Tables, none of them a registry's: never taken as a new registry.
+    Foreign,
+}
+
+fn found(client: &mut postgres::Client) -> Result<Found> {
     let row = client.query_one(
-        "SELECT to_regclass('schema_migrations') IS NOT NULL AND to_regclass('registry_head') IS NOT NULL",
+        "SELECT to_regclass('schema_migrations') IS NOT NULL,
+                EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+                          JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+                         WHERE n.nspname = current_schema() AND c.relkind IN ('r', 'p', 'v', 'm', 'f'))",
         &[],
     )?;
-    Ok(row.try_get(0)?)
+    Ok(match (row.try_get(0)?, row.try_get(1)?) {
+        (true, _) => Found::Registry,
+        (false, false) => Found::Empty,
+        (false, true) => Found::Foreign,
+    })
+}
+
+/// `location`'s database as a registry to open: refused when it holds other tables, or
+/// holds no registry and `create` is false.
+fn check_found(client: &mut postgres::Client, location: &Location, create: bool) -> Result<()> {
+    match found(client)? {
+        Found::Registry => Ok(()),
+        Found::Empty if create => Ok(()),
+        Found::Empty => Err(RegistryError::Missing {
+            path: location.to_string(),
+        }),
+        Found::Foreign => Err(RegistryError::NotARegistry {
+            path: location.to_string(),
+            why: "the database holds other tables and no schemawatch registry".into(),
+        }),
+    }
 }
 
 impl Registry {
     /// Opens the registry at `location`, as [`Registry::open_or_create`] does a file: on
-    /// PostgreSQL, a database without a registry is migrated into one when `create` is true,
-    /// else refused ([`RegistryError::Missing`]); an existing one is brought up to this
-    /// binary's schema.
+    /// PostgreSQL, a database without any table is migrated into a registry when `create` is
+    /// true, else refused ([`RegistryError::Missing`]); one holding other tables is refused
+    /// ([`RegistryError::NotARegistry`]); an existing registry is brought up to this binary's
+    /// schema.
     pub fn open_at(location: &Location, create: bool) -> Result<Registry> {
         match location {
             Location::Sqlite(path) => Registry::open_or_create(path, create),
             // Blocks on the network: off the runtime's workers, as every PostgreSQL call.
             Location::Postgres { .. } => super::sql::off_runtime(|| {
                 let mut client = location.connect()?;
-                if !create && !has_registry(&mut client)? {
-                    return Err(RegistryError::Missing {
-                        path: location.to_string(),
-                    });
-                }
+                check_found(&mut client, location, create)?;
                 Registry::open_postgres(client)
             }),
         }
@@ -187,11 +217,7 @@ impl Registry {
             Location::Sqlite(path) => Registry::open_read_only(path),
             Location::Postgres { .. } => super::sql::off_runtime(|| {
                 let mut client = location.connect()?;
-                if !has_registry(&mut client)? {
-                    return Err(RegistryError::Missing {
-                        path: location.to_string(),
-                    });
-                }
+                check_found(&mut client, location, false)?;
                 let found: i64 = client
                     .query_one(
                         "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
@@ -219,5 +245,63 @@ impl Registry {
             ))),
             routes: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::pg_tests;
+    use super::*;
+    use crate::core::model::Kind;
+    use crate::registry::{WatchState, WatchStatus};
+
+    /// A fresh database of the test cluster as a location, with its password file.
+    fn location() -> Option<(pg_tests::Database, Location, tempfile::TempDir)> {
+        let db = pg_tests::database()?;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("pw");
+        std::fs::write(&file, format!("{}\n", db.password().unwrap_or(""))).unwrap();
+        let location = db.location(&file);
+        Some((db, location, dir))
+    }
+
+    #[test]
+    fn open_at_creates_the_registry_once_and_the_other_opens_use_it() {
+        let Some((db, location, _dir)) = location() else {
+            return;
+        };
+        assert!(matches!(
+            Registry::open_read_only_at(&location),
+            Err(RegistryError::Missing { .. })
+        ));
+        assert!(matches!(
+            Registry::open_at(&location, false),
+            Err(RegistryError::Missing { .. })
+        ));
+        let mut registry = Registry::open_at(&location, true).unwrap();
+        let mut state = WatchState::new("acme.shop", Kind::Openapi);
+        state.status = WatchStatus::Error;
+        state.last_error = Some("boom".into());
+        registry.record_watch(&state).unwrap();
+        // Another session sees the row; opening again migrates nothing and keeps it.
+        let pooled = Registry::open_pooled_at(&location).unwrap();
+        assert_eq!(
+            pooled.watch_state("acme.shop").unwrap().map(|s| s.status),
+            Some(WatchStatus::Error)
+        );
+        let mut again = Registry::open_at(&location, false).unwrap();
+        assert!(again.reset("acme.shop").unwrap());
+        // A read-only session reads, and its writes are refused by the server.
+        let mut read_only = Registry::open_read_only_at(&location).unwrap();
+        assert_eq!(
+            read_only
+                .watch_state("acme.shop")
+                .unwrap()
+                .map(|s| s.status),
+            Some(WatchStatus::Idle)
+        );
+        let refused = read_only.reset("acme.shop").unwrap_err().to_string();
+        assert!(refused.contains("read-only transaction"), "{refused}");
+        drop(db);
     }
 }

@@ -1,6 +1,6 @@
-//! The registry's PostgreSQL connections (issue 33, in progress): not reachable from the config
-//! or any command yet (`[storage] url` comes with the backend), used by the PostgreSQL
-//! migrations and their tests.
+//! The registry's PostgreSQL connections (issue 33, in progress): opened for `[storage] url`
+//! through `registry::Location` (which reads the password when it connects), and used by the
+//! PostgreSQL migrations and their tests.
 //!
 //! The URL follows the `postgres` watch kind's rules (`sources::postgres::parse_url`: no
 //! password in it, `sslmode=verify-full` by default, `disable` only when written), and TLS is

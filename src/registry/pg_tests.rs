@@ -81,6 +81,23 @@ impl Database {
     pub(super) fn name(&self) -> &str {
         &self.name
     }
+
+    /// This database as `[storage] url` names it, the password read from `password_file`.
+    pub(super) fn location(&self, password_file: &std::path::Path) -> super::Location {
+        super::Location::Postgres {
+            url: self.cluster.url_of(&self.name),
+            options: pg::PgOptions {
+                password: None,
+                ..self.cluster.options()
+            },
+            password: super::PgPassword::File(password_file.to_path_buf()),
+        }
+    }
+
+    /// The cluster's password (the harness PGPASSFILE's).
+    pub(super) fn password(&self) -> Option<&str> {
+        self.cluster.password.as_deref()
+    }
 }
 
 /// A connection to the cluster's database `name` (a child process of a test, given the name).
