@@ -551,21 +551,24 @@ fn a_registry_written_before_the_sunsets_migration_is_backfilled_on_open() {
         row["next_sunset"],
         json!({"endpoint": "getA", "date": soon})
     );
-    // Back to the schema before the migration.
+    // Back to the schema before the migration (0010), undoing the later ones too: 0011's
+    // change counter, 0012's index. A later migration adds its undo here.
     {
         let conn = rusqlite::Connection::open(sb.path("registry.sqlite3")).unwrap();
-        let version: i64 = conn
+        conn.execute_batch(
+            "DROP INDEX reviews_watch;
+             ALTER TABLE registry_head DROP COLUMN changes;
+             DROP TABLE sunsets; DROP TABLE sunset_versions; DROP TABLE sunset_alerts;
+             DELETE FROM schema_migrations WHERE version >= 10;
+             PRAGMA user_version = 9;",
+        )
+        .unwrap();
+        let latest: i64 = conn
             .query_row("SELECT max(version) FROM schema_migrations", [], |r| {
                 r.get(0)
             })
             .unwrap();
-        conn.execute_batch(&format!(
-            "DROP TABLE sunsets; DROP TABLE sunset_versions; DROP TABLE sunset_alerts;
-             DELETE FROM schema_migrations WHERE version = {version};
-             PRAGMA user_version = {};",
-            version - 1
-        ))
-        .unwrap();
+        assert_eq!(latest, 9);
     }
     // The document is gone: only the stored contract can answer.
     std::fs::remove_file(sb.path("api.json")).unwrap();
