@@ -19,6 +19,7 @@ mod contracts;
 mod identity;
 pub use codec::set_inflate_limit;
 mod conditional;
+pub mod copy;
 pub mod events;
 pub mod failpoint;
 mod lifecycle;

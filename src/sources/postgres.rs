@@ -225,7 +225,7 @@ pub(crate) fn tls_config(ca_file: Option<&Path>) -> Result<rustls::ClientConfig,
 }
 
 /// One `host:port:database:user:password` line of a PGPASSFILE matches.
-fn pgpass_lookup(text: &str, t: &Target) -> Option<String> {
+pub(crate) fn pgpass_lookup(text: &str, t: &Target) -> Option<String> {
     fn fields(line: &str) -> Vec<String> {
         let mut out = vec![String::new()];
         let mut chars = line.chars();
@@ -265,7 +265,7 @@ fn pgpass_lookup(text: &str, t: &Target) -> Option<String> {
     None
 }
 
-fn read_secret_file(path: &Path) -> Result<String, PostgresError> {
+pub(crate) fn read_secret_file(path: &Path) -> Result<String, PostgresError> {
     let bytes = std::fs::read(path)
         .map_err(|e| PostgresError::Password(format!("cannot read {}: {e}", path.display())))?;
     if bytes.len() as u64 > crate::fetch::MAX_SECRET_FILE_BYTES {
