@@ -6,6 +6,7 @@
 use super::{Failure, Outcome};
 use anyhow::anyhow;
 use schemawatch::registry::copy::{self, Access, CopyCounts, CopyError, Place};
+use schemawatch::registry::RegistryError;
 use std::path::PathBuf;
 
 #[derive(clap::Subcommand)]
@@ -66,9 +67,16 @@ fn copy_registry(args: &CopyArgs) -> Outcome {
         ca_file: args.ca_file.clone(),
     };
     // The source first: a missing source creates no target.
-    let source = copy::open(&from, false, &access(&args.from_password_file)).map_err(|e| {
-        Failure::Usage(anyhow!("cannot open the source registry {}: {e}", from.shown()))
-    })?;
+    let source =
+        copy::open(&from, false, &access(&args.from_password_file)).map_err(|e| match e {
+            CopyError::Registry(RegistryError::Missing { path }) => {
+                Failure::Usage(anyhow!("no registry at {path} (the source must exist)"))
+            }
+            e => Failure::Usage(anyhow!(
+                "cannot open the source registry {}: {e}",
+                from.shown()
+            )),
+        })?;
     let mut target = copy::open(&to, true, &access(&args.to_password_file)).map_err(|e| {
         Failure::Usage(anyhow!("cannot open the target registry {}: {e}", to.shown()))
     })?;
