@@ -422,3 +422,26 @@ fn the_source_snapshot_ends_when_the_copy_is_refused() {
         })
         .unwrap();
 }
+
+#[test]
+fn a_version_missing_or_a_contract_altered_on_the_target_fails_the_read_back() {
+    let _serial = serial();
+    let (dir, source) = sqlite_populated();
+    let mut intact = fresh_sqlite(&dir, "intact.sqlite3");
+    let (_, expected) = copy_rows(&source, &mut intact).unwrap();
+    assert_eq!(verify(&expected, &intact).unwrap(), 8);
+    for (i, tamper) in [
+        "DELETE FROM tool_versions WHERE tool = 'acme.b'
+           AND version = (SELECT MIN(version) FROM tool_versions WHERE tool = 'acme.b')",
+        "DELETE FROM tools WHERE name = 'acme.c'",
+        "UPDATE tools SET fingerprint = 'sha256:0' WHERE name = 'acme.c'",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut target = fresh_sqlite(&dir, &format!("tampered{i}.sqlite3"));
+        let (_, expected) = copy_rows(&source, &mut target).unwrap();
+        target.write(|db| db.execute(tamper, &[])).unwrap();
+        assert!(verify(&expected, &target).is_err(), "{tamper}");
+    }
+}
