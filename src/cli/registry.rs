@@ -127,4 +127,9 @@ fn print_counts(from: &Place, to: &Place, counts: &CopyCounts) {
     }
     say!("reviews high-water mark: {}", counts.reviews_high_water);
     say!("verified {} fingerprints", counts.fingerprints_verified);
+    say!(
+        "copied in {:.2} s; read back and verified in {:.2} s",
+        counts.copied_in.as_secs_f64(),
+        counts.verified_in.as_secs_f64()
+    );
 }

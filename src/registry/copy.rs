@@ -123,6 +123,10 @@ pub struct CopyCounts {
     /// Accepted contracts and retained versions read back from the target whose fingerprint
     /// is the source's.
     pub fingerprints_verified: u64,
+    /// How long the rows took (read, written, committed), and the read-back (which
+    /// re-normalizes every contract stored as its source document).
+    pub copied_in: std::time::Duration,
+    pub verified_in: std::time::Duration,
 }
 
 /// The source's fingerprints, read in the snapshot copied: accepted contracts by name, and
@@ -137,7 +141,10 @@ pub(crate) struct Fingerprints {
 /// reads every accepted contract and retained version back from `to` and compares its
 /// fingerprint with the source's.
 pub fn copy(from: &Registry, to: &mut Registry) -> Result<CopyCounts, CopyError> {
+    let started = std::time::Instant::now();
     let (mut counts, expected) = copy_rows(from, to)?;
+    counts.copied_in = started.elapsed();
+    let started = std::time::Instant::now();
     // Committed by now: whatever stops the read-back, the target holds the copy.
     counts.fingerprints_verified = verify(&expected, to).map_err(|e| match e {
         CopyError::Registry(e) => CopyError::Unverified {
@@ -145,6 +152,7 @@ pub fn copy(from: &Registry, to: &mut Registry) -> Result<CopyCounts, CopyError>
         },
         other => other,
     })?;
+    counts.verified_in = started.elapsed();
     Ok(counts)
 }
 
