@@ -78,7 +78,10 @@ fn copy_registry(args: &CopyArgs) -> Outcome {
             )),
         })?;
     let mut target = copy::open(&to, true, &access(&args.to_password_file)).map_err(|e| {
-        Failure::Usage(anyhow!("cannot open the target registry {}: {e}", to.shown()))
+        Failure::Usage(anyhow!(
+            "cannot open the target registry {}: {e}",
+            to.shown()
+        ))
     })?;
     match copy::copy(&source, &mut target) {
         Ok(counts) => {

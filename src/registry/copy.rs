@@ -161,7 +161,7 @@ pub(crate) fn copy_rows(
     from: &Registry,
     to: &mut Registry,
 ) -> Result<(CopyCounts, Fingerprints), CopyError> {
-    let target_tables = to.read(|db| tables(db))?;
+    let target_tables = to.read(tables)?;
     let target_columns = to.read(|db| {
         COPIED
             .iter()
@@ -321,18 +321,18 @@ fn reviews_high_water(db: &mut Db<'_>) -> super::Result<i64> {
     }
     .unwrap_or(0);
     let highest: i64 = db
-        .query_opt("SELECT COALESCE(MAX(id), 0) FROM reviews", &[], |r| r.get(0))?
+        .query_opt("SELECT COALESCE(MAX(id), 0) FROM reviews", &[], |r| {
+            r.get(0)
+        })?
         .unwrap_or(0);
     Ok(mark.max(highest))
 }
 
 fn pg_reviews_sequence(db: &mut Db<'_>) -> super::Result<Option<String>> {
     Ok(db
-        .query_opt(
-            "SELECT pg_get_serial_sequence('reviews', 'id')",
-            &[],
-            |r| r.get::<Option<String>>(0),
-        )?
+        .query_opt("SELECT pg_get_serial_sequence('reviews', 'id')", &[], |r| {
+            r.get::<Option<String>>(0)
+        })?
         .flatten())
 }
 
@@ -591,7 +591,10 @@ pub fn registry_password(
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")));
     match passfile.filter(|p| p.is_file()) {
-        Some(path) => Ok(pgpass_lookup(&read_secret_file(&path).map_err(secret)?, &target)),
+        Some(path) => Ok(pgpass_lookup(
+            &read_secret_file(&path).map_err(secret)?,
+            &target,
+        )),
         None => Ok(None),
     }
 }

@@ -79,7 +79,12 @@ fn queue(r: &mut Registry, watch: &str, max: u32) -> i64 {
 }
 
 /// [`queue`] against `accepted`, read elsewhere (contracts are not read on PostgreSQL yet).
-fn queue_given(r: &mut Registry, accepted: &super::super::StoredTool, watch: &str, max: u32) -> i64 {
+fn queue_given(
+    r: &mut Registry,
+    accepted: &super::super::StoredTool,
+    watch: &str,
+    max: u32,
+) -> i64 {
     let candidate = spec(watch, max);
     let report = classify(&accepted.spec, &candidate, &Default::default());
     let base = CasBase {
@@ -167,8 +172,7 @@ fn dump(r: &Registry) -> Dump {
     r.read(|db| {
         let mut out = Dump::new();
         for t in COPIED {
-            let cols = check_columns(t.name, &columns(db, t.name)?, &columns(db, t.name)?)
-                .unwrap();
+            let cols = check_columns(t.name, &columns(db, t.name)?, &columns(db, t.name)?).unwrap();
             let names: Vec<String> = cols.iter().map(|(n, _)| format!("\"{n}\"")).collect();
             let mut rows = db.query(
                 &format!("SELECT {} FROM {}", names.join(", "), t.name),
@@ -206,7 +210,12 @@ fn rows(r: &Registry, table: &str) -> i64 {
 fn assert_empty(r: &Registry, what: &str) {
     r.read(|db| {
         for t in COPIED {
-            assert_eq!(count_where(db, t.name, t.fresh_row_used)?, 0, "{what}: {}", t.name);
+            assert_eq!(
+                count_where(db, t.name, t.fresh_row_used)?,
+                0,
+                "{what}: {}",
+                t.name
+            );
         }
         Ok(())
     })
@@ -234,7 +243,7 @@ fn every_table_the_migrations_create_is_copied_or_skipped_with_a_reason() {
     }
     for (backend, r) in backends {
         let created: BTreeSet<String> = r
-            .read(|db| tables(db))
+            .read(tables)
             .unwrap()
             .into_iter()
             .filter(|t| !INTERNAL.contains(&t.as_str()))
@@ -264,12 +273,21 @@ fn sqlite_to_sqlite_copies_every_row_and_the_review_id_high_water_mark() {
     assert_eq!(counts.fingerprints_verified, 3 + 5);
     assert!(rows(&source, "events") > 0 && rows(&source, "deliveries") > 0);
     assert_eq!(rows(&source, "reviews"), 3);
-    assert_eq!(counts.reviews_high_water, 4, "the forgotten watch's review was id 4");
+    assert_eq!(
+        counts.reviews_high_water, 4,
+        "the forgotten watch's review was id 4"
+    );
     // UI sessions are not carried over; the identity key and the registry id are.
     assert_eq!(rows(&target, "ui_sessions"), 0);
-    assert_eq!(target.identity_key().unwrap(), source.identity_key().unwrap());
+    assert_eq!(
+        target.identity_key().unwrap(),
+        source.identity_key().unwrap()
+    );
     assert_eq!(target.registry_id().unwrap(), source.registry_id().unwrap());
-    assert_eq!(target.event_sequence().unwrap(), source.event_sequence().unwrap());
+    assert_eq!(
+        target.event_sequence().unwrap(),
+        source.event_sequence().unwrap()
+    );
     // The next review gets the id the original's would: never the forgotten one's.
     let on_source = queue(&mut source, "acme.c", 5);
     assert_eq!(queue(&mut target, "acme.c", 5), on_source);
@@ -331,7 +349,13 @@ fn a_target_holding_data_is_refused_and_left_as_it_was() {
         let before = dump(&target);
         let refused = copy_rows(&source, &mut target).unwrap_err();
         assert!(
-            matches!(refused, CopyError::TargetNotEmpty { table: "registry_head", .. }),
+            matches!(
+                refused,
+                CopyError::TargetNotEmpty {
+                    table: "registry_head",
+                    ..
+                }
+            ),
             "{backend}: {refused}"
         );
         assert!(refused.to_string().contains("not empty"), "{refused}");
@@ -414,7 +438,9 @@ fn the_source_snapshot_ends_when_the_copy_is_refused() {
     copy_rows(&source, &mut target).unwrap();
     assert!(copy_rows(&source, &mut target).is_err());
     // The source still takes writes: no read transaction was left open on it.
-    source.record_watch(&state("acme.f", WatchStatus::Idle)).unwrap();
+    source
+        .record_watch(&state("acme.f", WatchStatus::Idle))
+        .unwrap();
     source
         .read(|db| {
             assert!(matches!(db, Db::Sqlite(c) if c.is_autocommit()));

@@ -25,7 +25,10 @@ url = "{url}"
 /// config `source.toml`; the server is returned to keep it up.
 fn source_registry(sb: &Sandbox) -> DocServer {
     let server = DocServer::start(Pets::v1().bytes());
-    sb.write_file("source.toml", config("source.sqlite3", &server.url()).as_bytes());
+    sb.write_file(
+        "source.toml",
+        config("source.sqlite3", &server.url()).as_bytes(),
+    );
     let cfg = sb.path("source.toml").to_string_lossy().into_owned();
     sb.run(&["check", "--config", &cfg]).assert_code(0);
     server.set_document(Pets::v2().bytes());
@@ -54,7 +57,10 @@ fn read_back(sb: &Sandbox, config_file: &str) -> Vec<Value> {
 fn a_copy_reads_back_the_same_and_a_second_copy_into_it_is_refused() {
     let sb = Sandbox::new();
     let server = source_registry(&sb);
-    sb.write_file("copy.toml", config("copy.sqlite3", &server.url()).as_bytes());
+    sb.write_file(
+        "copy.toml",
+        config("copy.sqlite3", &server.url()).as_bytes(),
+    );
     let run = sb.run(&[
         "registry",
         "copy",
@@ -183,6 +189,9 @@ fn sqlite_to_postgresql_and_back_reads_back_the_same() {
     let url = db.url();
     assert!(copy("source.sqlite3", &url).contains("verified "));
     assert!(copy(&url, "back.sqlite3").contains("verified "));
-    sb.write_file("back.toml", config("back.sqlite3", &server.url()).as_bytes());
+    sb.write_file(
+        "back.toml",
+        config("back.sqlite3", &server.url()).as_bytes(),
+    );
     assert_eq!(read_back(&sb, "back.toml"), read_back(&sb, "source.toml"));
 }
