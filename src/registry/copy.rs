@@ -85,8 +85,10 @@ pub const SKIPPED: &[(&str, &str)] = &[
 /// reviews' is copied on its own, on PostgreSQL it is the identity sequence).
 const INTERNAL: &[&str] = &["schema_migrations", "sqlite_sequence"];
 
-/// Rows read (and written) per statement round; bound values per INSERT at most.
+/// Rows read (and written) per round, fewer for a table with blobs (a stored source can be
+/// megabytes); bound values per INSERT at most.
 const BATCH_ROWS: i64 = 500;
+const BATCH_ROWS_WITH_BLOBS: i64 = 50;
 const MAX_BOUND_VALUES: usize = 10_000;
 
 #[derive(Debug, thiserror::Error)]
@@ -262,11 +264,16 @@ fn copy_table(
         "SELECT {names} FROM {} ORDER BY {} LIMIT ?1 OFFSET ?2",
         t.name, t.key
     );
+    let batch = if columns.iter().any(|(_, ty)| *ty == ColumnType::Bytes) {
+        BATCH_ROWS_WITH_BLOBS
+    } else {
+        BATCH_ROWS
+    };
     let per_insert = (MAX_BOUND_VALUES / columns.len().max(1)).max(1);
     let mut copied: u64 = 0;
     loop {
         let offset = i64::try_from(copied).unwrap_or(i64::MAX);
-        let rows: Vec<Vec<Owned>> = src.query(&select, values![BATCH_ROWS, offset], |r| {
+        let rows: Vec<Vec<Owned>> = src.query(&select, values![batch, offset], |r| {
             columns
                 .iter()
                 .enumerate()
@@ -294,7 +301,7 @@ fn copy_table(
             dst.execute(&insert, &bound)?;
         }
         copied += rows.len() as u64;
-        if (rows.len() as i64) < BATCH_ROWS {
+        if (rows.len() as i64) < batch {
             return Ok(copied);
         }
     }
@@ -558,10 +565,17 @@ pub struct Access {
 }
 
 /// Opens the registry at `place`: a SQLite file is created (migrated) when `create`, else it
-/// must exist; a PostgreSQL database is migrated to this binary's schema.
+/// must exist (opened as every command opens it, or read-only when that needs a write it
+/// cannot make: a 0444 file, a read-only mount); a PostgreSQL database is migrated to this
+/// binary's schema.
 pub fn open(place: &Place, create: bool, access: &Access) -> Result<Registry, CopyError> {
     match place {
-        Place::Sqlite(path) => Ok(Registry::open_or_create(path, create)?),
+        Place::Sqlite(path) => match Registry::open_or_create(path, create) {
+            Ok(registry) => Ok(registry),
+            Err(e @ RegistryError::Missing { .. }) => Err(e.into()),
+            Err(e) if create || !path.is_file() => Err(e.into()),
+            Err(e) => Registry::open_read_only(path).map_err(|_| e.into()),
+        },
         Place::Postgres(url) => {
             let options = super::pg::PgOptions {
                 password: registry_password(url, access.password_file.as_deref())?,
