@@ -480,9 +480,14 @@ fn check_tables(source: &BTreeSet<String>, target: &BTreeSet<String>) -> Result<
         .collect();
     for (side, tables) in [("source", source), ("target", target)] {
         if let Some(unknown) = tables.iter().find(|t| !known.contains(t.as_str())) {
-            return Err(CopyError::Schema(format!(
-                "the {side} registry has a table this schemawatch does not know ({unknown}): use the schemawatch release that wrote it"
-            )));
+            return Err(CopyError::Schema(match side {
+                "source" => format!(
+                    "the source registry has a table this schemawatch does not know ({unknown}): copy it with the schemawatch release that wrote it"
+                ),
+                _ => format!(
+                    "the target database holds a table that is not a schemawatch registry's ({unknown}): copy into an empty database"
+                ),
+            }));
         }
         if let Some(missing) = COPIED.iter().find(|t| !tables.contains(t.name)) {
             return Err(CopyError::Schema(format!(

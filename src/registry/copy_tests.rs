@@ -361,6 +361,17 @@ fn a_target_holding_data_is_refused_and_left_as_it_was() {
         assert!(refused.to_string().contains("not empty"), "{refused}");
         assert_eq!(dump(&target), before, "{backend}");
     }
+    // Nor a database holding tables of its own.
+    let mut foreign = fresh_sqlite(&dir, "foreign.sqlite3");
+    foreign
+        .write(|db| db.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY)", &[]))
+        .unwrap();
+    let refused = copy_rows(&source, &mut foreign).unwrap_err();
+    assert!(
+        matches!(&refused, CopyError::Schema(why) if why.contains("orders")),
+        "{refused}"
+    );
+    assert_empty(&foreign, "a database with a foreign table");
     // A registry used only for its UI sessions is not a new one either.
     let mut sessions = fresh_sqlite(&dir, "sessions.sqlite3");
     sessions.create_session("sha256:x", "ana", 1, 2).unwrap();
