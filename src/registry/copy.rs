@@ -81,9 +81,13 @@ pub const SKIPPED: &[(&str, &str)] = &[
 ];
 
 /// Bookkeeping tables of the database itself: `schema_migrations` is written by the target's
-/// own migrations, SQLite's `sqlite_sequence` holds AUTOINCREMENT high-water marks (the
-/// reviews' is copied on its own, on PostgreSQL it is the identity sequence).
-const INTERNAL: &[&str] = &["schema_migrations", "sqlite_sequence"];
+/// own migrations; SQLite's own (`sqlite_` names: `sqlite_sequence` holds AUTOINCREMENT
+/// high-water marks, the reviews' copied on its own; `sqlite_stat1` the planner's statistics).
+const INTERNAL: &[&str] = &["schema_migrations"];
+
+fn internal(table: &str) -> bool {
+    INTERNAL.contains(&table) || table.starts_with("sqlite_")
+}
 
 /// Rows read (and written) per round, fewer for a table with blobs (a stored source can be
 /// megabytes); bound values per INSERT at most.
@@ -476,10 +480,12 @@ fn check_tables(source: &BTreeSet<String>, target: &BTreeSet<String>) -> Result<
         .iter()
         .map(|t| t.name)
         .chain(SKIPPED.iter().map(|(name, _)| *name))
-        .chain(INTERNAL.iter().copied())
         .collect();
     for (side, tables) in [("source", source), ("target", target)] {
-        if let Some(unknown) = tables.iter().find(|t| !known.contains(t.as_str())) {
+        if let Some(unknown) = tables
+            .iter()
+            .find(|t| !known.contains(t.as_str()) && !internal(t))
+        {
             return Err(CopyError::Schema(match side {
                 "source" => format!(
                     "the source registry has a table this schemawatch does not know ({unknown}): copy it with the schemawatch release that wrote it"
