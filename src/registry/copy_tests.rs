@@ -2,8 +2,6 @@
 //! cluster (`pg_tests::database`: skipped with a message without it, failed under
 //! `SCHEMAWATCH_REQUIRE_PEERS=1`).
 
-use super::super::pg_tests::database;
-use super::super::sql::{Db, Owned};
 use super::*;
 use crate::core::diff::classify;
 use crate::core::event::{EventKind, Routes, SinkFilter};
@@ -11,6 +9,8 @@ use crate::core::model::{Kind, ToolSpec};
 use crate::core::normalize::openapi::normalize;
 use crate::fetch::Validators;
 use crate::registry::events::AttemptResult;
+use crate::registry::pg_tests::database;
+use crate::registry::sql::{Db, Owned};
 use crate::registry::{
     CasBase, Provenance, Queued, SourceValidators, StoredSource, WatchState, WatchStatus,
 };
@@ -81,7 +81,7 @@ fn queue(r: &mut Registry, watch: &str, max: u32) -> i64 {
 /// [`queue`] against `accepted`, read elsewhere (contracts are not read on PostgreSQL yet).
 fn queue_given(
     r: &mut Registry,
-    accepted: &super::super::StoredTool,
+    accepted: &crate::registry::StoredTool,
     watch: &str,
     max: u32,
 ) -> i64 {
@@ -182,7 +182,7 @@ fn dump(r: &Registry) -> Dump {
                         .iter()
                         .enumerate()
                         .map(|(i, (n, ty))| Ok((n.clone(), row.get_owned(i, *ty)?)))
-                        .collect::<super::super::Result<_>>()?;
+                        .collect::<crate::registry::Result<_>>()?;
                     named.sort();
                     Ok(named)
                 },
