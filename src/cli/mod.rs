@@ -71,6 +71,7 @@ mod mcp_gateway;
 mod notify;
 mod pending;
 mod pin;
+mod registry;
 mod rules;
 mod status;
 mod triage;
@@ -154,6 +155,11 @@ enum Command {
     Notify {
         #[command(subcommand)]
         action: notify::NotifyCommand,
+    },
+    /// Registry maintenance: copy a registry between SQLite and PostgreSQL.
+    Registry {
+        #[command(subcommand)]
+        action: registry::RegistryCommand,
     },
 }
 
@@ -245,6 +251,7 @@ async fn dispatch(cli: Cli) -> Outcome {
         Command::Inspect { action } => inspect::run(action),
         Command::Rules(args) => rules::run(args),
         Command::Notify { action } => notify::run(action).await,
+        Command::Registry { action } => registry::run(action).await,
         Command::McpGateway(args) => mcp_gateway::run(args).await,
         Command::Completions(args) => completions::completions(args),
         Command::Man(args) => completions::man(args),

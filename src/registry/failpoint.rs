@@ -8,7 +8,8 @@
 //! Names, in write order: `apply.begin`, `apply.after_snapshot`, `apply.after_state`,
 //! `apply.after_commit`; `review.begin`, `review.after_insert`, `review.before_commit`,
 //! `review.after_commit`; `accept.after_apply`, `accept.before_commit`, `accept.after_commit`;
-//! `unchanged.before_commit`.
+//! `unchanged.before_commit`. Not in [`NAMES`] (the crash suite drives refreshes):
+//! `copy.before_commit` (`registry copy`, every row written, tested by its own tests).
 
 use super::RegistryError;
 

@@ -19,6 +19,7 @@ mod contracts;
 mod identity;
 pub use codec::set_inflate_limit;
 mod conditional;
+pub mod copy;
 pub mod events;
 pub mod failpoint;
 mod lifecycle;
@@ -137,6 +138,9 @@ pub enum RegistryError {
     /// An operation only a SQLite registry has (its file, its pragmas), asked of another.
     #[error("{0} is only available on a SQLite registry")]
     NotOnPostgres(&'static str),
+    /// A write its caller abandoned midway, rolled back (the caller reports why).
+    #[error("the write was abandoned and rolled back")]
+    RolledBack,
     #[error("cannot connect to the registry database {target}: {reason}")]
     PostgresConnect { target: String, reason: String },
 }

@@ -140,6 +140,58 @@ impl Row<'_, '_> {
     }
 }
 
+impl Row<'_, '_> {
+    /// Column `i` read as `ty` into an owned value, NULL included (for code that learns a
+    /// table's columns at run time: the registry copy).
+    pub(crate) fn get_owned(&self, i: usize, ty: ColumnType) -> Result<Owned> {
+        Ok(match ty {
+            ColumnType::I64 => Owned::I64(self.get(i)?),
+            ColumnType::Text => Owned::Text(self.get(i)?),
+            ColumnType::Bytes => Owned::Bytes(self.get(i)?),
+        })
+    }
+}
+
+/// The type of a column learnt at run time from the schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ColumnType {
+    I64,
+    Text,
+    Bytes,
+}
+
+impl ColumnType {
+    /// The type of a column declared `declared` on either backend: SQLite's (STRICT) INTEGER,
+    /// TEXT and BLOB, and their PostgreSQL twins bigint, text and bytea; `None` for any other.
+    pub(crate) fn of_declared(declared: &str) -> Option<ColumnType> {
+        match declared.to_ascii_lowercase().as_str() {
+            "integer" | "bigint" => Some(ColumnType::I64),
+            "text" => Some(ColumnType::Text),
+            "blob" | "bytea" => Some(ColumnType::Bytes),
+            _ => None,
+        }
+    }
+}
+
+/// One column's value, owned; a NULL keeps its column's type (PostgreSQL checks it).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Owned {
+    I64(Option<i64>),
+    Text(Option<String>),
+    Bytes(Option<Vec<u8>>),
+}
+
+impl Owned {
+    /// The value to bind for it.
+    pub(crate) fn value(&self) -> Value<'_> {
+        match self {
+            Owned::I64(v) => Value::from(*v),
+            Owned::Text(v) => Value::from(v.as_deref()),
+            Owned::Bytes(v) => Value::from(v.as_deref()),
+        }
+    }
+}
+
 /// A PostgreSQL session of the registry: its client and the statements it prepared, by text
 /// and parameter types (SQLite's `prepare_cached` twin: a statement is parsed and planned once
 /// per connection, not on every call, which would cost a round trip each).

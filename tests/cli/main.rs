@@ -21,6 +21,7 @@ mod hardening;
 mod hardening29;
 mod hidden_text;
 mod local_files;
+mod registry_copy;
 mod registry_url;
 mod scope;
 mod sources;
