@@ -71,6 +71,10 @@ pub struct Shared {
     /// Idle registry connections (a rusqlite connection is Send but not Sync: each refresh
     /// or API request takes one for itself).
     pool: Mutex<Vec<Registry>>,
+    /// PostgreSQL: the bounded pool of sessions every refresh and request takes one from
+    /// (`[storage] pool_size` at most open at once, the recount's own session beside them);
+    /// `pool` stays empty.
+    sessions: Option<crate::registry::Pool>,
     /// Where the registry the daemon opened is (`[storage] path` or `url`).
     registry_location: crate::registry::Location,
     locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
@@ -175,6 +179,7 @@ impl Shared {
         let observer = location
             .sqlite_path()
             .and_then(|_| Registry::open_pooled_at(&location).ok());
+        let sessions = location.pool();
         Arc::new(Shared {
             metrics: Metrics::new(per_watch),
             cells: RwLock::new(HashMap::new()),
@@ -198,7 +203,13 @@ impl Shared {
             ),
             config: RwLock::new(Arc::new(config)),
             ready: AtomicBool::new(false),
-            pool: Mutex::new(vec![registry]),
+            // On PostgreSQL the startup session is closed: the pool opens its own.
+            pool: Mutex::new(if sessions.is_none() {
+                vec![registry]
+            } else {
+                Vec::new()
+            }),
+            sessions,
             locks: Mutex::new(HashMap::new()),
             semaphore: Arc::new(Semaphore::new(permits)),
             permits: Mutex::new(permits),
@@ -374,6 +385,9 @@ impl Shared {
     /// the file is checked to be the one opened at startup.
     pub fn take_registry(&self) -> Result<Registry, RegistryError> {
         self.registry_intact()?;
+        if let Some(sessions) = &self.sessions {
+            return Registry::from_pool(sessions);
+        }
         let idle = match self.pool.lock() {
             Ok(mut p) => p.pop(),
             Err(poisoned) => poisoned.into_inner().pop(),
@@ -411,16 +425,12 @@ impl Shared {
     pub fn give_back(&self, registry: Registry) {
         // A PostgreSQL session the server closed (a restart, a lost host) is never reused:
         // the next refresh opens a new one, so the daemon recovers without a restart.
-        if registry.is_closed() {
+        // A pooled PostgreSQL session goes back to its pool as the registry is dropped (one
+        // the server closed is dropped by the pool, so the daemon recovers without a restart).
+        if self.sessions.is_some() || registry.is_closed() {
             return;
         }
-        // PostgreSQL: `[storage] pool_size` sessions kept (its default is the same figure).
-        let cap = match &self.registry_location {
-            crate::registry::Location::Sqlite(_) => self.config().daemon.max_concurrency + 2,
-            crate::registry::Location::Postgres { options, .. } => {
-                usize::try_from(options.pool_size).unwrap_or(usize::MAX)
-            }
-        };
+        let cap = self.config().daemon.max_concurrency + 2;
         let mut pool = match self.pool.lock() {
             Ok(p) => p,
             Err(poisoned) => poisoned.into_inner(),

@@ -497,8 +497,8 @@ impl Registry {
     pub(crate) fn open_postgres(mut client: postgres::Client) -> Result<Registry> {
         sql::off_runtime(|| migrate::run_postgres(&mut client))?;
         let mut registry = Registry {
-            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(sql::PgSession::new(
-                client,
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(sql::Held::Own(
+                sql::PgSession::new(client),
             )))),
             routes: None,
         };

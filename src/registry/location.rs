@@ -240,11 +240,93 @@ impl Registry {
     /// A registry on an already migrated PostgreSQL session.
     fn on_session(client: postgres::Client) -> Registry {
         Registry {
-            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(super::sql::Held::Own(
                 super::sql::PgSession::new(client),
-            ))),
+            )))),
             routes: None,
         }
+    }
+}
+
+/// Opens the sessions of a [`Pool`]: each a [`Location::connect`] (the password read then),
+/// kept with its prepared statements while pooled.
+#[derive(Debug)]
+pub struct Manager {
+    location: Location,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = super::sql::PgSession;
+    type Error = RegistryError;
+
+    fn connect(&self) -> Result<super::sql::PgSession> {
+        Ok(super::sql::PgSession::new(self.location.connect()?))
+    }
+
+    fn is_valid(&self, session: &mut super::sql::PgSession) -> Result<()> {
+        // Checked on use instead (a failed statement marks the session): no round trip per
+        // checkout.
+        let _ = session;
+        Ok(())
+    }
+
+    fn has_broken(&self, session: &mut super::sql::PgSession) -> bool {
+        session.client().map_or(true, |c| c.is_closed())
+    }
+}
+
+/// Failures to open a pooled session, logged (their text is already scrubbed of the password).
+#[derive(Debug)]
+struct LogErrors;
+
+impl r2d2::HandleError<RegistryError> for LogErrors {
+    fn handle_error(&self, error: RegistryError) {
+        // Retried in the background while the server is down: the refreshes' own
+        // `registry_unavailable` errors say so once per refresh.
+        tracing::debug!(event = "registry_connect_failed", error = %error);
+    }
+}
+
+/// The daemon's PostgreSQL sessions: `r2d2` (the synchronous pool of the blocking `postgres`
+/// client's ecosystem, maintained, bounded): at most `[storage] pool_size` open at once, none
+/// before the first checkout; a checkout waits at most `connect_timeout` for a free one.
+pub type Pool = r2d2::Pool<Manager>;
+
+impl Location {
+    /// A bounded pool of sessions on this PostgreSQL registry (`None` for a SQLite file).
+    pub fn pool(&self) -> Option<Pool> {
+        let Location::Postgres { options, .. } = self else {
+            return None;
+        };
+        Some(
+            r2d2::Pool::builder()
+                .max_size(options.pool_size.max(1))
+                .min_idle(Some(0))
+                .test_on_check_out(false)
+                .connection_timeout(options.connect_timeout)
+                .error_handler(Box::new(LogErrors))
+                .build_unchecked(Manager {
+                    location: self.clone(),
+                }),
+        )
+    }
+}
+
+impl Registry {
+    /// A registry on a session of `pool`, waiting at most the pool's connect timeout for one;
+    /// the session goes back to the pool when the registry is dropped.
+    pub fn from_pool(pool: &Pool) -> Result<Registry> {
+        let session =
+            super::sql::off_runtime(|| pool.get()).map_err(|e| RegistryError::PostgresConnect {
+                target: "the registry's session pool".into(),
+                reason: e.to_string(),
+            })?;
+        Ok(Registry {
+            backend: Backend::Postgres(Box::new(std::cell::RefCell::new(
+                super::sql::Held::Pooled(session),
+            ))),
+            routes: None,
+        })
     }
 }
 

@@ -25,7 +25,7 @@ pub mod failpoint;
 mod lifecycle;
 mod listing;
 mod location;
-pub use location::{Location, PgPassword};
+pub use location::{Location, PgPassword, Pool};
 mod migrate;
 pub mod pg;
 mod reviews;
@@ -300,7 +300,7 @@ enum Backend {
     Sqlite(Connection),
     /// The client of one session. A `RefCell`: reads take `&self` and the blocking client
     /// `&mut`; a registry is used by one thread at a time (it is `Send`, not `Sync`).
-    Postgres(Box<std::cell::RefCell<sql::PgSession>>),
+    Postgres(Box<std::cell::RefCell<sql::Held>>),
 }
 
 impl Registry {
@@ -342,7 +342,7 @@ impl Registry {
     fn write<T>(&mut self, f: impl FnOnce(&mut sql::Db<'_>) -> Result<T>) -> Result<T> {
         match &mut self.backend {
             Backend::Postgres(cell) => {
-                let session = cell.get_mut();
+                let session: &mut sql::PgSession = cell.get_mut();
                 return sql::off_runtime(|| lifecycle::pg_write(session, f));
             }
             Backend::Sqlite(_) => {}

@@ -421,20 +421,24 @@ fn a_statement_running_past_the_timeout_is_cancelled() {
 #[test]
 fn the_pool_is_bounded_and_a_checkout_waits_at_most_the_connect_timeout() {
     let Some(db) = database() else { return };
-    let options = pg::PgOptions {
-        pool_size: 2,
-        connect_timeout: std::time::Duration::from_millis(500),
-        ..db.cluster.options()
-    };
-    let pool = pg::pool(&db.cluster.url_of(&db.name), &options).unwrap();
-    let first = pg::checkout(&pool).unwrap();
-    let mut second = pg::checkout(&pool).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("pw");
+    std::fs::write(&file, db.password().unwrap_or("")).unwrap();
+    let mut location = db.location(&file);
+    if let super::Location::Postgres { options, .. } = &mut location {
+        options.pool_size = 2;
+        options.connect_timeout = std::time::Duration::from_millis(500);
+    }
+    drop(super::Registry::open_at(&location, true).unwrap());
+    let pool = location.pool().unwrap();
+    let first = super::Registry::from_pool(&pool).unwrap();
+    let second = super::Registry::from_pool(&pool).unwrap();
     let started = std::time::Instant::now();
-    let third = pg::checkout(&pool);
+    let third = super::Registry::from_pool(&pool);
     let waited = started.elapsed();
     assert!(
         matches!(third, Err(RegistryError::PostgresConnect { .. })),
-        "a third connection of a pool of 2"
+        "a third session of a pool of 2"
     );
     assert!(
         waited >= std::time::Duration::from_millis(400)
@@ -442,16 +446,20 @@ fn the_pool_is_bounded_and_a_checkout_waits_at_most_the_connect_timeout() {
         "{waited:?}"
     );
     let open: i64 = second
-        .query_one(
-            "SELECT count(*) FROM pg_stat_activity
-             WHERE datname = $1 AND application_name = 'schemawatch'",
-            &[&db.name],
-        )
+        .read(|session| {
+            session.query_opt(
+                "SELECT count(*) FROM pg_stat_activity
+                 WHERE datname = ?1 AND application_name = 'schemawatch'",
+                super::sql::values![db.name.as_str()],
+                |r| r.get(0),
+            )
+        })
         .unwrap()
-        .get(0);
+        .unwrap();
     assert_eq!(open, 2);
+    // A registry dropped gives its session back: the next checkout reuses it.
     drop(first);
-    pg::checkout(&pool).unwrap();
-    drop(second);
-    drop(pool);
+    let again = super::Registry::from_pool(&pool).unwrap();
+    assert_eq!(again.registry_version().unwrap(), 0);
+    assert_eq!(pool.state().connections, 2);
 }

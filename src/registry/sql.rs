@@ -195,7 +195,7 @@ impl Owned {
 /// A PostgreSQL session of the registry: its client and the statements it prepared, by text
 /// and parameter types (SQLite's `prepare_cached` twin: a statement is parsed and planned once
 /// per connection, not on every call, which would cost a round trip each).
-pub(crate) struct PgSession {
+pub struct PgSession {
     /// `None` only while the session is dropped ([`off_runtime`]: closing the connection blocks).
     client: Option<postgres::Client>,
     statements:
@@ -282,6 +282,32 @@ pub(crate) fn off_runtime<T>(f: impl FnOnce() -> T) -> T {
         // A plain thread, or a blocking-pool thread; a single-threaded runtime reaches the
         // registry only through its blocking pool.
         _ => f(),
+    }
+}
+
+/// The PostgreSQL session a registry holds: its own, or one lent by the daemon's pool
+/// (`Location::pool`), which takes it back when the registry is dropped.
+pub(crate) enum Held {
+    Own(PgSession),
+    Pooled(r2d2::PooledConnection<super::location::Manager>),
+}
+
+impl std::ops::Deref for Held {
+    type Target = PgSession;
+    fn deref(&self) -> &PgSession {
+        match self {
+            Held::Own(s) => s,
+            Held::Pooled(s) => s,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    fn deref_mut(&mut self) -> &mut PgSession {
+        match self {
+            Held::Own(s) => s,
+            Held::Pooled(s) => s,
+        }
     }
 }
 

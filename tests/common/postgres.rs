@@ -175,6 +175,8 @@ impl PrivateCluster {
         let out = Command::new(pg_cluster_script())
             .arg("create")
             .env("PG_MAX_CONNECTIONS", max_connections.to_string())
+            // Stopped like a crash under a daemon: every acknowledged commit must come back.
+            .env("PG_SYNCHRONOUS_COMMIT", "on")
             .output()
             .ok();
         let out = match out {
