@@ -477,6 +477,27 @@ fn h24_the_descriptor_budget_is_fitted_at_start() {
     assert!(status.success());
 }
 
+/// Waits until acme.pets's failure streak (the `consecutive_failures` gauge) reaches 3.
+fn wait_for_a_streak_of_three(daemon: &Daemon) {
+    let streak = |metrics: &str| -> i64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with("schemawatch_watch_consecutive_failures{watch=\"acme.pets\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while streak(&daemon.get("/metrics").1) < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the failure streak stays below 3: {}",
+            daemon.get("/metrics").1
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
 fn is_root() -> bool {
     std::process::Command::new("id")
         .arg("-u")
@@ -550,23 +571,7 @@ fn a_registry_that_refuses_writes_makes_the_daemon_unready_until_it_recovers() {
     );
 
     // The streak the registry cannot store is counted in memory: the backoff grows.
-    let streak = |metrics: &str| -> i64 {
-        metrics
-            .lines()
-            .find(|l| l.starts_with("schemawatch_watch_consecutive_failures{watch=\"acme.pets\"}"))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while streak(&daemon.get("/metrics").1) < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the failure streak stays below 3: {}",
-            daemon.get("/metrics").1
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wait_for_a_streak_of_three(&daemon);
     assert_eq!(daemon.get("/readyz").0, 503);
 
     // Space comes back: the change goes through and the daemon is ready, no restart.
@@ -615,23 +620,7 @@ fn a_postgresql_registry_stopped_under_the_daemon_makes_it_unready_until_it_retu
     daemon.wait_for_log("registry_failing", |_| true);
     assert_eq!(daemon.get("/readyz").0, 503);
     assert_eq!(daemon.get("/healthz").0, 200);
-    let streak = |metrics: &str| -> i64 {
-        metrics
-            .lines()
-            .find(|l| l.starts_with("schemawatch_watch_consecutive_failures{watch=\"acme.pets\"}"))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    };
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while streak(&daemon.get("/metrics").1) < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the failure streak stays below 3: {}",
-            daemon.get("/metrics").1
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    wait_for_a_streak_of_three(&daemon);
     let (_, metrics) = daemon.get("/metrics");
     assert!(
         metrics
