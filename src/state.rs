@@ -88,6 +88,11 @@ pub struct Shared {
     opened: Option<crate::registry::Opened>,
     /// Set once the registry was found replaced or deleted: refreshes stop, not ready.
     registry_lost: AtomicBool,
+    /// PostgreSQL: the registry id (`registry_meta`) of the database opened at startup, and
+    /// what the recount found when that database no longer holds it ("is this still the
+    /// registry I opened", the file identity's twin).
+    registry_id: Option<String>,
+    database_lost: Mutex<Option<&'static str>>,
     /// The configured watches, by name.
     cells: RwLock<HashMap<String, Arc<WatchCell>>>,
     /// Serializes status moves, so counts and per-watch series match the cells.
@@ -180,6 +185,10 @@ impl Shared {
             .sqlite_path()
             .and_then(|_| Registry::open_pooled_at(&location).ok());
         let sessions = location.pool();
+        let registry_id = sessions
+            .as_ref()
+            .and_then(|_| registry.registry_id().ok())
+            .map(|(id, _)| id);
         Arc::new(Shared {
             metrics: Metrics::new(per_watch),
             cells: RwLock::new(HashMap::new()),
@@ -216,6 +225,8 @@ impl Shared {
             opened: location.sqlite_path().map(crate::registry::Opened::at),
             registry_location: location,
             registry_lost: AtomicBool::new(false),
+            registry_id,
+            database_lost: Mutex::new(None),
         })
     }
 
@@ -226,7 +237,11 @@ impl Shared {
             .opened
             .as_ref()
             .and_then(crate::registry::Opened::lost)
-            .map(crate::registry::Lost::as_str);
+            .map(crate::registry::Lost::as_str)
+            .or_else(|| match self.database_lost.lock() {
+                Ok(found) => *found,
+                Err(poisoned) => *poisoned.into_inner(),
+            });
         match what {
             None if !self.registry_lost.load(Ordering::SeqCst) => Ok(()),
             found => {
@@ -919,6 +934,27 @@ impl Shared {
         let Some(registry) = observer.0.as_ref() else {
             return false;
         };
+        // PostgreSQL: still the registry opened at startup? Its id read by the observer (one
+        // query a recount); a database emptied or holding another registry stops the daemon
+        // as a replaced file does.
+        if let Some(opened) = &self.registry_id {
+            let found = match registry.registry_id() {
+                Ok((id, _)) if &id == opened => None,
+                Ok(_) => Some("replaced"),
+                // undefined_table: the database no longer holds a registry.
+                Err(e) if e.to_string().contains("SQLSTATE 42P01") => Some("deleted"),
+                Err(_) => None,
+            };
+            if found.is_some() {
+                match self.database_lost.lock() {
+                    Ok(mut lost) => *lost = found,
+                    Err(poisoned) => *poisoned.into_inner() = found,
+                }
+                drop(observer);
+                let _ = self.registry_intact();
+                return false;
+            }
+        }
         let Ok(version) = registry.change_token() else {
             // A PostgreSQL session the server closed (a restart) is opened anew next time.
             if registry.is_closed() {

@@ -643,3 +643,50 @@ fn a_postgresql_registry_stopped_under_the_daemon_makes_it_unready_until_it_retu
     let password = password.trim().rsplit(':').next().unwrap();
     assert!(!daemon.log_text().contains(password));
 }
+
+/// Issue 33, item 1, on PostgreSQL: "is this still the registry I opened" is the registry id.
+/// The database is dropped and created again, empty, under a running daemon: the daemon logs
+/// `registry_replaced` (`deleted`), is not ready, and creates nothing in the new database.
+#[test]
+fn a_postgresql_registry_dropped_under_the_daemon_is_never_recreated() {
+    let Some(db) = common::postgres::database() else {
+        return;
+    };
+    let server = DocServer::start(Pets::v1().bytes());
+    let sb = Sandbox::new();
+    let watch = format!(
+        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
+        server.url()
+    );
+    sb.write_config(&config_text(&watch, "").replace(
+        "path = \"registry.sqlite3\"",
+        &format!(
+            "url = \"{}\"\nca_file = \"{}\"\npool_size = 4",
+            db.url(),
+            db.cluster.ca.display()
+        ),
+    ));
+    let config = sb.config_arg();
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env("PGPASSFILE", &db.cluster.passfile);
+    let mut daemon = Daemon::start_command(cmd, None);
+    daemon.wait_for_log("refresh", |v| v["action"] == "registered");
+    assert_eq!(daemon.get("/readyz").0, 200);
+
+    let name = &db.name;
+    db.cluster.sql(
+        "postgres",
+        &format!("DROP DATABASE \"{name}\" WITH (FORCE)"),
+    );
+    db.cluster
+        .sql("postgres", &format!("CREATE DATABASE \"{name}\""));
+    daemon.wait_for_log("registry_replaced", |v| v["what"] == "deleted");
+    assert_eq!(daemon.get("/readyz").0, 503);
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert_eq!(
+        db.sql("SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"),
+        "0",
+        "nothing created in the new database"
+    );
+    daemon.terminate(PATIENCE);
+}
