@@ -442,7 +442,7 @@ impl Shared {
         // the next refresh opens a new one, so the daemon recovers without a restart.
         // A pooled PostgreSQL session goes back to its pool as the registry is dropped (one
         // the server closed is dropped by the pool, so the daemon recovers without a restart).
-        if self.sessions.is_some() || registry.is_closed() {
+        if self.sessions.is_some() {
             return;
         }
         let cap = self.config().daemon.max_concurrency + 2;

@@ -619,21 +619,11 @@ pub fn registry_password(
     url: &url::Url,
     password_file: Option<&Path>,
 ) -> Result<Option<String>, CopyError> {
-    use crate::sources::postgres::{parse_url, pgpass_lookup, read_secret_file};
+    use crate::sources::postgres::{parse_url, passfile_password, read_secret_file};
     let secret = |e: crate::sources::postgres::PostgresError| CopyError::Password(e.to_string());
-    if let Some(path) = password_file {
-        return read_secret_file(path).map(Some).map_err(secret);
-    }
-    let target = parse_url(url)?;
-    let passfile = std::env::var_os("PGPASSFILE")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")));
-    match passfile.filter(|p| p.is_file()) {
-        Some(path) => Ok(pgpass_lookup(
-            &read_secret_file(&path).map_err(secret)?,
-            &target,
-        )),
-        None => Ok(None),
+    match password_file {
+        Some(path) => read_secret_file(path).map(Some).map_err(secret),
+        None => passfile_password(&parse_url(url)?).map_err(secret),
     }
 }
 

@@ -10,7 +10,7 @@
 //! other way round.
 
 use super::{pg, Backend, Registry, RegistryError, Result};
-use crate::sources::postgres::{parse_url, pgpass_lookup, read_secret_file, Target};
+use crate::sources::postgres::{parse_url, passfile_password, read_secret_file, Target};
 use std::path::{Path, PathBuf};
 
 /// Where the registry's PostgreSQL password comes from.
@@ -122,17 +122,7 @@ impl PgPassword {
                 ))),
             },
             PgPassword::PassFile => {
-                let passfile = std::env::var_os("PGPASSFILE")
-                    .map(PathBuf::from)
-                    .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")));
-                match passfile.filter(|p| p.is_file()) {
-                    Some(path) => {
-                        let text = read_secret_file(&path)
-                            .map_err(|e| fail(format!("PGPASSFILE: {e}")))?;
-                        Ok(pgpass_lookup(&text, target))
-                    }
-                    None => Ok(None),
-                }
+                passfile_password(target).map_err(|e| fail(format!("PGPASSFILE: {e}")))
             }
         }
     }
@@ -271,7 +261,7 @@ impl r2d2::ManageConnection for Manager {
     }
 
     fn has_broken(&self, session: &mut super::sql::PgSession) -> bool {
-        session.client().map_or(true, |c| c.is_closed())
+        session.is_closed()
     }
 }
 

@@ -120,14 +120,21 @@ pub(super) fn run_postgres(client: &mut postgres::Client) -> Result<()> {
     }
     loop {
         let mut tx = client.transaction()?;
-        tx.batch_execute("SET LOCAL statement_timeout = 0")?;
+        // The table is created (or found) by a statement, not looked up: a catalog lookup
+        // right after the lock wait may miss the table another process just committed.
+        tx.batch_execute(
+            "SET LOCAL statement_timeout = 0; SET LOCAL client_min_messages = warning",
+        )?;
         tx.execute("SELECT pg_advisory_xact_lock($1)", &[&PG_MIGRATION_LOCK])?;
-        if applied_postgres(&mut tx)? == 0 {
-            tx.batch_execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
-            )?;
-        }
-        let current = applied_postgres(&mut tx)?;
+        tx.batch_execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, applied_at TEXT NOT NULL)",
+        )?;
+        let current: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(version), 0) FROM schema_migrations",
+                &[],
+            )?
+            .try_get(0)?;
         if current > latest() {
             return Err(RegistryError::TooNew {
                 found: current,

@@ -318,9 +318,7 @@ impl Registry {
     pub fn is_closed(&self) -> bool {
         match &self.backend {
             Backend::Sqlite(_) => false,
-            Backend::Postgres(cell) => cell
-                .try_borrow_mut()
-                .is_ok_and(|mut s| s.client().map_or(true, |c| c.is_closed())),
+            Backend::Postgres(cell) => cell.try_borrow().is_ok_and(|s| s.is_closed()),
         }
     }
 

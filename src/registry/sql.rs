@@ -218,6 +218,11 @@ impl PgSession {
         }
     }
 
+    /// Whether the connection is closed for good (the server ended it, or it was lost).
+    pub(crate) fn is_closed(&self) -> bool {
+        self.client.as_ref().is_none_or(postgres::Client::is_closed)
+    }
+
     pub(crate) fn client(&mut self) -> Result<&mut postgres::Client> {
         self.client
             .as_mut()

@@ -291,14 +291,20 @@ fn password(options: &DatabaseOptions, t: &Target) -> Result<Option<String>, Pos
     if let Ok(p) = std::env::var("PGPASSWORD") {
         return Ok(Some(p));
     }
+    passfile_password(t)
+}
+
+/// The password of the PGPASSFILE line (default `~/.pgpass`, as libpq) matching `t`'s host,
+/// port, database and user; `None` without such a file or line. (The registry reads only
+/// this, never PGPASSWORD.)
+pub(crate) fn passfile_password(t: &Target) -> Result<Option<String>, PostgresError> {
     let passfile = std::env::var_os("PGPASSFILE")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pgpass")));
-    if let Some(path) = passfile.filter(|p| p.is_file()) {
-        let text = read_secret_file(&path)?;
-        return Ok(pgpass_lookup(&text, t));
+    match passfile.filter(|p| p.is_file()) {
+        Some(path) => Ok(pgpass_lookup(&read_secret_file(&path)?, t)),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 /// Error text of the client, with every secret removed.

@@ -498,6 +498,25 @@ fn wait_for_a_streak_of_three(daemon: &Daemon) {
     }
 }
 
+/// A daemon refreshing acme.pets from `server` every second, its registry the PostgreSQL
+/// `[storage]` lines `storage` name, the password from `passfile` (PGPASSFILE).
+fn start_on_postgres(
+    sb: &Sandbox,
+    server: &DocServer,
+    storage: &str,
+    passfile: &std::path::Path,
+) -> Daemon {
+    let watch = format!(
+        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
+        server.url()
+    );
+    sb.write_config(&config_text(&watch, "").replace("path = \"registry.sqlite3\"", storage));
+    let config = sb.config_arg();
+    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
+    cmd.env("PGPASSFILE", passfile);
+    Daemon::start_command(cmd, None)
+}
+
 fn is_root() -> bool {
     std::process::Command::new("id")
         .arg("-u")
@@ -596,22 +615,12 @@ fn a_postgresql_registry_stopped_under_the_daemon_makes_it_unready_until_it_retu
     };
     let server = DocServer::start(Pets::v1().bytes());
     let sb = Sandbox::new();
-    let watch = format!(
-        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
-        server.url()
+    let storage = format!(
+        "url = \"{}\"\nca_file = \"{}\"\npool_size = 4\nconnect_timeout = \"2s\"",
+        cluster.url,
+        cluster.ca.display()
     );
-    sb.write_config(&config_text(&watch, "").replace(
-        "path = \"registry.sqlite3\"",
-        &format!(
-            "url = \"{}\"\nca_file = \"{}\"\npool_size = 4\nconnect_timeout = \"2s\"",
-            cluster.url,
-            cluster.ca.display()
-        ),
-    ));
-    let config = sb.config_arg();
-    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
-    cmd.env("PGPASSFILE", &cluster.passfile);
-    let mut daemon = Daemon::start_command(cmd, None);
+    let mut daemon = start_on_postgres(&sb, &server, &storage, &cluster.passfile);
     daemon.wait_for_log("refresh", |v| v["action"] == "registered");
     assert_eq!(daemon.get("/readyz").0, 200);
 
@@ -654,22 +663,12 @@ fn a_postgresql_registry_dropped_under_the_daemon_is_never_recreated() {
     };
     let server = DocServer::start(Pets::v1().bytes());
     let sb = Sandbox::new();
-    let watch = format!(
-        "[[watch]]\nname = \"acme.pets\"\nkind = \"openapi\"\nurl = \"{}\"\ninterval = \"1s\"\n\n",
-        server.url()
+    let storage = format!(
+        "url = \"{}\"\nca_file = \"{}\"\npool_size = 4",
+        db.url(),
+        db.cluster.ca.display()
     );
-    sb.write_config(&config_text(&watch, "").replace(
-        "path = \"registry.sqlite3\"",
-        &format!(
-            "url = \"{}\"\nca_file = \"{}\"\npool_size = 4",
-            db.url(),
-            db.cluster.ca.display()
-        ),
-    ));
-    let config = sb.config_arg();
-    let mut cmd = sb.command(&["run", "--config", &config, "--log-format", "json"]);
-    cmd.env("PGPASSFILE", &db.cluster.passfile);
-    let mut daemon = Daemon::start_command(cmd, None);
+    let mut daemon = start_on_postgres(&sb, &server, &storage, &db.cluster.passfile);
     daemon.wait_for_log("refresh", |v| v["action"] == "registered");
     assert_eq!(daemon.get("/readyz").0, 200);
 
