@@ -12,7 +12,9 @@
 //! state, validators, forget and reset), `sources` (stored source documents), `events` (the
 //! event log and deliveries), `listing` (whole-registry reads), `conditional` (the 304 path),
 //! `ui` (sessions, one version at a time), `upgrade` (the projection upgrade), `sunsets` (sunset
-//! and deprecation facts of accepted contracts, sunset alerts).
+//! and deprecation facts of accepted contracts, sunset alerts), `location` (where the registry
+//! is, opening it, the daemon's PostgreSQL pool), `copy` (`registry copy`); under them `sql`
+//! (one statement text for both backends) and `pg` (PostgreSQL connections).
 
 mod codec;
 mod contracts;
